@@ -1,0 +1,26 @@
+//! Switchboard's sans-IO core.
+//!
+//! Everything that decides anything about the lifecycle of MCP servers lives here, as pure
+//! code: config parsing and validation ([`config`]), qualified tool names ([`names`]), the MCP
+//! JSON-RPC codec and per-connection session ([`protocol`]), and the lifecycle state machine
+//! ([`manager::Manager`]). The crate never reads a clock, a global RNG, the environment, a file,
+//! a process or a socket; time comes in as [`Instant`] and randomness from a seed in
+//! [`manager::ManagerOptions`]. Two drivers run it: the smol shell (crate `switchboard`) and
+//! the simulator (crate `switchboard-sim`).
+
+pub mod config;
+pub mod manager;
+pub mod names;
+pub mod protocol;
+pub mod rng;
+pub mod time;
+pub mod tool;
+
+pub use config::{ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig};
+pub use manager::{
+    CacheKey, CallId, CallOutcome, ConnId, Input, Manager, ManagerOptions, Output, ServerState,
+    ServerStatus, StartupReport, TransportEvent,
+};
+pub use names::NamingScheme;
+pub use time::Instant;
+pub use tool::{Tool, ToolDef, ToolResult};

@@ -1,0 +1,1 @@
+//! The MCP JSON-RPC codec (filled in by the core issue).

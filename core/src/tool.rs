@@ -1,0 +1,179 @@
+//! Tool definitions as servers announce them, tools as the view exposes them, and call results.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool as a server lists it in `tools/list` (and as the cache stores it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(rename = "inputSchema", default = "default_schema")]
+    pub input_schema: Value,
+    #[serde(
+        rename = "outputSchema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+}
+
+fn default_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+impl ToolDef {
+    /// A tool with just a name and an empty object schema (tests, simulator).
+    pub fn named(name: impl Into<String>) -> Self {
+        ToolDef {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: default_schema(),
+            output_schema: None,
+            annotations: None,
+        }
+    }
+}
+
+/// One entry of the exposed tool view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tool {
+    /// The unique, sanitised name the agent sees (`mcp_<server>_<tool>` by default).
+    pub qualified_name: String,
+    /// The server that owns it (identity, not a name prefix).
+    pub server: String,
+    /// The definition as the server (or the cache) gave it; `def.name` is the raw tool name.
+    pub def: ToolDef,
+    /// True while the tool comes from the cache and its server is still connecting
+    /// (the seed's `DeferredMCPTool`): a call waits for the connection.
+    pub deferred: bool,
+}
+
+/// One part of a tool result's `content`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    Image {
+        #[serde(default)]
+        data: String,
+        #[serde(rename = "mimeType", default)]
+        mime_type: String,
+    },
+    Audio {
+        #[serde(default)]
+        data: String,
+        #[serde(rename = "mimeType", default)]
+        mime_type: String,
+    },
+    Resource {
+        resource: Value,
+    },
+    ResourceLink {
+        uri: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+    /// A content type this version does not know; kept as it came.
+    #[serde(untagged)]
+    Other(Value),
+}
+
+/// The result of `tools/call`. A result with `is_error` is still a result (the tool ran and
+/// reported a failure), not a protocol error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    #[serde(default)]
+    pub content: Vec<Content>,
+    #[serde(
+        rename = "structuredContent",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub structured_content: Option<Value>,
+    #[serde(rename = "isError", default)]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// The text rendering an agent sees: text as is, `[Image: <mime>]`, `[Audio: <mime>]`,
+    /// `[Resource: <uri>]` followed by its text, `[Resource link: <uri>]`; parts joined by a
+    /// blank line; `Error: ` in front when the tool reported an error.
+    pub fn render_text(&self) -> String {
+        let mut parts = Vec::with_capacity(self.content.len());
+        for c in &self.content {
+            parts.push(match c {
+                Content::Text { text } => text.clone(),
+                Content::Image { mime_type, .. } => format!("[Image: {mime_type}]"),
+                Content::Audio { mime_type, .. } => format!("[Audio: {mime_type}]"),
+                Content::Resource { resource } => {
+                    let uri = resource.get("uri").and_then(Value::as_str).unwrap_or("");
+                    match resource.get("text").and_then(Value::as_str) {
+                        Some(text) => format!("[Resource: {uri}]\n{text}"),
+                        None => format!("[Resource: {uri}]"),
+                    }
+                }
+                Content::ResourceLink { uri, .. } => format!("[Resource link: {uri}]"),
+                Content::Other(v) => v.to_string(),
+            });
+        }
+        if parts.is_empty() {
+            if let Some(s) = &self.structured_content {
+                parts.push(s.to_string());
+            }
+        }
+        let body = parts.join("\n\n");
+        if self.is_error {
+            format!("Error: {body}")
+        } else {
+            body
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn result_keeps_every_content_kind_and_renders_text() {
+        let r: ToolResult = serde_json::from_value(json!({
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "AAA=", "mimeType": "image/png"},
+                {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "body"}},
+                {"type": "resource_link", "uri": "file:///b"},
+                {"type": "audio", "data": "", "mimeType": "audio/wav"},
+                {"type": "hologram", "x": 1}
+            ],
+            "structuredContent": {"n": 1},
+            "isError": true
+        }))
+        .unwrap();
+        assert_eq!(r.content.len(), 6);
+        assert!(matches!(r.content[5], Content::Other(_)));
+        assert_eq!(
+            r.render_text(),
+            "Error: hello\n\n[Image: image/png]\n\n[Resource: file:///a.txt]\nbody\n\n\
+             [Resource link: file:///b]\n\n[Audio: audio/wav]\n\n{\"type\":\"hologram\",\"x\":1}"
+        );
+    }
+
+    #[test]
+    fn tool_def_defaults_schema_and_keeps_fields() {
+        let t: ToolDef = serde_json::from_value(json!({"name": "x", "description": "d"})).unwrap();
+        assert_eq!(t.input_schema, json!({"type": "object"}));
+        assert_eq!(t.description.as_deref(), Some("d"));
+    }
+}

@@ -1,0 +1,1 @@
+//! The seeded simulator (filled in by the simulator issue).
