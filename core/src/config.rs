@@ -237,7 +237,10 @@ pub fn validate(name: &str, config: &ServerConfig) -> Result<TransportKind, Conf
         .transport_kind()
         .map_err(|t| ConfigError::server(name, format!("unknown server type \"{t}\"")))?;
     if config.command.is_some() && config.url.is_some() {
-        return Err(ConfigError::server(name, "both \"command\" and \"url\" are set"));
+        return Err(ConfigError::server(
+            name,
+            "both \"command\" and \"url\" are set",
+        ));
     }
     match kind {
         TransportKind::Stdio if config.command.as_deref().is_none_or(str::is_empty) => Err(
@@ -343,14 +346,18 @@ mod tests {
             validate("x", &both).unwrap_err().to_string(),
             r#"Server "x": both "command" and "url" are set"#
         );
-        let mut no_cmd = ServerConfig::default();
-        no_cmd.kind = Some("stdio".into());
+        let no_cmd = ServerConfig {
+            kind: Some("stdio".into()),
+            ..Default::default()
+        };
         assert_eq!(
             validate("x", &no_cmd).unwrap_err().to_string(),
             r#"Server "x": stdio server requires "command" field"#
         );
-        let mut sse = ServerConfig::default();
-        sse.kind = Some("sse".into());
+        let sse = ServerConfig {
+            kind: Some("sse".into()),
+            ..Default::default()
+        };
         assert_eq!(
             validate("x", &sse).unwrap_err().to_string(),
             r#"Server "x": sse server requires "url" field"#

@@ -1,96 +1,1806 @@
-//! The lifecycle state machine (filled in by the core issue).
-use crate::config::{ServerSpec, TransportConfig};
-use crate::names::NamingScheme;
+//! The lifecycle state machine: connect many MCP servers in parallel, gate startup, expose a
+//! tool view, route calls, tear down.
+//!
+//! See [`Manager`] for the contract.
+
+use crate::config::{self, ServerSpec, SourceMeta, TransportConfig};
+use crate::names::{NameTable, NamingScheme};
+use crate::protocol::{self, Incoming, InitializeResult, RequestTracker, Root, ServerNotification};
+use crate::rng::SplitMix64;
 use crate::time::Instant;
 use crate::tool::{Tool, ToolDef, ToolResult};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
+/// One connection attempt. Every attempt gets a fresh id (a generation); anything that arrives
+/// for an id that is no longer current is stale and never changes state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct ConnId(pub u64);
+
+/// A tool call, numbered by the embedder (unique among calls in flight).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct CallId(pub u64);
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+/// The tool cache's key: the server's name and the hash of its *unresolved* config.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct CacheKey {
     pub server: String,
     pub config_hash: String,
 }
 
+/// What the shell saw on one connection attempt.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum TransportEvent {
+    /// The transport is open (process spawned, HTTP endpoint reachable).
     Opened,
+    /// One complete frame (one JSON value) from the server.
     Frame(Bytes),
+    /// The transport closed by itself (process exited, stream ended). The shell has already
+    /// cleaned up; the core sends no `CloseTransport` for it.
     Closed { reason: String },
+    /// The transport could not be opened or broke (spawn failure, I/O error, oversized frame).
     Failed { error: String },
 }
 
+/// Inputs: everything the outside world tells the manager.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Input {
-    Connect { servers: Vec<ServerSpec> },
-    Reload { servers: Vec<ServerSpec> },
-    Sync { servers: Vec<ServerSpec> },
-    Disconnect { server: String },
+    /// The seed's `connectServers`: start every server that is not already connected or
+    /// pending; skip those that are; validate each; open a startup round.
+    Connect {
+        servers: Vec<ServerSpec>,
+    },
+    /// The seed's `/mcp reload`: disconnect all, then connect this set.
+    Reload {
+        servers: Vec<ServerSpec>,
+    },
+    /// Reconcile to this set: start new servers, restart only those whose config changed,
+    /// stop removed ones, leave the rest untouched.
+    Sync {
+        servers: Vec<ServerSpec>,
+    },
+    Disconnect {
+        server: String,
+    },
     DisconnectAll,
-    RefreshTools { server: String },
-    Transport { conn: ConnId, event: TransportEvent },
-    CacheLoaded { server: String, key: CacheKey, tools: Option<Vec<ToolDef>> },
-    CallTool { call: CallId, tool: String, arguments: Option<Value>, timeout: Option<Duration> },
-    CancelCall { call: CallId },
+    /// Re-list one connected server's tools.
+    RefreshTools {
+        server: String,
+    },
+    Transport {
+        conn: ConnId,
+        event: TransportEvent,
+    },
+    /// The answer to `LoadCache`: `None` is a miss (absent, stale, corrupt).
+    CacheLoaded {
+        server: String,
+        key: CacheKey,
+        tools: Option<Vec<ToolDef>>,
+    },
+    /// Call a tool by qualified name. `timeout` defaults to `ManagerOptions::call_timeout`.
+    CallTool {
+        call: CallId,
+        tool: String,
+        arguments: Option<Value>,
+        timeout: Option<Duration>,
+    },
+    CancelCall {
+        call: CallId,
+    },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A server's status, derived from the registries exactly as the seed does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum ServerStatus {
     Connected,
     Connecting,
     Disconnected,
 }
 
+/// What the startup gate hands back, once per round.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StartupReport {
+    /// Round number (1, 2, ...), one per `Connect`/`Reload`/`Sync` that started servers.
+    pub round: u64,
+    /// Time from the round's start to this report.
+    pub elapsed: Duration,
+    /// The whole tool view at the gate, ordered by qualified name (live and deferred).
     pub tools: Vec<Tool>,
+    /// Round members that failed, with the error (invalid config, connect failure, ...).
     pub errors: BTreeMap<String, String>,
+    /// Round members that are connected with live tools.
     pub connected: Vec<String>,
+    /// Round members still connecting whose tools come from the cache (deferred).
     pub deferred: Vec<String>,
+    /// Round members still connecting without a cache entry when `uncached_wait` ran out.
+    pub pending: Vec<String>,
+    /// Servers of the request that were already connected or pending (the seed skips them).
+    pub skipped: Vec<String>,
 }
 
+/// How a call ended. Errors read `MCP error: <message>` (JSON-RPC errors:
+/// `MCP error <code>: <message>`); a result with `isError` is still `Ok`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum CallOutcome {
     Ok(ToolResult),
     Err(String),
+    /// The embedder cancelled the call (abort remains abort).
+    Cancelled,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Level {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// Outputs: commands for the shell and events for the embedder.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[must_use]
+pub enum Output {
+    /// Open a transport for attempt `conn`. Answer with `Transport { conn, .. }` events.
+    OpenTransport {
+        conn: ConnId,
+        server: String,
+        config: TransportConfig,
+    },
+    /// Write one frame on `conn`.
+    Send {
+        conn: ConnId,
+        frame: Bytes,
+    },
+    /// Close `conn`, whatever stage it is in (abort it if it is still opening). Sent at most
+    /// once per attempt, and never for an attempt that reported `Closed`/`Failed` itself.
+    CloseTransport {
+        conn: ConnId,
+    },
+    /// Look up cached tools; answer with `CacheLoaded`.
+    LoadCache {
+        server: String,
+        key: CacheKey,
+    },
+    /// Best-effort: remember these tools.
+    StoreCache {
+        server: String,
+        key: CacheKey,
+        tools: Vec<ToolDef>,
+    },
+    StartupComplete(StartupReport),
+    /// These servers' slices of the tool view changed; read [`Manager::tools`].
+    ToolsChanged {
+        servers: Vec<String>,
+    },
+    StatusChanged {
+        server: String,
+        status: ServerStatus,
+    },
+    CallCompleted {
+        call: CallId,
+        outcome: CallOutcome,
+    },
+    Diagnostic {
+        server: Option<String>,
+        level: Level,
+        message: String,
+    },
+}
+
+/// Policies. Every default is the seed's behaviour or DESIGN.md's fix of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagerOptions {
+    /// Seed for the PRNG (reconnect jitter). Same seed, same behaviour.
+    pub seed: u64,
+    /// The startup gate (seed: 250 ms).
+    pub gate: Duration,
+    /// How long past the gate to wait for pending servers without a cache entry. `None`
+    /// waits until they settle (the seed's correctness wait).
+    pub uncached_wait: Option<Duration>,
+    pub naming: NamingScheme,
+    /// Default per-call timeout.
+    pub call_timeout: Duration,
+    /// Timeout of each `tools/list` page and other requests after `initialize`.
+    pub request_timeout: Duration,
+    /// Variables for `${VAR}` expansion (the shell passes the process environment).
+    pub env: BTreeMap<String, String>,
+    /// Roots answered to `roots/list`; the `roots` capability is declared when non-empty.
+    pub roots: Vec<Root>,
+    pub max_frame_len: usize,
+    pub max_tool_pages: usize,
+    /// Version sent as `clientInfo.version`.
+    pub client_version: String,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            seed: 0,
+            gate: Duration::from_millis(250),
+            uncached_wait: None,
+            naming: NamingScheme::Seed,
+            call_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(30),
+            env: BTreeMap::new(),
+            roots: Vec::new(),
+            max_frame_len: protocol::DEFAULT_MAX_FRAME_LEN,
+            max_tool_pages: protocol::MAX_TOOL_PAGES,
+            client_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// A server's full state, for status displays and invariant checks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerState {
     pub name: String,
     pub status: ServerStatus,
+    /// `opening`, `initializing`, `listing-tools`, `connected`, `failed`, `idle`.
+    pub phase: &'static str,
+    pub source: SourceMeta,
+    pub config_hash: String,
+    pub transport: Option<&'static str>,
+    pub conn: Option<ConnId>,
+    pub last_error: Option<String>,
+    pub attempts: u32,
+    pub started_at: Option<Instant>,
+    pub ready_at: Option<Instant>,
+    /// Time from the start of the last attempt to tools ready.
+    pub time_to_ready: Option<Duration>,
+    pub tool_count: usize,
+    /// Its tools in the view come from the cache.
+    pub deferred: bool,
+    pub protocol_version: Option<String>,
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[must_use]
-pub enum Output {
-    OpenTransport { conn: ConnId, server: String, config: TransportConfig },
-    Send { conn: ConnId, frame: Bytes },
-    CloseTransport { conn: ConnId },
-    LoadCache { server: String, key: CacheKey },
-    StoreCache { server: String, key: CacheKey, tools: Vec<ToolDef> },
-    StartupComplete(StartupReport),
-    ToolsChanged { servers: Vec<String> },
-    StatusChanged { server: String, status: ServerStatus },
-    CallCompleted { call: CallId, outcome: CallOutcome },
-    Diagnostic { server: Option<String>, message: String },
+/// Why the next deadline is due (Firezone style: traces say what a timer is for).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum TimerReason {
+    Gate { round: u64 },
+    UncachedWait { round: u64 },
+    Connect { server: String, conn: ConnId },
+    Request { conn: ConnId, id: u64 },
+    Call { call: CallId },
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct ManagerOptions {
-    pub seed: u64,
-    pub gate: Duration,
-    pub naming: NamingScheme,
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum CacheState {
+    Unknown,
+    Loading,
+    Hit(Vec<ToolDef>),
+    Miss,
 }
 
+#[derive(Debug, Clone)]
+struct Listing {
+    req: u64,
+    pages: usize,
+    cursors: BTreeSet<String>,
+    acc: Vec<ToolDef>,
+    deadline: Instant,
+}
+
+#[derive(Debug, Clone)]
+enum Phase {
+    /// Not running: never started, or failed (see `last_error`). Status `Disconnected`.
+    Idle,
+    /// Transport opening (pending connection).
+    Opening { conn: ConnId, deadline: Instant },
+    /// `initialize` sent (pending connection).
+    Initializing { conn: ConnId, deadline: Instant },
+    /// Initialized, first `tools/list` in flight (pending tool load).
+    Listing { conn: ConnId, listing: Listing },
+    /// Ready. `refresh` is a re-list in flight; `again` coalesces list_changed notifications
+    /// that arrive meanwhile into one more list.
+    Connected {
+        conn: ConnId,
+        refresh: Option<Listing>,
+        again: bool,
+    },
+}
+
+impl Phase {
+    fn conn(&self) -> Option<ConnId> {
+        match self {
+            Phase::Idle => None,
+            Phase::Opening { conn, .. }
+            | Phase::Initializing { conn, .. }
+            | Phase::Listing { conn, .. }
+            | Phase::Connected { conn, .. } => Some(*conn),
+        }
+    }
+
+    fn status(&self) -> ServerStatus {
+        match self {
+            Phase::Idle => ServerStatus::Disconnected,
+            Phase::Opening { .. } | Phase::Initializing { .. } | Phase::Listing { .. } => {
+                ServerStatus::Connecting
+            }
+            Phase::Connected { .. } => ServerStatus::Connected,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Phase::Idle => "idle",
+            Phase::Opening { .. } => "opening",
+            Phase::Initializing { .. } => "initializing",
+            Phase::Listing { .. } => "listing-tools",
+            Phase::Connected { .. } => "connected",
+        }
+    }
+
+    fn is_pending(&self) -> bool {
+        self.status() == ServerStatus::Connecting
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Server {
+    spec: ServerSpec,
+    hash: String,
+    transport: Option<&'static str>,
+    phase: Phase,
+    cache: CacheState,
+    /// Live tools (when connected).
+    tools: Vec<ToolDef>,
+    /// What this server has in the view: `None`, `Some(false)` live, `Some(true)` deferred.
+    exposed: Option<bool>,
+    last_error: Option<String>,
+    attempts: u32,
+    started_at: Option<Instant>,
+    ready_at: Option<Instant>,
+    /// The startup round this server's current attempt belongs to, while that round is open.
+    round: Option<u64>,
+    init: Option<InitializeResult>,
+}
+
+#[derive(Debug, Clone)]
+struct Round {
+    started: Instant,
+    members: BTreeSet<String>,
+    errors: BTreeMap<String, String>,
+    skipped: Vec<String>,
+    gate_at: Instant,
+}
+
+#[derive(Debug, Clone)]
+enum Req {
+    Initialize,
+    ListTools,
+    Call(CallId),
+}
+
+#[derive(Debug, Clone)]
+struct Conn {
+    server: String,
+    tracker: RequestTracker<Req>,
+}
+
+#[derive(Debug, Clone)]
+enum CallState {
+    /// Waiting for a deferred server to connect.
+    Waiting,
+    Sent {
+        conn: ConnId,
+        req: u64,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Call {
+    server: String,
+    tool: String,
+    arguments: Option<Value>,
+    timeout: Duration,
+    deadline: Instant,
+    state: CallState,
+}
+
+/// Counters of interesting paths, for the simulator's "sometimes" assertions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    pub stale_events: u64,
+    pub stale_opened_closed: u64,
+    pub deferred_servers_at_gate: u64,
+    pub deferred_calls_sent: u64,
+    pub late_failures: u64,
+    pub connect_timeouts: u64,
+    pub request_timeouts: u64,
+    pub call_timeouts: u64,
+    pub calls_cancelled: u64,
+    pub repeated_cursors: u64,
+    pub unknown_responses: u64,
+    pub bad_frames: u64,
+    pub unsupported_versions: u64,
+    pub list_changed_applied: u64,
+    pub peer_requests_answered: u64,
+    pub gates_by_timer: u64,
+    pub uncached_waits_expired: u64,
+}
+
+/// The MCP lifecycle manager: a sans-IO state machine.
+///
+/// # Contract
+///
+/// ```text
+/// let mut m = Manager::new(options, now);
+/// m.handle(now, input);                      // any Input
+/// while let Some(out) = m.poll_output() {}   // drain until None after EVERY handle
+/// m.poll_timeout()                           // next deadline, if any
+/// m.handle_timeout(now)                      // when it passes; then drain again
+/// ```
+///
+/// - **Inputs** (`handle`): [`Input`] — embedder requests (`Connect`, `Reload`, `Sync`,
+///   `Disconnect`, `DisconnectAll`, `RefreshTools`, `CallTool`, `CancelCall`) and what the
+///   shell observed (`Transport`, `CacheLoaded`).
+/// - **Outputs** (`poll_output`): [`Output`] — commands for the shell (`OpenTransport`,
+///   `Send`, `CloseTransport`, `LoadCache`, `StoreCache`) and events for the embedder
+///   (`StartupComplete`, `ToolsChanged`, `StatusChanged`, `CallCompleted`, `Diagnostic`), in
+///   the order they were produced. Perform commands in that order.
+/// - **Timers**: `poll_timeout` gives the next deadline ([`Manager::next_timer`] also says
+///   why); call `handle_timeout` once it has passed. Extra calls are harmless, and once a
+///   deadline is handled `poll_timeout` moves past it.
+/// - **Getters**: [`Manager::status`], [`Manager::server_state`], [`Manager::tools`],
+///   [`Manager::connections`], [`Manager::pending_connections`],
+///   [`Manager::pending_tool_loads`], [`Manager::sources`].
+///
+/// Rules: the manager never reads a clock, a global RNG, the environment, a file, a process or
+/// a socket; `now` is passed in and must never decrease (an earlier `now` is treated as the
+/// latest one seen). Iteration is over `BTreeMap`s and `Vec`s only, so the same inputs give
+/// the same outputs. Nothing from outside panics it: malformed frames, unknown ids and stale
+/// events become diagnostics or are ignored.
+///
+/// The seed's registries are derived from one per-server phase, so a server can never be in
+/// two exclusive registries at once: `connections` (phase connected), `pending_connections`
+/// (opening, initializing), `pending_tool_loads` (listing tools).
 pub struct Manager {
-    _now: Instant,
+    opts: ManagerOptions,
+    now: Instant,
+    #[allow(dead_code)]
+    rng: SplitMix64,
+    servers: BTreeMap<String, Server>,
+    conns: BTreeMap<ConnId, Conn>,
+    next_conn: u64,
+    calls: BTreeMap<CallId, Call>,
+    rounds: BTreeMap<u64, Round>,
+    next_round: u64,
+    names: NameTable,
+    timers: BTreeSet<(Instant, TimerReason)>,
+    out: VecDeque<Output>,
+    counters: Counters,
+}
+
+impl Manager {
+    pub fn new(opts: ManagerOptions, now: Instant) -> Self {
+        Manager {
+            rng: SplitMix64::new(opts.seed),
+            names: NameTable::new(opts.naming),
+            opts,
+            now,
+            servers: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            next_conn: 0,
+            calls: BTreeMap::new(),
+            rounds: BTreeMap::new(),
+            next_round: 1,
+            timers: BTreeSet::new(),
+            out: VecDeque::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn options(&self) -> &ManagerOptions {
+        &self.opts
+    }
+
+    // ----- getters ----------------------------------------------------------------------------
+
+    /// The seed's `getConnectionStatus`.
+    pub fn status(&self, server: &str) -> ServerStatus {
+        self.servers
+            .get(server)
+            .map_or(ServerStatus::Disconnected, |s| s.phase.status())
+    }
+
+    pub fn server_state(&self, server: &str) -> Option<ServerState> {
+        let s = self.servers.get(server)?;
+        Some(ServerState {
+            name: server.to_string(),
+            status: s.phase.status(),
+            phase: s.phase.name(),
+            source: s.spec.source.clone(),
+            config_hash: s.hash.clone(),
+            transport: s.transport,
+            conn: s.phase.conn(),
+            last_error: s.last_error.clone(),
+            attempts: s.attempts,
+            started_at: s.started_at,
+            ready_at: s.ready_at,
+            time_to_ready: match (s.started_at, s.ready_at) {
+                (Some(a), Some(b)) if b >= a => Some(b - a),
+                _ => None,
+            },
+            tool_count: match s.exposed {
+                Some(false) => s.tools.len(),
+                Some(true) => match &s.cache {
+                    CacheState::Hit(t) => t.len(),
+                    _ => 0,
+                },
+                None => 0,
+            },
+            deferred: s.exposed == Some(true),
+            protocol_version: s.init.as_ref().map(|i| i.protocol_version.clone()),
+            server_name: s.init.as_ref().and_then(|i| i.server_name.clone()),
+            server_version: s.init.as_ref().and_then(|i| i.server_version.clone()),
+        })
+    }
+
+    /// Every known server (connected, pending, or failed and not disconnected), by name.
+    pub fn servers(&self) -> Vec<ServerState> {
+        self.servers
+            .keys()
+            .filter_map(|n| self.server_state(n))
+            .collect()
+    }
+
+    /// The seed's `#connections`.
+    pub fn connections(&self) -> Vec<&str> {
+        self.names_in(|p| matches!(p, Phase::Connected { .. }))
+    }
+
+    /// The seed's `#pendingConnections`.
+    pub fn pending_connections(&self) -> Vec<&str> {
+        self.names_in(|p| matches!(p, Phase::Opening { .. } | Phase::Initializing { .. }))
+    }
+
+    /// The seed's `#pendingToolLoads`.
+    pub fn pending_tool_loads(&self) -> Vec<&str> {
+        self.names_in(|p| matches!(p, Phase::Listing { .. }))
+    }
+
+    fn names_in(&self, f: impl Fn(&Phase) -> bool) -> Vec<&str> {
+        self.servers
+            .iter()
+            .filter(|(_, s)| f(&s.phase))
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// The seed's `#sources`: metadata of every known server.
+    pub fn sources(&self) -> BTreeMap<&str, &SourceMeta> {
+        self.servers
+            .iter()
+            .map(|(n, s)| (n.as_str(), &s.spec.source))
+            .collect()
+    }
+
+    /// The tool view, ordered by qualified name.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.names
+            .iter()
+            .filter_map(|(q, server, raw)| {
+                let s = self.servers.get(server)?;
+                let deferred = s.exposed?;
+                let list = if deferred {
+                    match &s.cache {
+                        CacheState::Hit(t) => t,
+                        _ => return None,
+                    }
+                } else {
+                    &s.tools
+                };
+                let def = list.iter().find(|d| d.name == raw)?;
+                Some(Tool {
+                    qualified_name: q.to_string(),
+                    server: server.to_string(),
+                    def: def.clone(),
+                    deferred,
+                })
+            })
+            .collect()
+    }
+
+    /// Number of tools in the view.
+    pub fn tool_count(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Route a qualified name to (server, raw tool name).
+    pub fn resolve_tool(&self, qualified: &str) -> Option<(&str, &str)> {
+        self.names.resolve(qualified)
+    }
+
+    /// Attempts whose transport is open or opening (the core has not closed them).
+    pub fn open_conns(&self) -> Vec<ConnId> {
+        self.conns.keys().copied().collect()
+    }
+
+    /// Calls not yet completed.
+    pub fn calls_in_flight(&self) -> Vec<CallId> {
+        self.calls.keys().copied().collect()
+    }
+
+    /// Rounds whose `StartupComplete` has not been emitted yet.
+    pub fn open_rounds(&self) -> Vec<u64> {
+        self.rounds.keys().copied().collect()
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    // ----- outputs and timers -----------------------------------------------------------------
+
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.first().map(|(t, _)| *t)
+    }
+
+    /// The next deadline and what it is for.
+    pub fn next_timer(&self) -> Option<(Instant, TimerReason)> {
+        self.timers.first().cloned()
+    }
+
+    fn arm(&mut self, at: Instant, reason: TimerReason) {
+        self.timers.insert((at, reason));
+    }
+
+    fn disarm(&mut self, at: Instant, reason: TimerReason) {
+        self.timers.remove(&(at, reason));
+    }
+
+    fn advance(&mut self, now: Instant) {
+        if now > self.now {
+            self.now = now;
+        }
+    }
+
+    // ----- inputs -----------------------------------------------------------------------------
+
+    pub fn handle(&mut self, now: Instant, input: Input) {
+        self.advance(now);
+        match input {
+            Input::Connect { servers } => self.connect(servers),
+            Input::Reload { servers } => {
+                self.disconnect_all();
+                self.connect(servers);
+            }
+            Input::Sync { servers } => self.sync(servers),
+            Input::Disconnect { server } => self.disconnect(&server),
+            Input::DisconnectAll => self.disconnect_all(),
+            Input::RefreshTools { server } => self.refresh(&server),
+            Input::Transport { conn, event } => self.on_transport(conn, event),
+            Input::CacheLoaded { server, key, tools } => self.on_cache(&server, key, tools),
+            Input::CallTool {
+                call,
+                tool,
+                arguments,
+                timeout,
+            } => self.call_tool(call, &tool, arguments, timeout),
+            Input::CancelCall { call } => self.cancel_call(call),
+        }
+        self.check_rounds();
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        while let Some((at, _)) = self.timers.first() {
+            if *at > self.now {
+                break;
+            }
+            let Some((_, reason)) = self.timers.pop_first() else {
+                break;
+            };
+            self.on_timer(reason);
+        }
+        self.check_rounds();
+    }
+
+    fn on_timer(&mut self, reason: TimerReason) {
+        match reason {
+            // The round check after the loop acts on gates.
+            TimerReason::Gate { .. } => self.counters.gates_by_timer += 1,
+            TimerReason::UncachedWait { round } => {
+                if let Some(r) = self.rounds.get(&round) {
+                    let members: Vec<String> = r.members.iter().cloned().collect();
+                    let waiting = members.iter().any(|m| {
+                        self.servers
+                            .get(m)
+                            .is_some_and(|s| s.phase.is_pending() && s.round == Some(round))
+                    });
+                    if waiting {
+                        self.counters.uncached_waits_expired += 1;
+                    }
+                    self.complete_round(round);
+                }
+            }
+            TimerReason::Connect { server, conn } => {
+                let timeout = self
+                    .servers
+                    .get(&server)
+                    .map(|s| s.spec.config.connect_timeout());
+                let current = self.servers.get(&server).and_then(|s| s.phase.conn());
+                if current == Some(conn) {
+                    if let Some(t) = timeout {
+                        self.counters.connect_timeouts += 1;
+                        self.fail_server(
+                            &server,
+                            format!("connect timed out after {} ms", t.as_millis()),
+                            true,
+                        );
+                    }
+                }
+            }
+            TimerReason::Request { conn, id } => {
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                let server = c.server.clone();
+                if !matches!(c.tracker.get(id), Some(Req::ListTools)) {
+                    return;
+                }
+                c.tracker.forget(id);
+                self.counters.request_timeouts += 1;
+                self.send(conn, protocol::encode_cancelled(id, "request timed out"));
+                let ms = self.opts.request_timeout.as_millis();
+                let refreshing = matches!(
+                    self.servers.get(&server).map(|s| &s.phase),
+                    Some(Phase::Connected { .. })
+                );
+                if refreshing {
+                    self.end_refresh(&server, Err(format!("tools/list timed out after {ms} ms")));
+                } else {
+                    self.fail_server(&server, format!("tools/list timed out after {ms} ms"), true);
+                }
+            }
+            TimerReason::Call { call } => {
+                let Some(c) = self.calls.get(&call) else {
+                    return;
+                };
+                let ms = c.timeout.as_millis();
+                self.counters.call_timeouts += 1;
+                let message = match c.state {
+                    CallState::Waiting => format!(
+                        "MCP error: tool call timed out after {ms} ms waiting for server \"{}\" to connect",
+                        c.server
+                    ),
+                    CallState::Sent { .. } => {
+                        format!("MCP error: tool call timed out after {ms} ms")
+                    }
+                };
+                self.abort_call(call, "request timed out", CallOutcome::Err(message));
+            }
+        }
+    }
+
+    // ----- connect / round --------------------------------------------------------------------
+
+    fn connect(&mut self, specs: Vec<ServerSpec>) {
+        let round_id = self.next_round;
+        self.next_round += 1;
+        let mut round = Round {
+            started: self.now,
+            members: BTreeSet::new(),
+            errors: BTreeMap::new(),
+            skipped: Vec::new(),
+            gate_at: self.now + self.opts.gate,
+        };
+        // Deduplicate by name: the first spec of a name wins (merging did that already;
+        // this guards embedders that pass duplicates).
+        let mut seen = BTreeSet::new();
+        for spec in specs {
+            if !seen.insert(spec.name.clone()) {
+                self.diag(
+                    Some(&spec.name),
+                    Level::Warn,
+                    "duplicate server in one request; the first one is used".into(),
+                );
+                continue;
+            }
+            if !spec.config.enabled {
+                continue;
+            }
+            let name = spec.name.clone();
+            if let Some(s) = self.servers.get_mut(&name) {
+                // Store/update source metadata even when skipping (the seed does).
+                s.spec.source = spec.source.clone();
+                if !matches!(s.phase, Phase::Idle) {
+                    round.skipped.push(name);
+                    continue;
+                }
+            }
+            match self.start_server(spec, Some(round_id)) {
+                Ok(()) => {
+                    round.members.insert(name);
+                }
+                Err(e) => {
+                    round.errors.insert(name, e);
+                }
+            }
+        }
+        self.arm(round.gate_at, TimerReason::Gate { round: round_id });
+        self.rounds.insert(round_id, round);
+    }
+
+    /// Register (or update) the server and start an attempt. Errors are config errors; the
+    /// server is then known, idle, with that error.
+    fn start_server(&mut self, spec: ServerSpec, round: Option<u64>) -> Result<(), String> {
+        let name = spec.name.clone();
+        let hash = config::config_hash(&spec.config);
+        let resolved = config::resolve(&name, &spec.config, &self.opts.env);
+        let transport = spec
+            .config
+            .transport_kind()
+            .ok()
+            .map(config::TransportKind::as_str);
+        let s = self.servers.entry(name.clone()).or_insert_with(|| Server {
+            spec: spec.clone(),
+            hash: hash.clone(),
+            transport,
+            phase: Phase::Idle,
+            cache: CacheState::Unknown,
+            tools: Vec::new(),
+            exposed: None,
+            last_error: None,
+            attempts: 0,
+            started_at: None,
+            ready_at: None,
+            round: None,
+            init: None,
+        });
+        if s.hash != hash {
+            s.cache = CacheState::Unknown;
+        }
+        s.spec = spec;
+        s.hash = hash.clone();
+        s.transport = transport;
+        let config = match resolved {
+            Ok(c) => c,
+            Err(e) => {
+                let msg = e.to_string();
+                s.last_error = Some(msg.clone());
+                s.round = None;
+                return Err(msg);
+            }
+        };
+        s.attempts += 1;
+        s.started_at = Some(self.now);
+        s.ready_at = None;
+        s.last_error = None;
+        s.round = round;
+        s.init = None;
+        let deadline = self.now + s.spec.config.connect_timeout();
+        let need_cache = matches!(s.cache, CacheState::Unknown);
+        if need_cache {
+            s.cache = CacheState::Loading;
+        }
+        let conn = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.conns.insert(
+            conn,
+            Conn {
+                server: name.clone(),
+                tracker: RequestTracker::default(),
+            },
+        );
+        self.set_phase(&name, Phase::Opening { conn, deadline });
+        self.arm(
+            deadline,
+            TimerReason::Connect {
+                server: name.clone(),
+                conn,
+            },
+        );
+        // Cache lookups go out with the open, so reading the cache never adds to the gate.
+        if need_cache {
+            self.out.push_back(Output::LoadCache {
+                server: name.clone(),
+                key: CacheKey {
+                    server: name.clone(),
+                    config_hash: hash,
+                },
+            });
+        }
+        self.out.push_back(Output::OpenTransport {
+            conn,
+            server: name,
+            config,
+        });
+        Ok(())
+    }
+
+    /// Emit `StartupComplete` for every open round whose gate condition holds.
+    fn check_rounds(&mut self) {
+        let ids: Vec<u64> = self.rounds.keys().copied().collect();
+        for id in ids {
+            let Some(r) = self.rounds.get(&id) else {
+                continue;
+            };
+            let mut all_settled = true;
+            let mut uncached_pending = false;
+            for m in &r.members {
+                let Some(s) = self.servers.get(m) else {
+                    continue; // disconnected: settled
+                };
+                if s.round != Some(id) || !s.phase.is_pending() {
+                    continue;
+                }
+                all_settled = false;
+                if !matches!(s.cache, CacheState::Hit(_)) {
+                    uncached_pending = true;
+                }
+            }
+            let gate_passed = self.now >= r.gate_at;
+            if all_settled || (gate_passed && !uncached_pending) {
+                self.complete_round(id);
+            } else if gate_passed {
+                // The seed's correctness wait, bounded when the embedder asked for it.
+                if let Some(wait) = self.opts.uncached_wait {
+                    let at = r.gate_at + wait;
+                    self.arm(at, TimerReason::UncachedWait { round: id });
+                }
+            }
+        }
+    }
+
+    fn complete_round(&mut self, id: u64) {
+        let Some(r) = self.rounds.remove(&id) else {
+            return;
+        };
+        self.disarm(r.gate_at, TimerReason::Gate { round: id });
+        if let Some(wait) = self.opts.uncached_wait {
+            self.disarm(r.gate_at + wait, TimerReason::UncachedWait { round: id });
+        }
+        let mut report = StartupReport {
+            round: id,
+            elapsed: self.now - r.started,
+            tools: Vec::new(),
+            errors: r.errors,
+            connected: Vec::new(),
+            deferred: Vec::new(),
+            pending: Vec::new(),
+            skipped: r.skipped,
+        };
+        for m in &r.members {
+            let Some(s) = self.servers.get_mut(m) else {
+                continue;
+            };
+            if s.round != Some(id) {
+                continue;
+            }
+            s.round = None;
+            match (&s.phase, &s.cache) {
+                (Phase::Connected { .. }, _) => report.connected.push(m.clone()),
+                (Phase::Idle, _) => {
+                    let e = s.last_error.clone().unwrap_or_else(|| "failed".into());
+                    report.errors.insert(m.clone(), e);
+                }
+                (_, CacheState::Hit(_)) => {
+                    report.deferred.push(m.clone());
+                    self.counters.deferred_servers_at_gate += 1;
+                    self.expose(m, true);
+                }
+                _ => report.pending.push(m.clone()),
+            }
+        }
+        report.tools = self.tools();
+        self.out.push_back(Output::StartupComplete(report));
+    }
+
+    // ----- transport events ------------------------------------------------------------------
+
+    fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
+        let Some(c) = self.conns.get(&conn) else {
+            // Stale: an attempt we abandoned (and already closed) or never issued.
+            self.counters.stale_events += 1;
+            if matches!(event, TransportEvent::Opened) && conn.0 < self.next_conn {
+                self.counters.stale_opened_closed += 1;
+            }
+            return;
+        };
+        let server = c.server.clone();
+        match event {
+            TransportEvent::Opened => {
+                let Some(s) = self.servers.get(&server) else {
+                    return;
+                };
+                if let Phase::Opening { conn: pc, deadline } = s.phase {
+                    if pc != conn {
+                        return;
+                    }
+                    let params = protocol::initialize_params(
+                        &self.opts.client_version,
+                        !self.opts.roots.is_empty(),
+                    );
+                    let Some(c) = self.conns.get_mut(&conn) else {
+                        return;
+                    };
+                    let (_, frame) = c.tracker.start("initialize", Some(params), Req::Initialize);
+                    self.send(conn, frame);
+                    self.set_phase(&server, Phase::Initializing { conn, deadline });
+                }
+            }
+            TransportEvent::Frame(frame) => self.on_frame(conn, &server, &frame),
+            TransportEvent::Closed { reason } => {
+                self.conns.remove(&conn);
+                self.transport_gone(&server, format!("connection closed: {reason}"));
+            }
+            TransportEvent::Failed { error } => {
+                self.conns.remove(&conn);
+                self.transport_gone(&server, error);
+            }
+        }
+    }
+
+    /// The shell reports the transport is gone (it cleaned up; no `CloseTransport`).
+    fn transport_gone(&mut self, server: &str, error: String) {
+        self.fail_server(server, error, false);
+    }
+
+    fn on_frame(&mut self, conn: ConnId, server: &str, frame: &[u8]) {
+        let msg = match protocol::decode(frame, self.opts.max_frame_len) {
+            Ok(m) => m,
+            Err(e @ protocol::DecodeError::TooLarge { .. }) => {
+                self.counters.bad_frames += 1;
+                self.fail_server(server, e.to_string(), true);
+                return;
+            }
+            Err(e) => {
+                self.counters.bad_frames += 1;
+                self.diag(Some(server), Level::Warn, format!("ignored a frame: {e}"));
+                return;
+            }
+        };
+        match msg {
+            Incoming::Response { id, result } => {
+                let req = id.and_then(|id| {
+                    self.conns
+                        .get_mut(&conn)
+                        .and_then(|c| c.tracker.complete(id).map(|r| (id, r)))
+                });
+                match req {
+                    None => {
+                        self.counters.unknown_responses += 1;
+                        self.diag(
+                            Some(server),
+                            Level::Debug,
+                            format!(
+                                "ignored a response to an unknown or already answered request id {}",
+                                id.map_or("(none)".to_string(), |i| i.to_string())
+                            ),
+                        );
+                    }
+                    Some((_, Req::Initialize)) => self.on_initialize(conn, server, result),
+                    Some((id, Req::ListTools)) => self.on_list_page(conn, server, id, result),
+                    Some((_, Req::Call(call))) => self.on_call_result(call, result),
+                }
+            }
+            Incoming::Request { id, method, .. } => {
+                self.counters.peer_requests_answered += 1;
+                let answer = protocol::answer_peer_request(&id, &method, &self.opts.roots);
+                self.send(conn, answer);
+            }
+            Incoming::Notification(n) => match n {
+                ServerNotification::ToolsListChanged => self.on_list_changed(server),
+                ServerNotification::Message {
+                    level,
+                    logger,
+                    data,
+                } => {
+                    let lvl = match level.as_str() {
+                        "debug" => Level::Debug,
+                        "info" | "notice" => Level::Info,
+                        "warning" => Level::Warn,
+                        _ => Level::Error,
+                    };
+                    let text = match data {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    let msg = match logger {
+                        Some(l) => format!("[{l}] {text}"),
+                        None => text,
+                    };
+                    self.diag(Some(server), lvl, msg);
+                }
+                ServerNotification::Progress { .. }
+                | ServerNotification::Cancelled { .. }
+                | ServerNotification::Other { .. } => {}
+            },
+        }
+    }
+
+    fn on_initialize(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        result: Result<Value, protocol::RpcError>,
+    ) {
+        let Some(s) = self.servers.get(server) else {
+            return;
+        };
+        let Phase::Initializing { deadline, .. } = s.phase else {
+            return;
+        };
+        let init = match result {
+            Ok(v) => match protocol::parse_initialize_result(&v) {
+                Ok(i) => i,
+                Err(e) => {
+                    if matches!(e, protocol::ProtocolError::UnsupportedVersion(_)) {
+                        self.counters.unsupported_versions += 1;
+                    }
+                    self.fail_server(server, format!("initialize failed: {e}"), true);
+                    return;
+                }
+            },
+            Err(e) => {
+                self.fail_server(server, format!("initialize failed: {e}"), true);
+                return;
+            }
+        };
+        self.disarm(
+            deadline,
+            TimerReason::Connect {
+                server: server.to_string(),
+                conn,
+            },
+        );
+        self.send(
+            conn,
+            protocol::encode_notification("notifications/initialized", None),
+        );
+        let has_tools = init.has_tools;
+        if let Some(s) = self.servers.get_mut(server) {
+            s.init = Some(init);
+        }
+        if has_tools {
+            if let Some(listing) = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new()) {
+                self.set_phase(server, Phase::Listing { conn, listing });
+            }
+        } else {
+            // No tools capability: ready with an empty list.
+            self.tools_ready(server, Vec::new());
+        }
+    }
+
+    fn start_list(
+        &mut self,
+        conn: ConnId,
+        cursor: Option<String>,
+        pages: usize,
+        cursors: BTreeSet<String>,
+        acc: Vec<ToolDef>,
+    ) -> Option<Listing> {
+        let c = self.conns.get_mut(&conn)?;
+        let (req, frame) = c.tracker.start(
+            "tools/list",
+            protocol::list_tools_params(cursor.as_deref()),
+            Req::ListTools,
+        );
+        self.send(conn, frame);
+        let deadline = self.now + self.opts.request_timeout;
+        self.arm(deadline, TimerReason::Request { conn, id: req });
+        Some(Listing {
+            req,
+            pages,
+            cursors,
+            acc,
+            deadline,
+        })
+    }
+
+    fn on_list_page(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        id: u64,
+        result: Result<Value, protocol::RpcError>,
+    ) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let (listing, refreshing) = match &mut s.phase {
+            Phase::Listing { listing, .. } if listing.req == id => (listing.clone(), false),
+            Phase::Connected {
+                refresh: Some(listing),
+                ..
+            } if listing.req == id => (listing.clone(), true),
+            _ => return,
+        };
+        self.disarm(listing.deadline, TimerReason::Request { conn, id });
+        let page = result
+            .map_err(|e| format!("tools/list failed: {e}"))
+            .and_then(|v| {
+                protocol::parse_list_tools_result(&v).map_err(|e| format!("tools/list failed: {e}"))
+            });
+        let outcome = match page {
+            Err(e) => Err(e),
+            Ok(protocol::ToolsPage {
+                tools,
+                next_cursor: next,
+                skipped,
+            }) => {
+                if !skipped.is_empty() {
+                    self.diag(
+                        Some(server),
+                        Level::Warn,
+                        format!("skipped malformed tool definitions: {}", skipped.join(", ")),
+                    );
+                }
+                let mut acc = listing.acc;
+                acc.extend(tools);
+                let pages = listing.pages + 1;
+                match next {
+                    None => Ok(acc),
+                    Some(cursor) => {
+                        let mut cursors = listing.cursors;
+                        if !cursors.insert(cursor.clone()) {
+                            self.counters.repeated_cursors += 1;
+                            Err(format!(
+                                "tools/list failed: the server repeated cursor \"{cursor}\""
+                            ))
+                        } else if pages >= self.opts.max_tool_pages {
+                            Err(format!(
+                                "tools/list failed: more than {} pages",
+                                self.opts.max_tool_pages
+                            ))
+                        } else {
+                            if let Some(next) =
+                                self.start_list(conn, Some(cursor), pages, cursors, acc)
+                            {
+                                if let Some(s) = self.servers.get_mut(server) {
+                                    match &mut s.phase {
+                                        Phase::Listing { listing, .. } => *listing = next,
+                                        Phase::Connected { refresh, .. } => *refresh = Some(next),
+                                        _ => {}
+                                    }
+                                }
+                            }
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        if refreshing {
+            self.end_refresh(server, outcome);
+        } else {
+            match outcome {
+                Ok(tools) => self.tools_ready(server, tools),
+                // Flaw 6: a server whose tools/list fails is not left "connected" with no
+                // tools: it fails, and its transport is closed.
+                Err(e) => self.fail_server(server, e, true),
+            }
+        }
+    }
+
+    /// First tool list done: the server is connected.
+    fn tools_ready(&mut self, server: &str, tools: Vec<ToolDef>) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let Some(conn) = s.phase.conn() else {
+            return;
+        };
+        s.tools = dedupe(tools);
+        s.ready_at = Some(self.now);
+        s.last_error = None;
+        let key = CacheKey {
+            server: server.to_string(),
+            config_hash: s.hash.clone(),
+        };
+        let stored = s.tools.clone();
+        // Live tools replace whatever the cache said; the cache now holds them too.
+        s.cache = CacheState::Hit(stored.clone());
+        let in_open_round = s.round.is_some();
+        self.set_phase(
+            server,
+            Phase::Connected {
+                conn,
+                refresh: None,
+                again: false,
+            },
+        );
+        self.expose(server, false);
+        self.out.push_back(Output::StoreCache {
+            server: server.to_string(),
+            key,
+            tools: stored,
+        });
+        if !in_open_round {
+            self.out.push_back(Output::ToolsChanged {
+                servers: vec![server.to_string()],
+            });
+        }
+        self.flush_waiting_calls(server, conn);
+    }
+
+    // ----- refresh / list_changed ------------------------------------------------------------
+
+    fn refresh(&mut self, server: &str) {
+        let Some(s) = self.servers.get_mut(server) else {
+            self.diag(
+                Some(server),
+                Level::Warn,
+                "refresh of an unknown server ignored".into(),
+            );
+            return;
+        };
+        // Pending servers list their tools anyway once connected: nothing to do for them.
+        if let Phase::Connected {
+            conn,
+            refresh,
+            again,
+        } = &mut s.phase
+        {
+            if refresh.is_some() {
+                *again = true;
+                return;
+            }
+            let conn = *conn;
+            let listing = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new());
+            if let Some(Phase::Connected { refresh, .. }) =
+                self.servers.get_mut(server).map(|s| &mut s.phase)
+            {
+                *refresh = listing;
+            }
+        }
+    }
+
+    fn on_list_changed(&mut self, server: &str) {
+        if matches!(
+            self.servers.get(server).map(|s| &s.phase),
+            Some(Phase::Connected { .. })
+        ) {
+            self.refresh(server);
+        }
+    }
+
+    fn end_refresh(&mut self, server: &str, outcome: Result<Vec<ToolDef>, String>) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let Phase::Connected {
+            conn,
+            refresh,
+            again,
+        } = &mut s.phase
+        else {
+            return;
+        };
+        let conn = *conn;
+        *refresh = None;
+        let again = std::mem::take(again);
+        match outcome {
+            Ok(tools) => {
+                self.counters.list_changed_applied += 1;
+                let tools = dedupe(tools);
+                s.tools = tools.clone();
+                s.cache = CacheState::Hit(tools.clone());
+                let key = CacheKey {
+                    server: server.to_string(),
+                    config_hash: s.hash.clone(),
+                };
+                self.expose(server, false);
+                self.out.push_back(Output::StoreCache {
+                    server: server.to_string(),
+                    key,
+                    tools,
+                });
+                self.out.push_back(Output::ToolsChanged {
+                    servers: vec![server.to_string()],
+                });
+            }
+            Err(e) => self.diag(
+                Some(server),
+                Level::Warn,
+                format!("{e}; keeping the previous tool list"),
+            ),
+        }
+        if again {
+            let listing = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new());
+            if let Some(Phase::Connected { refresh, .. }) =
+                self.servers.get_mut(server).map(|s| &mut s.phase)
+            {
+                *refresh = listing;
+            }
+        }
+    }
+
+    fn on_cache(&mut self, server: &str, key: CacheKey, tools: Option<Vec<ToolDef>>) {
+        let Some(s) = self.servers.get_mut(server) else {
+            self.counters.stale_events += 1;
+            return;
+        };
+        if key.config_hash != s.hash
+            || key.server != server
+            || !matches!(s.cache, CacheState::Loading)
+        {
+            self.counters.stale_events += 1;
+            return;
+        }
+        s.cache = match tools {
+            Some(t) => CacheState::Hit(dedupe(t)),
+            None => CacheState::Miss,
+        };
+    }
+
+    // ----- failure and teardown ---------------------------------------------------------------
+
+    /// The server's current attempt failed. `close`: also close the transport (false when the
+    /// shell reported it gone). Withdraws its tools, fails its calls, reports the error once.
+    fn fail_server(&mut self, server: &str, error: String, close: bool) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let was_connected = matches!(s.phase, Phase::Connected { .. });
+        let in_round = s.round.is_some();
+        s.last_error = Some(error.clone());
+        self.stop_attempt(server, close, &format!("MCP error: {error}"));
+        if !in_round {
+            // After the gate: a late failure (or a dropped connection) is logged once here;
+            // its transport is gone, so nothing about this attempt is reported again.
+            self.counters.late_failures += u64::from(!was_connected);
+            let what = if was_connected {
+                "connection lost"
+            } else {
+                "failed after startup"
+            };
+            self.diag(Some(server), Level::Error, format!("{what}: {error}"));
+        }
+    }
+
+    /// Tear down the current attempt: close the transport if asked, fail its calls with
+    /// `call_error`, withdraw its tools, go idle.
+    fn stop_attempt(&mut self, server: &str, close: bool, call_error: &str) {
+        let Some(s) = self.servers.get(server) else {
+            return;
+        };
+        let phase = s.phase.clone();
+        if let Some(conn) = phase.conn() {
+            if let Some(mut c) = self.conns.remove(&conn) {
+                for (id, req) in c.tracker.drain() {
+                    if let Req::ListTools = req {
+                        // Timers of list pages die with the connection.
+                        self.disarm_request(conn, id);
+                    }
+                }
+                if close {
+                    self.out.push_back(Output::CloseTransport { conn });
+                }
+            }
+            if let Phase::Opening { deadline, .. } | Phase::Initializing { deadline, .. } = phase {
+                self.disarm(
+                    deadline,
+                    TimerReason::Connect {
+                        server: server.to_string(),
+                        conn,
+                    },
+                );
+            }
+        }
+        let calls: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.server == server)
+            .map(|(id, _)| *id)
+            .collect();
+        for call in calls {
+            self.complete_call(call, CallOutcome::Err(call_error.to_string()));
+        }
+        self.withdraw(server);
+        self.set_phase(server, Phase::Idle);
+    }
+
+    fn disarm_request(&mut self, conn: ConnId, id: u64) {
+        let found = self
+            .timers
+            .iter()
+            .find(|(_, r)| *r == TimerReason::Request { conn, id })
+            .cloned();
+        if let Some(t) = found {
+            self.timers.remove(&t);
+        }
+    }
+
+    fn disconnect(&mut self, server: &str) {
+        if !self.servers.contains_key(server) {
+            return;
+        }
+        self.stop_attempt(
+            server,
+            true,
+            &format!("MCP error: server \"{server}\" was disconnected"),
+        );
+        // The seed removes pending entries and source metadata too.
+        self.servers.remove(server);
+    }
+
+    fn disconnect_all(&mut self) {
+        // Flaw 9: pending connects are aborted too, not only connected ones.
+        let names: Vec<String> = self.servers.keys().cloned().collect();
+        for n in names {
+            self.disconnect(&n);
+        }
+    }
+
+    fn sync(&mut self, specs: Vec<ServerSpec>) {
+        let wanted: BTreeMap<String, ServerSpec> = specs
+            .into_iter()
+            .filter(|s| s.config.enabled)
+            .map(|s| (s.name.clone(), s))
+            .collect();
+        let known: Vec<String> = self.servers.keys().cloned().collect();
+        for n in &known {
+            if !wanted.contains_key(n) {
+                self.disconnect(n);
+            }
+        }
+        let mut start = Vec::new();
+        for (name, spec) in wanted {
+            match self.servers.get_mut(&name) {
+                Some(s) if s.hash == config::config_hash(&spec.config) => {
+                    s.spec.source = spec.source;
+                }
+                Some(_) => {
+                    self.disconnect(&name);
+                    start.push(spec);
+                }
+                None => start.push(spec),
+            }
+        }
+        if !start.is_empty() {
+            self.connect(start);
+        }
+    }
+
+    // ----- tool view --------------------------------------------------------------------------
+
+    fn expose(&mut self, server: &str, deferred: bool) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let list = if deferred {
+            match &s.cache {
+                CacheState::Hit(t) => t,
+                _ => return,
+            }
+        } else {
+            &s.tools
+        };
+        s.exposed = Some(deferred);
+        // Flaw 3: only this server's slice changes; flaw 4: by identity, not by prefix.
+        self.names
+            .set_server_tools(server, list.iter().map(|t| t.name.as_str()));
+    }
+
+    fn withdraw(&mut self, server: &str) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        if s.exposed.take().is_some() {
+            self.names.remove_server(server);
+            if s.round.is_none() {
+                self.out.push_back(Output::ToolsChanged {
+                    servers: vec![server.to_string()],
+                });
+            }
+        }
+    }
+
+    // ----- calls ------------------------------------------------------------------------------
+
+    fn call_tool(
+        &mut self,
+        call: CallId,
+        tool: &str,
+        arguments: Option<Value>,
+        timeout: Option<Duration>,
+    ) {
+        if self.calls.contains_key(&call) {
+            self.diag(
+                None,
+                Level::Warn,
+                format!(
+                    "call id {} is already in flight; second call ignored",
+                    call.0
+                ),
+            );
+            return;
+        }
+        let Some((server, raw)) = self
+            .names
+            .resolve(tool)
+            .map(|(s, t)| (s.to_string(), t.to_string()))
+        else {
+            self.out.push_back(Output::CallCompleted {
+                call,
+                outcome: CallOutcome::Err(format!("MCP error: unknown tool \"{tool}\"")),
+            });
+            return;
+        };
+        let timeout = timeout.unwrap_or(self.opts.call_timeout);
+        let deadline = self.now + timeout;
+        let phase = self.servers.get(&server).map(|s| s.phase.clone());
+        let state = match phase {
+            Some(Phase::Connected { conn, .. }) => {
+                match self.send_call(conn, call, &raw, arguments.as_ref()) {
+                    Some(req) => CallState::Sent { conn, req },
+                    None => return,
+                }
+            }
+            // A deferred tool: wait for the connection (the seed's waitForConnection).
+            Some(p) if p.is_pending() => CallState::Waiting,
+            _ => {
+                self.out.push_back(Output::CallCompleted {
+                    call,
+                    outcome: CallOutcome::Err(format!(
+                        "MCP error: server \"{server}\" is not connected"
+                    )),
+                });
+                return;
+            }
+        };
+        self.calls.insert(
+            call,
+            Call {
+                server,
+                tool: raw,
+                arguments,
+                timeout,
+                deadline,
+                state,
+            },
+        );
+        self.arm(deadline, TimerReason::Call { call });
+    }
+
+    fn send_call(
+        &mut self,
+        conn: ConnId,
+        call: CallId,
+        raw: &str,
+        arguments: Option<&Value>,
+    ) -> Option<u64> {
+        let c = self.conns.get_mut(&conn)?;
+        let (req, frame) = c.tracker.start(
+            "tools/call",
+            Some(protocol::call_tool_params(raw, arguments)),
+            Req::Call(call),
+        );
+        self.out.push_back(Output::Send { conn, frame });
+        Some(req)
+    }
+
+    fn flush_waiting_calls(&mut self, server: &str, conn: ConnId) {
+        let waiting: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.server == server && matches!(c.state, CallState::Waiting))
+            .map(|(id, _)| *id)
+            .collect();
+        for call in waiting {
+            let Some(c) = self.calls.get(&call) else {
+                continue;
+            };
+            // The tool may be gone from the live list.
+            if !self
+                .servers
+                .get(server)
+                .is_some_and(|s| s.tools.iter().any(|t| t.name == c.tool))
+            {
+                let msg = format!(
+                    "MCP error: tool \"{}\" is no longer offered by server \"{server}\"",
+                    c.tool
+                );
+                self.complete_call(call, CallOutcome::Err(msg));
+                continue;
+            }
+            let (raw, args) = (c.tool.clone(), c.arguments.clone());
+            if let Some(req) = self.send_call(conn, call, &raw, args.as_ref()) {
+                self.counters.deferred_calls_sent += 1;
+                if let Some(c) = self.calls.get_mut(&call) {
+                    c.state = CallState::Sent { conn, req };
+                }
+            }
+        }
+    }
+
+    fn on_call_result(&mut self, call: CallId, result: Result<Value, protocol::RpcError>) {
+        let outcome = match result {
+            Ok(v) => match protocol::parse_call_tool_result(&v) {
+                Ok(r) => CallOutcome::Ok(r),
+                Err(e) => CallOutcome::Err(format!("MCP error: {e}")),
+            },
+            Err(e) => CallOutcome::Err(e.to_string()),
+        };
+        self.complete_call(call, outcome);
+    }
+
+    fn cancel_call(&mut self, call: CallId) {
+        if self.calls.contains_key(&call) {
+            self.counters.calls_cancelled += 1;
+            self.abort_call(call, "cancelled by the client", CallOutcome::Cancelled);
+        }
+    }
+
+    /// End a call early (timeout, cancel): tell the server with `notifications/cancelled`
+    /// if the request went out (flaw 10), then complete it.
+    fn abort_call(&mut self, call: CallId, reason: &str, outcome: CallOutcome) {
+        let Some(c) = self.calls.get(&call) else {
+            return;
+        };
+        if let CallState::Sent { conn, req } = c.state {
+            if let Some(cn) = self.conns.get_mut(&conn) {
+                cn.tracker.forget(req);
+                self.send(conn, protocol::encode_cancelled(req, reason));
+            }
+        }
+        self.complete_call(call, outcome);
+    }
+
+    /// Every call completes exactly once: this is the only place that says so.
+    fn complete_call(&mut self, call: CallId, outcome: CallOutcome) {
+        let Some(c) = self.calls.remove(&call) else {
+            return;
+        };
+        self.disarm(c.deadline, TimerReason::Call { call });
+        if let CallState::Sent { conn, req } = c.state {
+            if let Some(cn) = self.conns.get_mut(&conn) {
+                cn.tracker.forget(req);
+            }
+        }
+        self.out.push_back(Output::CallCompleted { call, outcome });
+    }
+
+    // ----- helpers ----------------------------------------------------------------------------
+
+    fn send(&mut self, conn: ConnId, frame: Bytes) {
+        if self.conns.contains_key(&conn) {
+            self.out.push_back(Output::Send { conn, frame });
+        }
+    }
+
+    fn set_phase(&mut self, server: &str, phase: Phase) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let before = s.phase.status();
+        s.phase = phase;
+        let after = s.phase.status();
+        if before != after {
+            self.out.push_back(Output::StatusChanged {
+                server: server.to_string(),
+                status: after,
+            });
+        }
+    }
+
+    fn diag(&mut self, server: Option<&str>, level: Level, message: String) {
+        self.out.push_back(Output::Diagnostic {
+            server: server.map(str::to_string),
+            level,
+            message,
+        });
+    }
+}
+
+/// Keep the first definition of each tool name.
+fn dedupe(tools: Vec<ToolDef>) -> Vec<ToolDef> {
+    let mut seen = BTreeSet::new();
+    tools
+        .into_iter()
+        .filter(|t| seen.insert(t.name.clone()))
+        .collect()
 }

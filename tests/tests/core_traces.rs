@@ -1,0 +1,648 @@
+//! Scripted traces of the core: one per row of the seed's failure table, one per known flaw of
+//! the described system (DESIGN.md). Each test asserts the behaviour it protects and snapshots
+//! the full trace (reviewed like code, under `snapshots/`).
+
+use crate::script::*;
+use crate::support::with_snapshots;
+use serde_json::json;
+use switchboard_core::config::{ServerConfig, ServerSpec};
+use switchboard_core::manager::{
+    CallId, CallOutcome, ConnId, Input, ManagerOptions, Output, ServerStatus, TransportEvent,
+};
+
+fn snap(name: &str, s: &Script) {
+    with_snapshots(|| insta::assert_snapshot!(name, s.finish()));
+}
+
+fn startup_reports(s: &Script) -> Vec<&switchboard_core::manager::StartupReport> {
+    s.outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::StartupComplete(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+fn with_timeout(mut spec: ServerSpec, ms: i64) -> ServerSpec {
+    spec.config.timeout_ms = Some(ms);
+    spec
+}
+
+fn closes(s: &Script, conn: ConnId) -> usize {
+    s.count(|o| matches!(o, Output::CloseTransport { conn: c } if *c == conn))
+}
+
+fn sends_after(s: &Script, conn: ConnId, index: usize) -> usize {
+    s.outputs[index..]
+        .iter()
+        .filter(|o| matches!(o, Output::Send { conn: c, .. } if *c == conn))
+        .count()
+}
+
+// ----- the seed's failure table ------------------------------------------------------------
+
+#[test]
+fn seed_discovery_failure_gives_an_empty_tool_set_at_once() {
+    // The loader turns a discovery failure into an empty server set (plus its own synthetic
+    // error); the manager must complete that round immediately, not hang to the gate.
+    let mut s = Script::new();
+    s.at(0, Input::Connect { servers: vec![] });
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 1);
+    assert!(r[0].tools.is_empty() && r[0].errors.is_empty());
+    assert_eq!(r[0].elapsed, ms(0));
+    snap("seed_01_discovery_failure", &s);
+}
+
+#[test]
+fn seed_invalid_config_is_skipped_with_an_error_and_others_continue() {
+    let mut s = Script::new();
+    let mut bad = ServerConfig::stdio("x", &[]);
+    bad.url = Some("http://example.invalid/mcp".into());
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("good"), ServerSpec::new("bad", bad)],
+        },
+    );
+    s.cache(1, "good", None);
+    s.ready(20, "good", &["echo"]);
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        r[0].errors.get("bad").map(String::as_str),
+        Some(r#"Server "bad": both "command" and "url" are set"#)
+    );
+    assert_eq!(r[0].connected, vec!["good"]);
+    assert_eq!(s.tool_names(), vec!["mcp_good_echo"]);
+    assert_eq!(
+        s.count(|o| matches!(o, Output::OpenTransport { server, .. } if server == "bad")),
+        0
+    );
+    snap("seed_02_invalid_config", &s);
+}
+
+#[test]
+fn seed_connect_timeout_and_init_failure_are_isolated_per_server() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![
+                stdio("ok"),
+                stdio("refuses"),
+                with_timeout(stdio("hangs"), 1000),
+            ],
+        },
+    );
+    for n in ["ok", "refuses", "hangs"] {
+        s.cache(1, n, None);
+    }
+    s.ready(10, "ok", &["echo"]);
+    s.opened(10, "refuses");
+    s.reply_error(15, "refuses", "initialize", -32603, "boom");
+    s.opened(10, "hangs");
+    s.advance_to(1500);
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 1, "one report for the round");
+    assert_eq!(
+        r[0].elapsed,
+        ms(1000),
+        "the uncached wait ends when 'hangs' times out"
+    );
+    assert_eq!(
+        r[0].errors["refuses"],
+        "initialize failed: MCP error -32603: boom"
+    );
+    assert_eq!(r[0].errors["hangs"], "connect timed out after 1000 ms");
+    assert_eq!(s.m.status("ok"), ServerStatus::Connected);
+    assert_eq!(closes(&s, s.conn("refuses")), 1);
+    assert_eq!(closes(&s, s.conn("hangs")), 1);
+    snap("seed_03_connect_timeout_and_init_failure", &s);
+}
+
+#[test]
+fn seed_pending_list_with_cache_returns_deferred_tools_at_the_gate() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("fast"), stdio("slow")],
+        },
+    );
+    s.cache(2, "fast", None);
+    s.cache(3, "slow", Some(&["search"]));
+    s.ready(30, "fast", &["echo"]);
+    s.opened(40, "slow");
+    s.advance_to(250);
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].elapsed, ms(250), "the gate opens at 250 ms");
+    assert_eq!(r[0].deferred, vec!["slow"]);
+    assert_eq!(
+        s.tool_names(),
+        vec!["mcp_fast_echo", "mcp_slow_search (deferred)"]
+    );
+    // A deferred call waits for the connection, then goes out and succeeds.
+    s.call(300, 1, "mcp_slow_search", json!({"q": "x"}));
+    assert!(s.outcome(1).is_empty());
+    s.reply(900, "slow", "initialize", init_result());
+    s.reply(950, "slow", "tools/list", tools_json(&["search", "fetch"]));
+    s.reply(
+        980,
+        "slow",
+        "tools/call",
+        json!({"content": [{"type": "text", "text": "found"}]}),
+    );
+    assert!(matches!(s.outcome(1)[..], [CallOutcome::Ok(ref r)] if r.render_text() == "found"));
+    assert_eq!(
+        s.tool_names(),
+        vec!["mcp_fast_echo", "mcp_slow_fetch", "mcp_slow_search"]
+    );
+    snap("seed_04_deferred_tools_from_cache", &s);
+}
+
+#[test]
+fn seed_pending_list_without_cache_waits_for_the_server() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("fast"), stdio("slow")],
+        },
+    );
+    s.cache(2, "fast", None);
+    s.cache(3, "slow", None);
+    s.ready(30, "fast", &["echo"]);
+    s.advance_to(1999);
+    assert!(
+        startup_reports(&s).is_empty(),
+        "no report while an uncached server is pending"
+    );
+    s.ready(2000, "slow", &["search"]);
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].elapsed, ms(2000));
+    assert_eq!(r[0].connected, vec!["fast", "slow"]);
+    snap("seed_05_uncached_wait", &s);
+}
+
+#[test]
+fn seed_late_background_failure_is_logged_once_and_withdraws_deferred_tools() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("slow")],
+        },
+    );
+    s.cache(1, "slow", Some(&["search"]));
+    s.opened(10, "slow");
+    s.reply(20, "slow", "initialize", init_result());
+    s.advance_to(250);
+    assert_eq!(startup_reports(&s)[0].deferred, vec!["slow"]);
+    s.call(260, 7, "mcp_slow_search", json!({}));
+    s.reply_error(1000, "slow", "tools/list", -32603, "index offline");
+    let logged = s.count(|o| {
+        matches!(o, Output::Diagnostic { server: Some(n), message, .. }
+            if n == "slow" && message.contains("index offline"))
+    });
+    assert_eq!(logged, 1, "late failure logged exactly once");
+    assert!(s.tool_names().is_empty(), "deferred tools withdrawn");
+    assert!(matches!(s.outcome(7)[..], [CallOutcome::Err(ref e)] if e.contains("index offline")));
+    // The transport is closed; a trailing close event from the shell is stale and says nothing.
+    let conn = s.conn("slow");
+    s.at(
+        1100,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    assert_eq!(
+        s.count(|o| matches!(o, Output::Diagnostic { server: Some(n), .. } if n == "slow")),
+        1
+    );
+    snap("seed_06_late_failure", &s);
+}
+
+#[test]
+fn seed_dropped_transport_fails_calls_and_leaves_the_server_disconnected() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a"), stdio("b")],
+        },
+    );
+    s.cache(1, "a", None);
+    s.cache(1, "b", None);
+    s.ready(10, "a", &["echo"]);
+    s.ready(10, "b", &["echo"]);
+    s.call(100, 1, "mcp_a_echo", json!({"text": "hi"}));
+    let conn = s.conn("a");
+    s.at(
+        150,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "process exited with status 1".into(),
+            },
+        },
+    );
+    assert!(
+        matches!(s.outcome(1)[..], [CallOutcome::Err(ref e)] if e.starts_with("MCP error: connection closed"))
+    );
+    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
+    assert_eq!(s.m.status("b"), ServerStatus::Connected);
+    assert_eq!(s.tool_names(), vec!["mcp_b_echo"]);
+    assert_eq!(closes(&s, conn), 0, "the shell already closed it");
+    assert_eq!(
+        s.count(|o| matches!(o, Output::OpenTransport { .. })),
+        2,
+        "no reconnect"
+    );
+    snap("seed_07_dropped_transport", &s);
+}
+
+#[test]
+fn seed_all_healthy_startup_returns_live_tools_before_the_gate() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("alpha"), stdio("beta")],
+        },
+    );
+    s.cache(1, "alpha", Some(&["old"]));
+    s.cache(1, "beta", None);
+    s.ready(40, "beta", &["b1", "b2"]);
+    s.ready(60, "alpha", &["a1"]);
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        r[0].elapsed,
+        ms(60),
+        "no waiting for the gate once all settled"
+    );
+    assert!(r[0].tools.iter().all(|t| !t.deferred));
+    assert_eq!(
+        s.tool_names(),
+        vec!["mcp_alpha_a1", "mcp_beta_b1", "mcp_beta_b2"]
+    );
+    assert_eq!(s.count(|o| matches!(o, Output::StoreCache { .. })), 2);
+    snap("seed_08_all_healthy", &s);
+}
+
+// ----- the ten known flaws -----------------------------------------------------------------
+
+#[test]
+fn flaw_01_late_connect_after_disconnect_closes_transport() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a")],
+        },
+    );
+    let conn = s.conn("a");
+    s.at(10, Input::Disconnect { server: "a".into() });
+    let mark = s.outputs.len();
+    s.opened(50, "a");
+    s.frame_on(
+        60,
+        conn,
+        json!({"jsonrpc": "2.0", "id": 0, "result": init_result()}),
+    );
+    assert_eq!(
+        closes(&s, conn),
+        1,
+        "the abandoned attempt is closed exactly once"
+    );
+    assert_eq!(
+        sends_after(&s, conn, mark),
+        0,
+        "nothing is sent on it afterwards"
+    );
+    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
+    assert!(s.m.open_conns().is_empty());
+    assert!(s.m.counters().stale_events >= 2);
+    snap("flaw_01_late_connect_after_disconnect", &s);
+}
+
+#[test]
+fn flaw_02_connect_timeout_closes_the_attempt_even_if_it_later_succeeds() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![with_timeout(stdio("a"), 500)],
+        },
+    );
+    s.cache(1, "a", None);
+    s.opened(10, "a");
+    let conn = s.conn("a");
+    s.advance_to(500);
+    assert_eq!(closes(&s, conn), 1);
+    let mark = s.outputs.len();
+    s.reply(700, "a", "initialize", init_result());
+    assert_eq!(sends_after(&s, conn, mark), 0);
+    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
+    assert!(s.tool_names().is_empty());
+    snap("flaw_02_connect_timeout_then_success", &s);
+}
+
+#[test]
+fn flaw_03_connecting_one_server_keeps_the_other_servers_tools() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a")],
+        },
+    );
+    s.cache(1, "a", None);
+    s.ready(10, "a", &["one"]);
+    s.at(
+        100,
+        Input::Connect {
+            servers: vec![stdio("b"), stdio("a")],
+        },
+    );
+    s.cache(101, "b", None);
+    s.ready(120, "b", &["two"]);
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        r[1].skipped,
+        vec!["a"],
+        "already connected: skipped, not restarted"
+    );
+    assert_eq!(s.tool_names(), vec!["mcp_a_one", "mcp_b_two"]);
+    snap("flaw_03_connect_keeps_other_tools", &s);
+}
+
+#[test]
+fn flaw_04_disconnect_withdraws_tools_by_identity_not_by_prefix() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a"), stdio("a-b"), stdio("My.Server")],
+        },
+    );
+    for n in ["a", "a-b", "My.Server"] {
+        s.cache(1, n, None);
+    }
+    s.ready(10, "a", &["x"]);
+    s.ready(10, "a-b", &["y"]);
+    s.ready(10, "My.Server", &["z"]);
+    assert_eq!(
+        s.tool_names(),
+        vec!["mcp_a_b_y", "mcp_a_x", "mcp_my_server_z"]
+    );
+    s.at(100, Input::Disconnect { server: "a".into() });
+    assert_eq!(s.tool_names(), vec!["mcp_a_b_y", "mcp_my_server_z"]);
+    s.at(
+        110,
+        Input::Disconnect {
+            server: "My.Server".into(),
+        },
+    );
+    assert_eq!(
+        s.tool_names(),
+        vec!["mcp_a_b_y"],
+        "sanitized names are withdrawn too"
+    );
+    snap("flaw_04_withdraw_by_identity", &s);
+}
+
+#[test]
+fn flaw_05_names_keep_digits_limit_length_and_resolve_collisions() {
+    let mut s = Script::new();
+    let long = "an_extremely_long_tool_name_that_goes_on_and_on_past_the_sixty_four_limit";
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("s3"), stdio("a-b"), stdio("a")],
+        },
+    );
+    for n in ["s3", "a-b", "a"] {
+        s.cache(1, n, None);
+    }
+    s.ready(10, "s3", &["s3_list_buckets", long]);
+    s.ready(10, "a-b", &["c"]);
+    s.ready(10, "a", &["b_c"]);
+    let names = s.tool_names();
+    assert!(
+        names.contains(&"mcp_s3_list_buckets".to_string()),
+        "{names:?}"
+    );
+    assert!(names.iter().all(|n| n.len() <= 64), "{names:?}");
+    assert_eq!(names.len(), 4);
+    // The colliding pair route to their own servers.
+    let ab = s.m.tools().into_iter().find(|t| t.server == "a-b").unwrap();
+    let a = s.m.tools().into_iter().find(|t| t.server == "a").unwrap();
+    assert_ne!(ab.qualified_name, a.qualified_name);
+    s.call(20, 1, &ab.qualified_name, json!({}));
+    s.call(20, 2, &a.qualified_name, json!({}));
+    let sent_to = |conn| {
+        s.outputs.iter().any(|o| {
+            matches!(o, Output::Send { conn: c, frame }
+            if *c == conn && String::from_utf8_lossy(frame).contains("tools/call"))
+        })
+    };
+    assert!(sent_to(s.conn("a-b")) && sent_to(s.conn("a")));
+    snap("flaw_05_names", &s);
+}
+
+#[test]
+fn flaw_06_tools_list_failure_after_initialize_fails_the_server() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a"), stdio("b")],
+        },
+    );
+    s.cache(1, "a", None);
+    s.cache(1, "b", None);
+    s.ready(10, "b", &["ok"]);
+    s.opened(10, "a");
+    s.reply(20, "a", "initialize", init_result());
+    s.reply_error(30, "a", "tools/list", -32603, "database locked");
+    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
+    assert_eq!(closes(&s, s.conn("a")), 1);
+    assert_eq!(
+        startup_reports(&s)[0].errors["a"],
+        "tools/list failed: MCP error -32603: database locked"
+    );
+    let st = s.m.server_state("a").unwrap();
+    assert!(st.last_error.unwrap().contains("database locked"));
+    snap("flaw_06_list_failure_fails_server", &s);
+}
+
+#[test]
+fn flaw_07_list_changed_relists_and_server_requests_get_answers() {
+    let mut o = opts();
+    o.roots = vec![switchboard_core::protocol::Root {
+        uri: "file:///project".into(),
+        name: Some("project".into()),
+    }];
+    let mut s = Script::with(o);
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a")],
+        },
+    );
+    s.cache(1, "a", None);
+    s.ready(10, "a", &["one"]);
+    let conn = s.conn("a");
+    let mark = s.outputs.len();
+    s.frame_on(
+        20,
+        conn,
+        json!({"jsonrpc": "2.0", "id": "p1", "method": "ping"}),
+    );
+    s.frame_on(
+        21,
+        conn,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "roots/list"}),
+    );
+    s.frame_on(
+        22,
+        conn,
+        json!({"jsonrpc": "2.0", "id": 10, "method": "sampling/createMessage"}),
+    );
+    let answers: Vec<String> = s.outputs[mark..]
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send { frame, .. } => Some(String::from_utf8_lossy(frame).into_owned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers[0], r#"{"id":"p1","jsonrpc":"2.0","result":{}}"#);
+    assert!(answers[1].contains("file:///project"));
+    assert!(answers[2].contains("-32601"));
+    // list_changed: two notifications while a list is in flight coalesce into one more list.
+    let notify = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    s.frame_on(30, conn, notify.clone());
+    s.frame_on(31, conn, notify.clone());
+    s.frame_on(32, conn, notify);
+    s.reply(40, "a", "tools/list", tools_json(&["one", "two"]));
+    s.reply(50, "a", "tools/list", tools_json(&["one", "two", "three"]));
+    let lists = s.outputs[mark..]
+        .iter()
+        .filter(|o| matches!(o, Output::Send { frame, .. } if String::from_utf8_lossy(frame).contains("tools/list")))
+        .count();
+    assert_eq!(lists, 2, "three notifications, two lists");
+    assert_eq!(
+        s.tool_names(),
+        vec!["mcp_a_one", "mcp_a_three", "mcp_a_two"]
+    );
+    snap("flaw_07_list_changed_and_peer_requests", &s);
+}
+
+#[test]
+fn flaw_08_uncached_wait_bounds_the_startup_wait() {
+    let mut s = Script::with(ManagerOptions {
+        uncached_wait: Some(ms(1000)),
+        ..opts()
+    });
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("fast"), stdio("stuck")],
+        },
+    );
+    s.cache(1, "fast", None);
+    s.cache(1, "stuck", None);
+    s.ready(10, "fast", &["echo"]);
+    s.opened(10, "stuck");
+    s.advance_to(5000);
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        r[0].elapsed,
+        ms(1250),
+        "gate + uncached_wait, not the 30 s connect timeout"
+    );
+    assert_eq!(r[0].pending, vec!["stuck"]);
+    assert_eq!(s.m.status("stuck"), ServerStatus::Connecting);
+    snap("flaw_08_bounded_uncached_wait", &s);
+}
+
+#[test]
+fn flaw_09_disconnect_all_aborts_pending_connects() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("ready"), stdio("opening"), stdio("initializing")],
+        },
+    );
+    s.ready(10, "ready", &["t"]);
+    s.opened(10, "initializing");
+    s.at(20, Input::DisconnectAll);
+    for n in ["ready", "opening", "initializing"] {
+        assert_eq!(closes(&s, s.conn(n)), 1, "{n} closed");
+        assert_eq!(s.m.status(n), ServerStatus::Disconnected);
+    }
+    assert!(s.m.open_conns().is_empty());
+    assert!(s.m.sources().is_empty());
+    assert!(s.tool_names().is_empty());
+    snap("flaw_09_disconnect_all_aborts_pending", &s);
+}
+
+#[test]
+fn flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a")],
+        },
+    );
+    s.cache(1, "a", None);
+    s.ready(10, "a", &["slow"]);
+    s.at(
+        100,
+        Input::CallTool {
+            call: CallId(1),
+            tool: "mcp_a_slow".into(),
+            arguments: None,
+            timeout: Some(ms(1000)),
+        },
+    );
+    s.call(200, 2, "mcp_a_slow", json!({}));
+    s.at(300, Input::CancelCall { call: CallId(2) });
+    s.advance_to(1100);
+    let cancels: Vec<String> = s
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send { frame, .. } => {
+                let t = String::from_utf8_lossy(frame).into_owned();
+                t.contains("notifications/cancelled").then_some(t)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cancels.len(), 2);
+    assert!(
+        cancels[0].contains(r#""requestId":3"#) && cancels[0].contains("cancelled by the client")
+    );
+    assert!(cancels[1].contains(r#""requestId":2"#) && cancels[1].contains("timed out"));
+    assert!(
+        matches!(s.outcome(1)[..], [CallOutcome::Err(ref e)] if e == "MCP error: tool call timed out after 1000 ms")
+    );
+    assert!(matches!(s.outcome(2)[..], [CallOutcome::Cancelled]));
+    // A late answer to the timed-out call changes nothing.
+    s.reply(1200, "a", "tools/call", json!({"content": []}));
+    assert_eq!(s.outcome(1).len(), 1);
+    snap("flaw_10_cancel_notifications", &s);
+}

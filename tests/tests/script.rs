@@ -1,0 +1,367 @@
+//! A small scripted driver: feeds inputs to the core at virtual times, plays the server side by
+//! hand, and records a human-readable trace (virtual time, input, outputs, status changes).
+//! Drives the manager exactly as the shell does: `handle`, drain `poll_output`,
+//! `poll_timeout`, `handle_timeout`.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+use switchboard_core::config::{ServerConfig, ServerSpec};
+use switchboard_core::manager::{
+    CallId, CallOutcome, ConnId, Input, Manager, ManagerOptions, Output, TransportEvent,
+};
+use switchboard_core::tool::ToolDef;
+use switchboard_core::Instant;
+
+pub struct Script {
+    pub m: Manager,
+    pub now: Instant,
+    pub trace: String,
+    /// Every output ever produced, in order.
+    pub outputs: Vec<Output>,
+    /// Requests we (playing the servers) have seen and not answered, per conn: (id, method).
+    pending: BTreeMap<ConnId, Vec<(u64, String)>>,
+    /// Conn ids by server name, latest last.
+    pub conns: BTreeMap<String, Vec<ConnId>>,
+}
+
+pub fn opts() -> ManagerOptions {
+    ManagerOptions {
+        client_version: "test".into(),
+        ..ManagerOptions::default()
+    }
+}
+
+pub fn stdio(name: &str) -> ServerSpec {
+    ServerSpec::new(name, ServerConfig::stdio(format!("{name}-server"), &[]))
+}
+
+pub fn tools(names: &[&str]) -> Vec<ToolDef> {
+    names.iter().map(|n| ToolDef::named(*n)).collect()
+}
+
+pub fn tools_json(names: &[&str]) -> Value {
+    json!({ "tools": names.iter().map(|n| json!({"name": n, "inputSchema": {"type": "object"}})).collect::<Vec<_>>() })
+}
+
+pub fn init_result() -> Value {
+    json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {"listChanged": true}},
+        "serverInfo": {"name": "scripted", "version": "1.0"}
+    })
+}
+
+impl Script {
+    pub fn new() -> Self {
+        Self::with(opts())
+    }
+
+    pub fn with(o: ManagerOptions) -> Self {
+        Script {
+            m: Manager::new(o, Instant::ZERO),
+            now: Instant::ZERO,
+            trace: String::new(),
+            outputs: Vec::new(),
+            pending: BTreeMap::new(),
+            conns: BTreeMap::new(),
+        }
+    }
+
+    /// Advance virtual time to `ms`, firing every timer on the way (each at its deadline).
+    pub fn advance_to(&mut self, ms: u64) {
+        let target = Instant::from_millis(ms);
+        while let Some(t) = self.m.poll_timeout() {
+            if t > target {
+                break;
+            }
+            self.now = t.max(self.now);
+            let reason = self.m.next_timer().map(|(_, r)| r);
+            let _ = writeln!(
+                self.trace,
+                "[{:>6}] timer {:?}",
+                fmt_ms(self.now),
+                reason.expect("a timer")
+            );
+            self.m.handle_timeout(self.now);
+            self.drain();
+        }
+        self.now = target.max(self.now);
+    }
+
+    /// Feed one input at virtual time `ms` (timers due before it fire first).
+    pub fn at(&mut self, ms: u64, input: Input) {
+        self.advance_to(ms);
+        let _ = writeln!(
+            self.trace,
+            "[{:>6}] > {}",
+            fmt_ms(self.now),
+            render_input(&input)
+        );
+        self.m.handle(self.now, input);
+        self.drain();
+    }
+
+    fn drain(&mut self) {
+        while let Some(o) = self.m.poll_output() {
+            let _ = writeln!(self.trace, "           < {}", render_output(&o));
+            match &o {
+                Output::OpenTransport { conn, server, .. } => {
+                    self.conns.entry(server.clone()).or_default().push(*conn);
+                }
+                Output::Send { conn, frame } => {
+                    if let Ok(v) = serde_json::from_slice::<Value>(frame) {
+                        if let (Some(id), Some(m)) = (v["id"].as_u64(), v["method"].as_str()) {
+                            self.pending
+                                .entry(*conn)
+                                .or_default()
+                                .push((id, m.to_string()));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            self.outputs.push(o);
+        }
+    }
+
+    /// The latest attempt of `server`.
+    pub fn conn(&self, server: &str) -> ConnId {
+        *self
+            .conns
+            .get(server)
+            .and_then(|v| v.last())
+            .unwrap_or_else(|| panic!("no attempt for {server}"))
+    }
+
+    pub fn opened(&mut self, ms: u64, server: &str) {
+        let conn = self.conn(server);
+        self.at(
+            ms,
+            Input::Transport {
+                conn,
+                event: TransportEvent::Opened,
+            },
+        );
+    }
+
+    /// Answer the oldest unanswered request of `method` on the server's latest attempt.
+    pub fn reply(&mut self, ms: u64, server: &str, method: &str, result: Value) {
+        let conn = self.conn(server);
+        self.reply_on(ms, conn, method, json!({ "result": result }));
+    }
+
+    /// Answer with a JSON-RPC error.
+    pub fn reply_error(&mut self, ms: u64, server: &str, method: &str, code: i64, message: &str) {
+        let conn = self.conn(server);
+        self.reply_on(
+            ms,
+            conn,
+            method,
+            json!({ "error": {"code": code, "message": message} }),
+        );
+    }
+
+    pub fn reply_on(&mut self, ms: u64, conn: ConnId, method: &str, body: Value) {
+        let list = self.pending.entry(conn).or_default();
+        let pos = list
+            .iter()
+            .position(|(_, m)| m == method)
+            .unwrap_or_else(|| panic!("no pending {method} on {conn:?}"));
+        let (id, _) = list.remove(pos);
+        let mut msg = json!({"jsonrpc": "2.0", "id": id});
+        if let (Some(o), Some(b)) = (msg.as_object_mut(), body.as_object()) {
+            for (k, v) in b {
+                o.insert(k.clone(), v.clone());
+            }
+        }
+        self.frame_on(ms, conn, msg);
+    }
+
+    pub fn frame_on(&mut self, ms: u64, conn: ConnId, msg: Value) {
+        self.at(
+            ms,
+            Input::Transport {
+                conn,
+                event: TransportEvent::Frame(Bytes::from(msg.to_string())),
+            },
+        );
+    }
+
+    /// Open + initialize + one tools/list page: a healthy server becoming ready at `ms`.
+    pub fn ready(&mut self, ms: u64, server: &str, tool_names: &[&str]) {
+        self.opened(ms, server);
+        self.reply(ms, server, "initialize", init_result());
+        self.reply(ms, server, "tools/list", tools_json(tool_names));
+    }
+
+    pub fn cache(&mut self, ms: u64, server: &str, cached: Option<&[&str]>) {
+        let key = self
+            .outputs
+            .iter()
+            .rev()
+            .find_map(|o| match o {
+                Output::LoadCache { server: s, key } if s == server => Some(key.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no LoadCache for {server}"));
+        self.at(
+            ms,
+            Input::CacheLoaded {
+                server: server.into(),
+                key,
+                tools: cached.map(tools),
+            },
+        );
+    }
+
+    pub fn call(&mut self, ms: u64, call: u64, tool: &str, args: Value) {
+        self.at(
+            ms,
+            Input::CallTool {
+                call: CallId(call),
+                tool: tool.into(),
+                arguments: Some(args),
+                timeout: None,
+            },
+        );
+    }
+
+    pub fn outcome(&self, call: u64) -> Vec<&CallOutcome> {
+        self.outputs
+            .iter()
+            .filter_map(|o| match o {
+                Output::CallCompleted { call: c, outcome } if c.0 == call => Some(outcome),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn count(&self, f: impl Fn(&Output) -> bool) -> usize {
+        self.outputs.iter().filter(|o| f(o)).count()
+    }
+
+    pub fn tool_names(&self) -> Vec<String> {
+        self.m
+            .tools()
+            .into_iter()
+            .map(|t| {
+                if t.deferred {
+                    format!("{} (deferred)", t.qualified_name)
+                } else {
+                    t.qualified_name
+                }
+            })
+            .collect()
+    }
+
+    /// The trace plus a final summary of the registries and the view.
+    pub fn finish(&self) -> String {
+        let mut s = self.trace.clone();
+        let _ = writeln!(s, "--- final state");
+        let _ = writeln!(s, "connections: {:?}", self.m.connections());
+        let _ = writeln!(s, "pending connections: {:?}", self.m.pending_connections());
+        let _ = writeln!(s, "pending tool loads: {:?}", self.m.pending_tool_loads());
+        let _ = writeln!(s, "open transports: {:?}", self.m.open_conns());
+        let _ = writeln!(s, "calls in flight: {:?}", self.m.calls_in_flight());
+        let _ = writeln!(s, "tools: {:?}", self.tool_names());
+        s
+    }
+}
+
+fn fmt_ms(t: Instant) -> String {
+    format!("{}ms", t.as_millis())
+}
+
+fn frame_text(frame: &[u8]) -> String {
+    String::from_utf8_lossy(frame).into_owned()
+}
+
+pub fn render_input(i: &Input) -> String {
+    match i {
+        Input::Connect { servers } => format!("Connect {:?}", names(servers)),
+        Input::Reload { servers } => format!("Reload {:?}", names(servers)),
+        Input::Sync { servers } => format!("Sync {:?}", names(servers)),
+        Input::Disconnect { server } => format!("Disconnect {server}"),
+        Input::DisconnectAll => "DisconnectAll".into(),
+        Input::RefreshTools { server } => format!("RefreshTools {server}"),
+        Input::Transport { conn, event } => match event {
+            TransportEvent::Opened => format!("#{} Opened", conn.0),
+            TransportEvent::Frame(f) => format!("#{} Frame {}", conn.0, frame_text(f)),
+            TransportEvent::Closed { reason } => format!("#{} Closed {reason:?}", conn.0),
+            TransportEvent::Failed { error } => format!("#{} Failed {error:?}", conn.0),
+        },
+        Input::CacheLoaded { server, tools, .. } => match tools {
+            Some(t) => format!(
+                "CacheLoaded {server} hit {:?}",
+                t.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
+            ),
+            None => format!("CacheLoaded {server} miss"),
+        },
+        Input::CallTool {
+            call,
+            tool,
+            arguments,
+            timeout,
+        } => format!(
+            "CallTool c{} {tool} {} timeout={:?}",
+            call.0,
+            arguments.as_ref().map_or("null".into(), |a| a.to_string()),
+            timeout
+        ),
+        Input::CancelCall { call } => format!("CancelCall c{}", call.0),
+    }
+}
+
+fn names(servers: &[ServerSpec]) -> Vec<&str> {
+    servers.iter().map(|s| s.name.as_str()).collect()
+}
+
+pub fn render_output(o: &Output) -> String {
+    match o {
+        Output::OpenTransport { conn, server, .. } => format!("OpenTransport #{} {server}", conn.0),
+        Output::Send { conn, frame } => format!("Send #{} {}", conn.0, frame_text(frame)),
+        Output::CloseTransport { conn } => format!("CloseTransport #{}", conn.0),
+        Output::LoadCache { server, .. } => format!("LoadCache {server}"),
+        Output::StoreCache { server, tools, .. } => format!(
+            "StoreCache {server} {:?}",
+            tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
+        ),
+        Output::StartupComplete(r) => format!(
+            "StartupComplete round={} elapsed={:?} tools={:?} errors={:?} connected={:?} deferred={:?} pending={:?} skipped={:?}",
+            r.round,
+            r.elapsed,
+            r.tools
+                .iter()
+                .map(|t| if t.deferred { format!("{}*", t.qualified_name) } else { t.qualified_name.clone() })
+                .collect::<Vec<_>>(),
+            r.errors,
+            r.connected,
+            r.deferred,
+            r.pending,
+            r.skipped
+        ),
+        Output::ToolsChanged { servers } => format!("ToolsChanged {servers:?}"),
+        Output::StatusChanged { server, status } => format!("StatusChanged {server} {status:?}"),
+        Output::CallCompleted { call, outcome } => match outcome {
+            CallOutcome::Ok(r) => format!("CallCompleted c{} ok {:?}", call.0, r.render_text()),
+            CallOutcome::Err(e) => format!("CallCompleted c{} err {e:?}", call.0),
+            CallOutcome::Cancelled => format!("CallCompleted c{} cancelled", call.0),
+        },
+        Output::Diagnostic {
+            server,
+            level,
+            message,
+        } => format!(
+            "Diagnostic {level:?} {}: {message}",
+            server.as_deref().unwrap_or("-")
+        ),
+    }
+}
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
