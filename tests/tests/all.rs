@@ -2,5 +2,6 @@
 //! area; snapshots live in the top-level `snapshots/` folder.
 
 mod core_traces;
+mod protocol;
 mod script;
 mod support;
