@@ -2,3 +2,7 @@
 //! clock. (Filled in by the shell issue.)
 
 pub use switchboard_core as core;
+
+pub mod cache;
+pub mod secrets;
+pub mod stdio;

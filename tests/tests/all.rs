@@ -1,7 +1,11 @@
 //! The one test binary: integration, property and snapshot tests. Each module protects one
 //! area; snapshots live in the top-level `snapshots/` folder.
 
+mod support;
+
 mod core_traces;
+mod disk_cache;
 mod protocol;
 mod script;
-mod support;
+mod secrets;
+mod stdio;
