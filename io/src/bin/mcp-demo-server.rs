@@ -318,7 +318,11 @@ impl Server {
         };
         let Some(object) = message.as_object() else {
             // Batches were removed from MCP in 2025-06-18; anything not an object is invalid.
-            self.respond_error(&Value::Null, INVALID_REQUEST, "Invalid Request: not an object");
+            self.respond_error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "Invalid Request: not an object",
+            );
             return;
         };
         let id = object.get("id").cloned();
@@ -375,7 +379,11 @@ impl Server {
             "ping" => self.respond(&id, json!({})),
             "tools/list" => self.tools_list(id, &params),
             "tools/call" => self.tools_call(id, params),
-            _ => self.respond_error(&id, METHOD_NOT_FOUND, &format!("Method not found: {method}")),
+            _ => self.respond_error(
+                &id,
+                METHOD_NOT_FOUND,
+                &format!("Method not found: {method}"),
+            ),
         }
     }
 
@@ -505,14 +513,20 @@ impl Server {
     /// `None` when cancelled; `Err` is a JSON-RPC (protocol) error; tool failures are results.
     fn run_tool(&self, params: &Value, slot: &CallSlot) -> Option<Result<Value, (i64, String)>> {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
-            return Some(Err((INVALID_PARAMS, "tools/call needs a string `name`".into())));
+            return Some(Err((
+                INVALID_PARAMS,
+                "tools/call needs a string `name`".into(),
+            )));
         };
         let empty = Map::new();
         let args = match params.get("arguments") {
             None | Some(Value::Null) => &empty,
             Some(Value::Object(args)) => args,
             Some(_) => {
-                return Some(Err((INVALID_PARAMS, "`arguments` must be an object".into())));
+                return Some(Err((
+                    INVALID_PARAMS,
+                    "`arguments` must be an object".into(),
+                )));
             }
         };
         let known = self.tools().iter().any(|t| t["name"] == name);
