@@ -158,19 +158,28 @@ impl CallSlot {
 
     /// Sleep for `duration` unless cancelled first; returns false if cancelled.
     fn sleep(&self, duration: Duration) -> bool {
-        let deadline = Instant::now() + duration;
+        // A huge `ms` from the client must not overflow: it just means "until cancelled".
+        let deadline = Instant::now().checked_add(duration);
         let mut cancelled = lock(&self.cancelled);
         loop {
             if *cancelled {
                 return false;
             }
-            let now = Instant::now();
-            if now >= deadline {
-                return true;
-            }
-            cancelled = match self.wake.wait_timeout(cancelled, deadline - now) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
+            cancelled = match deadline {
+                None => self
+                    .wake
+                    .wait(cancelled)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return true;
+                    }
+                    match self.wake.wait_timeout(cancelled, deadline - now) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    }
+                }
             };
         }
     }
