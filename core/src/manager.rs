@@ -30,16 +30,40 @@ pub enum TransportEvent {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Input {
-    Connect { servers: Vec<ServerSpec> },
-    Reload { servers: Vec<ServerSpec> },
-    Sync { servers: Vec<ServerSpec> },
-    Disconnect { server: String },
+    Connect {
+        servers: Vec<ServerSpec>,
+    },
+    Reload {
+        servers: Vec<ServerSpec>,
+    },
+    Sync {
+        servers: Vec<ServerSpec>,
+    },
+    Disconnect {
+        server: String,
+    },
     DisconnectAll,
-    RefreshTools { server: String },
-    Transport { conn: ConnId, event: TransportEvent },
-    CacheLoaded { server: String, key: CacheKey, tools: Option<Vec<ToolDef>> },
-    CallTool { call: CallId, tool: String, arguments: Option<Value>, timeout: Option<Duration> },
-    CancelCall { call: CallId },
+    RefreshTools {
+        server: String,
+    },
+    Transport {
+        conn: ConnId,
+        event: TransportEvent,
+    },
+    CacheLoaded {
+        server: String,
+        key: CacheKey,
+        tools: Option<Vec<ToolDef>>,
+    },
+    CallTool {
+        call: CallId,
+        tool: String,
+        arguments: Option<Value>,
+        timeout: Option<Duration>,
+    },
+    CancelCall {
+        call: CallId,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -72,16 +96,43 @@ pub struct ServerState {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[must_use]
 pub enum Output {
-    OpenTransport { conn: ConnId, server: String, config: TransportConfig },
-    Send { conn: ConnId, frame: Bytes },
-    CloseTransport { conn: ConnId },
-    LoadCache { server: String, key: CacheKey },
-    StoreCache { server: String, key: CacheKey, tools: Vec<ToolDef> },
+    OpenTransport {
+        conn: ConnId,
+        server: String,
+        config: TransportConfig,
+    },
+    Send {
+        conn: ConnId,
+        frame: Bytes,
+    },
+    CloseTransport {
+        conn: ConnId,
+    },
+    LoadCache {
+        server: String,
+        key: CacheKey,
+    },
+    StoreCache {
+        server: String,
+        key: CacheKey,
+        tools: Vec<ToolDef>,
+    },
     StartupComplete(StartupReport),
-    ToolsChanged { servers: Vec<String> },
-    StatusChanged { server: String, status: ServerStatus },
-    CallCompleted { call: CallId, outcome: CallOutcome },
-    Diagnostic { server: Option<String>, message: String },
+    ToolsChanged {
+        servers: Vec<String>,
+    },
+    StatusChanged {
+        server: String,
+        status: ServerStatus,
+    },
+    CallCompleted {
+        call: CallId,
+        outcome: CallOutcome,
+    },
+    Diagnostic {
+        server: Option<String>,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

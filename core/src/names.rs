@@ -48,7 +48,11 @@ pub fn base_name(scheme: NamingScheme, server: &str, tool: &str) -> String {
             }
         }
     }
-    let s = if s.is_empty() { "server".to_string() } else { s };
+    let s = if s.is_empty() {
+        "server".to_string()
+    } else {
+        s
+    };
     let t = if t.is_empty() { "tool".to_string() } else { t };
     match scheme {
         NamingScheme::Seed => format!("mcp_{s}_{t}"),
@@ -69,7 +73,9 @@ fn pair_hash(server: &str, tool: &str) -> u64 {
 fn suffixed(base: &str, server: &str, tool: &str) -> String {
     let suffix = format!("_{:08x}", pair_hash(server, tool) as u32);
     let keep = MAX_NAME_LEN - suffix.len();
-    let mut head = base[..base.len().min(keep)].trim_end_matches('_').to_string();
+    let mut head = base[..base.len().min(keep)]
+        .trim_end_matches('_')
+        .to_string();
     head.push_str(&suffix);
     head
 }
@@ -205,7 +211,10 @@ mod tests {
     #[test]
     fn sanitize_keeps_digits_and_collapses() {
         assert_eq!(sanitize("S3--Bucket!!"), "s3_bucket");
-        assert_eq!(base_name(NamingScheme::Seed, "s3", "s3_list"), "mcp_s3_list");
+        assert_eq!(
+            base_name(NamingScheme::Seed, "s3", "s3_list"),
+            "mcp_s3_list"
+        );
         assert_eq!(
             base_name(NamingScheme::DoubleUnderscore, "My Server", "Get.Thing"),
             "mcp__my_server__get_thing"

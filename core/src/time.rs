@@ -87,12 +87,18 @@ mod tests {
         let t = Instant::from_nanos(u64::MAX - 1);
         assert_eq!(t + Duration::from_secs(1), Instant::from_nanos(u64::MAX));
         assert_eq!(Instant::ZERO - t, Duration::ZERO);
-        assert_eq!(Instant::from_millis(5) - Instant::from_millis(2), Duration::from_millis(3));
+        assert_eq!(
+            Instant::from_millis(5) - Instant::from_millis(2),
+            Duration::from_millis(3)
+        );
     }
 
     #[test]
     fn debug_prints_milliseconds() {
         assert_eq!(format!("{:?}", Instant::from_millis(250)), "250ms");
-        assert_eq!(format!("{:?}", Instant::from_nanos(1_500_000)), "1.500000ms");
+        assert_eq!(
+            format!("{:?}", Instant::from_nanos(1_500_000)),
+            "1.500000ms"
+        );
     }
 }
