@@ -2,3 +2,4 @@
 //! area; snapshots live in the top-level `snapshots/` folder.
 
 mod support;
+mod config;
