@@ -2,3 +2,5 @@
 //! clock. (Filled in by the shell issue.)
 
 pub use switchboard_core as core;
+
+pub mod discovery;

@@ -4,8 +4,8 @@ use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use switchboard_core::config::{
-    merge, parse_claude_json, parse_document, validate, ConfigError, FilterOptions,
-    ServerConfig, Source, SourceLevel, SourceMeta,
+    merge, parse_claude_json, parse_document, validate, ConfigError, FilterOptions, ServerConfig,
+    Source, SourceLevel, SourceMeta,
 };
 
 /// Strings that stress the JSONC comment/trailing-comma scanner as well as ordinary text.
@@ -39,8 +39,18 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
     ]);
     let map = || prop::collection::btree_map("[A-Za-z_][A-Za-z0-9_-]{0,6}", text(), 0..3);
     (
-        (kind, prop::option::of(text()), prop::collection::vec(text(), 0..4), map()),
-        (prop::option::of(text()), prop::option::of(text()), map(), any::<bool>()),
+        (
+            kind,
+            prop::option::of(text()),
+            prop::collection::vec(text(), 0..4),
+            map(),
+        ),
+        (
+            prop::option::of(text()),
+            prop::option::of(text()),
+            map(),
+            any::<bool>(),
+        ),
         (
             prop::option::of(any::<i64>()),
             prop::option::of(simple_value()),
@@ -73,17 +83,45 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
 /// and not only the tokenizer.
 fn config_ish() -> impl Strategy<Value = String> {
     let token = prop_oneof![
-        Just("{"), Just("}"), Just("["), Just("]"), Just(":"), Just(","), Just("\"mcpServers\""),
-        Just("\"servers\""), Just("\"command\""), Just("\"args\""), Just("\"timeout\""),
-        Just("\"url\""), Just("\"httpUrl\""), Just("\"env\""), Just("\"x\""), Just("1.5"),
-        Just("-7"), Just("null"), Just("true"), Just("//"), Just("/*"), Just("*/"), Just("\n"),
-        Just("[mcp_servers.a]"), Just("="), Just("startup_timeout_sec"), Just("\"\\u12"),
-        Just("\u{feff}"), Just("é"),
+        Just("{"),
+        Just("}"),
+        Just("["),
+        Just("]"),
+        Just(":"),
+        Just(","),
+        Just("\"mcpServers\""),
+        Just("\"servers\""),
+        Just("\"command\""),
+        Just("\"args\""),
+        Just("\"timeout\""),
+        Just("\"url\""),
+        Just("\"httpUrl\""),
+        Just("\"env\""),
+        Just("\"x\""),
+        Just("1.5"),
+        Just("-7"),
+        Just("null"),
+        Just("true"),
+        Just("//"),
+        Just("/*"),
+        Just("*/"),
+        Just("\n"),
+        Just("[mcp_servers.a]"),
+        Just("="),
+        Just("startup_timeout_sec"),
+        Just("\"\\u12"),
+        Just("\u{feff}"),
+        Just("é"),
     ];
     prop::collection::vec(token, 0..40).prop_map(|t| t.concat())
 }
 
-const PATHS: [&str; 4] = ["a.json", "a.toml", "/h/.gemini/settings.json", "/p/.vscode/mcp.json"];
+const PATHS: [&str; 4] = [
+    "a.json",
+    "a.toml",
+    "/h/.gemini/settings.json",
+    "/p/.vscode/mcp.json",
+];
 
 proptest! {
     // Invariant: no input text, however broken, makes parsing panic; it returns a document
