@@ -4,5 +4,6 @@
 pub use switchboard_core as core;
 
 pub mod cache;
+pub mod discovery;
 pub mod secrets;
 pub mod stdio;

@@ -1,10 +1,12 @@
 //! The one test binary: integration, property and snapshot tests. Each module protects one
 //! area; snapshots live in the top-level `snapshots/` folder.
 
-mod demo_server;
 mod support;
 
+mod config;
 mod core_traces;
+mod demo_server;
+mod discovery;
 mod disk_cache;
 mod protocol;
 mod script;
