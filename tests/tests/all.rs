@@ -2,3 +2,5 @@
 //! area; snapshots live in the top-level `snapshots/` folder.
 
 mod support;
+
+mod names;
