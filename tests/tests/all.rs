@@ -12,4 +12,5 @@ mod names;
 mod protocol;
 mod script;
 mod secrets;
+mod shell;
 mod stdio;

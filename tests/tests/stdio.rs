@@ -64,7 +64,7 @@ async fn collect_until_end(rx: &Events) -> (Vec<Bytes>, StdioEvent) {
 /// The live (non-zombie) members of process group `pgid`, read from `/proc`. Zombies are not
 /// counted: this machine's init does not reap orphans, so a killed grandchild stays a zombie,
 /// which `kill(-pgid, 0)` would still report as present.
-fn live_group_members(pgid: u32) -> Vec<u32> {
+pub(crate) fn live_group_members(pgid: u32) -> Vec<u32> {
     let mut members = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return members;
@@ -89,14 +89,14 @@ fn live_group_members(pgid: u32) -> Vec<u32> {
 }
 
 /// `kill(-pgid, 0)`: false once the kernel has no such group (ESRCH).
-fn group_signalable(pgid: u32) -> bool {
+pub(crate) fn group_signalable(pgid: u32) -> bool {
     let pgid = i32::try_from(pgid).expect("pid fits i32");
     assert!(pgid > 1);
     // SAFETY: signal 0 only checks for existence.
     unsafe { libc::kill(-pgid, 0) == 0 }
 }
 
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
         assert!(
@@ -107,7 +107,7 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn assert_group_gone(pgid: u32) {
+pub(crate) fn assert_group_gone(pgid: u32) {
     wait_until(&format!("process group {pgid} is gone"), || {
         !group_signalable(pgid) || live_group_members(pgid).is_empty()
     });
