@@ -3,6 +3,13 @@
 //!
 //! Pure: the shell reads files and passes their text and path in; the environment used for
 //! expansion is a map the caller passes, never the process environment.
+//!
+//! The pipeline: [`parse_document`] (or [`parse_claude_json`]) turns one file's text into a
+//! [`ParsedDocument`] — the entries that parsed plus one error per entry that did not, so one
+//! typo never hides a whole file. The shell wraps each in a [`Source`] with its
+//! [`SourceMeta`], in priority order, and [`merge`] picks the first source naming each server,
+//! applies the [`FilterOptions`], validates, and reports everything it did not run
+//! ([`Merged::shadowed`], [`Merged::skipped`], [`Merged::errors`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -1678,5 +1685,22 @@ enabled = false
         assert!(!glob_match("a*b*c", "aXXbYY"));
         assert!(glob_match("*", ""));
         assert!(glob_match("**a", "a"));
+    }
+
+    #[test]
+    fn codex_toml_written_by_the_toml_crate_round_trips() {
+        let mut c = ServerConfig::stdio("node", &["a b", "${HOME}/x"]);
+        c.env.insert("K".into(), "v".into());
+        c.timeout_ms = Some(1500);
+        c.enabled = false;
+        c.extra
+            .insert("x_tools".into(), serde_json::json!(["a", "b"]));
+        let mut servers = BTreeMap::new();
+        servers.insert("docs".to_string(), c.clone());
+        let mut root = BTreeMap::new();
+        root.insert("mcp_servers", servers);
+        let text = toml::to_string(&root).unwrap();
+        let doc = parse_ok("/h/.codex/config.toml", &text);
+        assert_eq!(doc.servers, [("docs".to_string(), c)]);
     }
 }
