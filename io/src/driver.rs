@@ -18,8 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_core::config::{ServerSpec, TransportConfig};
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, Input, Manager, Output, ServerState, StartupReport,
-    TransportEvent,
+    CallId, CallOutcome, ConnId, Input, Manager, Output, ServerState, StartupReport, TransportEvent,
 };
 use switchboard_core::tool::{Tool, ToolDef};
 use switchboard_core::Instant;
@@ -69,7 +68,9 @@ pub(crate) enum Request {
         reply: Sender<StartupReport>,
     },
     /// Close everything, wait until every process is reaped, then answer and stop.
-    Shutdown { reply: Sender<()> },
+    Shutdown {
+        reply: Sender<()>,
+    },
 }
 
 /// Events for the embedder (`Switchboard::events`).
@@ -230,12 +231,14 @@ impl Driver {
 
     async fn wait(&self, timer: Timer) -> Wake {
         let requests = async {
+            if self.shutdown.is_some() && self.requests.is_closed() {
+                // Every handle is gone and shutdown is under way: park this source, or a
+                // closed channel would wake us in a busy loop.
+                return future::pending().await;
+            }
             match self.requests.recv().await {
                 Ok(r) => Wake::Request(r),
-                Err(_) => {
-                    // Closed: park forever so the other sources still drive shutdown.
-                    Wake::RequestsClosed
-                }
+                Err(_) => Wake::RequestsClosed,
             }
         };
         let stdio = async {
@@ -384,15 +387,21 @@ impl Driver {
 
     fn perform_outputs(&mut self) {
         let mut refresh = false;
+        // Events go out after the shared snapshot is refreshed, so a subscriber that reacts
+        // to `ToolsChanged` reads the new view.
+        let mut events = Vec::new();
+        let mut replies = Vec::new();
         while let Some(out) = self.m.poll_output() {
             match out {
-                Output::OpenTransport { conn, server, config } => self.open(conn, server, config),
+                Output::OpenTransport {
+                    conn,
+                    server,
+                    config,
+                } => self.open(conn, server, config),
                 Output::Send { conn, frame } => {
                     if let Some(t) = self.transports.get(&conn) {
                         if let Err(error) = t.send(frame) {
-                            let _ = self
-                                .stdio_tx
-                                .try_send((conn, StdioEvent::Failed { error }));
+                            let _ = self.stdio_tx.try_send((conn, StdioEvent::Failed { error }));
                         }
                     }
                 }
@@ -438,19 +447,19 @@ impl Driver {
                 }
                 Output::StartupComplete(report) => {
                     refresh = true;
-                    if let Some(w) = self.startup_waiters.first() {
-                        let _ = w.try_send(report.clone());
-                        self.startup_waiters.remove(0);
+                    if !self.startup_waiters.is_empty() {
+                        let w = self.startup_waiters.remove(0);
+                        replies.push((w, report.clone()));
                     }
-                    self.publish(Event::StartupComplete { report });
+                    events.push(Event::StartupComplete { report });
                 }
                 Output::ToolsChanged { servers } => {
                     refresh = true;
-                    self.publish(Event::ToolsChanged { servers });
+                    events.push(Event::ToolsChanged { servers });
                 }
                 Output::StatusChanged { server, status } => {
                     refresh = true;
-                    self.publish(Event::StatusChanged { server, status });
+                    events.push(Event::StatusChanged { server, status });
                 }
                 Output::CallCompleted { call, outcome } => {
                     if let Some(reply) = self.calls.remove(&call) {
@@ -463,7 +472,7 @@ impl Driver {
                     message,
                 } => {
                     log_diagnostic(server.as_deref(), level, &message);
-                    self.publish(Event::Diagnostic {
+                    events.push(Event::Diagnostic {
                         server,
                         level,
                         message,
@@ -477,6 +486,12 @@ impl Driver {
                 s.tools = Arc::new(self.m.tools());
                 s.servers = self.m.servers();
             }
+        }
+        for (w, report) in replies {
+            let _ = w.try_send(report);
+        }
+        for ev in events {
+            self.publish(ev);
         }
     }
 

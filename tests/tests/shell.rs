@@ -53,7 +53,11 @@ fn warm_cache_serves_deferred_tools_at_the_gate_and_the_deferred_call_succeeds()
             .unwrap();
         assert_eq!(report.connected, vec!["fast", "slow"]);
         assert!(report.deferred.is_empty());
-        assert!(report.elapsed >= Duration::from_millis(1400), "{:?}", report.elapsed);
+        assert!(
+            report.elapsed >= Duration::from_millis(1400),
+            "{:?}",
+            report.elapsed
+        );
         sb.shutdown().await;
 
         // Warm: the slow server's tools come from the cache, deferred, at the gate.
@@ -66,8 +70,21 @@ fn warm_cache_serves_deferred_tools_at_the_gate_and_the_deferred_call_succeeds()
         let gate_wall = started.elapsed();
         let events = sb.events();
         assert_eq!(report.deferred, vec!["slow"]);
-        assert_eq!(report.elapsed, Duration::from_millis(250));
-        assert!(gate_wall < Duration::from_millis(1200), "returned at the gate, took {gate_wall:?}");
+        // The core's clock is the real one: the gate opens at 250 ms plus scheduling noise.
+        assert!(
+            report.elapsed >= Duration::from_millis(250),
+            "{:?}",
+            report.elapsed
+        );
+        assert!(
+            report.elapsed < Duration::from_millis(1000),
+            "{:?}",
+            report.elapsed
+        );
+        assert!(
+            gate_wall < Duration::from_millis(1200),
+            "returned at the gate, took {gate_wall:?}"
+        );
         let echo = report
             .tools
             .iter()
@@ -90,16 +107,32 @@ fn warm_cache_serves_deferred_tools_at_the_gate_and_the_deferred_call_succeeds()
 #[test]
 fn uncached_wait_bounds_startup_when_a_server_is_slow() {
     smol::block_on(async {
-        let (sb, report) = Builder::servers(vec![demo("fast", &[]), demo("slow", &["--init-delay-ms", "3000"])])
-            .no_cache()
-            .uncached_wait(Duration::from_millis(200))
-            .start()
-            .await
-            .unwrap();
-        assert_eq!(report.elapsed, Duration::from_millis(450));
+        let (sb, report) = Builder::servers(vec![
+            demo("fast", &[]),
+            demo("slow", &["--init-delay-ms", "3000"]),
+        ])
+        .no_cache()
+        .uncached_wait(Duration::from_millis(200))
+        .start()
+        .await
+        .unwrap();
+        assert!(
+            report.elapsed >= Duration::from_millis(450),
+            "{:?}",
+            report.elapsed
+        );
+        assert!(
+            report.elapsed < Duration::from_millis(2500),
+            "{:?}",
+            report.elapsed
+        );
         assert_eq!(report.pending, vec!["slow"]);
         let events = sb.events();
-        wait_for(&events, |e| matches!(e, Event::ToolsChanged { servers } if servers == &["slow"])).await;
+        wait_for(
+            &events,
+            |e| matches!(e, Event::ToolsChanged { servers } if servers == &["slow"]),
+        )
+        .await;
         assert_eq!(sb.status("slow"), ServerStatus::Connected);
         sb.shutdown().await;
     });
@@ -115,7 +148,10 @@ fn every_fault_is_isolated_to_its_server_with_a_precise_error() {
             demo("nolist", &["--fail-list"]),
             demo("garbage", &["--garbage-stdout"]),
             demo("huge", &["--oversized-frame"]),
-            ServerSpec::new("missing", ServerConfig::stdio("/nonexistent/mcp-server", &[])),
+            ServerSpec::new(
+                "missing",
+                ServerConfig::stdio("/nonexistent/mcp-server", &[]),
+            ),
         ])
         .no_cache()
         .start()
@@ -123,16 +159,37 @@ fn every_fault_is_isolated_to_its_server_with_a_precise_error() {
         .unwrap();
         let err = |n: &str| report.errors.get(n).cloned().unwrap_or_default();
         assert_eq!(err("hangs"), "connect timed out after 800 ms");
-        assert!(err("refuses").starts_with("initialize failed: MCP error"), "{}", err("refuses"));
-        assert!(err("nolist").starts_with("tools/list failed: MCP error"), "{}", err("nolist"));
+        assert!(
+            err("refuses").starts_with("initialize failed: MCP error"),
+            "{}",
+            err("refuses")
+        );
+        assert!(
+            err("nolist").starts_with("tools/list failed: MCP error"),
+            "{}",
+            err("nolist")
+        );
         assert!(err("huge").contains("16 MiB"), "{}", err("huge"));
-        assert!(err("missing").contains("/nonexistent/mcp-server"), "{}", err("missing"));
+        assert!(
+            err("missing").contains("/nonexistent/mcp-server"),
+            "{}",
+            err("missing")
+        );
         // Garbage lines on stdout are dropped; the server still works.
-        assert!(report.connected.contains(&"garbage".to_string()), "{report:?}");
+        assert!(
+            report.connected.contains(&"garbage".to_string()),
+            "{report:?}"
+        );
         assert!(report.connected.contains(&"good".to_string()));
-        let r = sb.call("mcp_good_add", json!({"a": 2, "b": 3})).await.unwrap();
+        let r = sb
+            .call("mcp_good_add", json!({"a": 2, "b": 3}))
+            .await
+            .unwrap();
         assert_eq!(r.render_text(), "5");
-        let r = sb.call("mcp_garbage_echo", json!({"text": "ok"})).await.unwrap();
+        let r = sb
+            .call("mcp_garbage_echo", json!({"text": "ok"}))
+            .await
+            .unwrap();
         assert_eq!(r.render_text(), "ok");
         sb.shutdown().await;
         assert!(sb.live_processes().is_empty());
@@ -154,12 +211,20 @@ fn a_crash_mid_call_fails_that_call_and_leaves_the_others_working() {
             .call("mcp_crashy_sleep", json!({"ms": 5000}))
             .await
             .unwrap_err();
-        let Error::Call(msg) = err else { panic!("expected a call error") };
+        let Error::Call(msg) = err else {
+            panic!("expected a call error")
+        };
         assert!(msg.contains("connection closed"), "{msg}");
         assert_eq!(sb.status("crashy"), ServerStatus::Disconnected);
         let state = sb.server_state("crashy").unwrap();
-        assert!(state.last_error.unwrap().contains("exit"), "the exit status is reported");
-        let r = sb.call("mcp_good_echo", json!({"text": "still here"})).await.unwrap();
+        assert!(
+            state.last_error.unwrap().contains("exit"),
+            "the exit status is reported"
+        );
+        let r = sb
+            .call("mcp_good_echo", json!({"text": "still here"}))
+            .await
+            .unwrap();
         assert_eq!(r.render_text(), "still here");
         sb.shutdown().await;
     });
@@ -168,19 +233,39 @@ fn a_crash_mid_call_fails_that_call_and_leaves_the_others_working() {
 #[test]
 fn dropping_a_call_future_cancels_it_and_the_server_keeps_serving() {
     smol::block_on(async {
-        let (sb, _) = Builder::servers(vec![demo("a", &[])]).no_cache().start().await.unwrap();
+        let (sb, _) = Builder::servers(vec![demo("a", &[])])
+            .no_cache()
+            .start()
+            .await
+            .unwrap();
         let slow = sb.call("mcp_a_sleep", json!({"ms": 60000}));
         let timeout = async {
             async_io::Timer::after(Duration::from_millis(200)).await;
         };
-        futures_lite::future::or(async { drop(slow.await); }, timeout).await;
-        let r = sb.call("mcp_a_echo", json!({"text": "after"})).await.unwrap();
+        futures_lite::future::or(
+            async {
+                drop(slow.await);
+            },
+            timeout,
+        )
+        .await;
+        let r = sb
+            .call("mcp_a_echo", json!({"text": "after"}))
+            .await
+            .unwrap();
         assert_eq!(r.render_text(), "after");
         let err = sb
-            .call_with_timeout("mcp_a_sleep", json!({"ms": 60000}), Some(Duration::from_millis(100)))
+            .call_with_timeout(
+                "mcp_a_sleep",
+                json!({"ms": 60000}),
+                Some(Duration::from_millis(100)),
+            )
             .await
             .unwrap_err();
-        assert_eq!(err, Error::Call("MCP error: tool call timed out after 100 ms".into()));
+        assert_eq!(
+            err,
+            Error::Call("MCP error: tool call timed out after 100 ms".into())
+        );
         sb.shutdown().await;
     });
 }
