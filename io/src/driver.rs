@@ -391,6 +391,7 @@ impl Driver {
         // to `ToolsChanged` reads the new view.
         let mut events = Vec::new();
         let mut replies = Vec::new();
+        let mut call_replies = Vec::new();
         while let Some(out) = self.m.poll_output() {
             match out {
                 Output::OpenTransport {
@@ -463,7 +464,7 @@ impl Driver {
                 }
                 Output::CallCompleted { call, outcome } => {
                     if let Some(reply) = self.calls.remove(&call) {
-                        let _ = reply.try_send(outcome);
+                        call_replies.push((reply, outcome));
                     }
                 }
                 Output::Diagnostic {
@@ -489,6 +490,9 @@ impl Driver {
         }
         for (w, report) in replies {
             let _ = w.try_send(report);
+        }
+        for (reply, outcome) in call_replies {
+            let _ = reply.try_send(outcome);
         }
         for ev in events {
             self.publish(ev);

@@ -6,6 +6,7 @@ use crate::support::demo_server_bin;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use switchboard::core::config::{ServerConfig, ServerSpec};
+use switchboard::core::manager::ReconnectPolicy;
 use switchboard::{Builder, Error, Event, ServerStatus};
 
 fn demo(name: &str, args: &[&str]) -> ServerSpec {
@@ -204,6 +205,8 @@ fn a_crash_mid_call_fails_that_call_and_leaves_the_others_working() {
             demo("crashy", &["--crash-after-ms", "600"]),
         ])
         .no_cache()
+        // The seed's behaviour (no reconnect), to see the crash itself.
+        .manager_options(|o| o.reconnect = ReconnectPolicy::never())
         .start()
         .await
         .unwrap();
@@ -315,4 +318,49 @@ fn no_orphan_after_dropping_the_handle_without_shutdown() {
     for g in groups {
         assert_group_gone(g);
     }
+}
+
+#[test]
+fn a_crashed_server_is_reconnected_and_its_tools_come_back() {
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![demo("crashy", &["--crash-after-ms", "700"])])
+            .no_cache()
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["crashy"]);
+        let events = sb.events();
+        wait_for(&events, |e| {
+            matches!(
+                e,
+                Event::StatusChanged {
+                    status: ServerStatus::Connecting,
+                    ..
+                }
+            )
+        })
+        .await;
+        // While reconnecting, its tools stay in the view, deferred.
+        assert!(sb
+            .tools()
+            .iter()
+            .any(|t| t.qualified_name == "mcp_crashy_echo" && t.deferred));
+        wait_for(&events, |e| {
+            matches!(
+                e,
+                Event::StatusChanged {
+                    status: ServerStatus::Connected,
+                    ..
+                }
+            )
+        })
+        .await;
+        let state = sb.server_state("crashy").unwrap();
+        assert_eq!(state.attempts, 2, "one reconnect attempt");
+        assert!(sb
+            .tools()
+            .iter()
+            .any(|t| t.qualified_name == "mcp_crashy_echo" && !t.deferred));
+        sb.shutdown().await;
+    });
 }
