@@ -702,28 +702,29 @@ impl Manager {
 
     /// The tool view, ordered by qualified name.
     pub fn tools(&self) -> Vec<Tool> {
-        self.names
-            .iter()
-            .filter_map(|(q, server, raw)| {
-                let s = self.servers.get(server)?;
-                let deferred = s.exposed?;
-                let list = if deferred {
-                    match &s.cache {
-                        CacheState::Hit(t) => t,
-                        _ => return None,
-                    }
-                } else {
-                    &s.tools
-                };
-                let def = list.iter().find(|d| d.name == raw)?;
-                Some(Tool {
-                    qualified_name: q.to_string(),
-                    server: server.to_string(),
-                    def: def.clone(),
-                    deferred,
-                })
-            })
-            .collect()
+        let mut out = Vec::with_capacity(self.names.len());
+        for (name, s) in &self.servers {
+            let Some(deferred) = s.exposed else {
+                continue;
+            };
+            let list = match (&s.cache, deferred) {
+                (CacheState::Hit(t), true) => t,
+                (_, true) => continue,
+                (_, false) => &s.tools,
+            };
+            for def in list {
+                if let Some(q) = self.names.qualified(name, &def.name) {
+                    out.push(Tool {
+                        qualified_name: q.to_string(),
+                        server: name.clone(),
+                        def: def.clone(),
+                        deferred,
+                    });
+                }
+            }
+        }
+        out.sort_unstable_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
+        out
     }
 
     /// Number of tools in the view.
@@ -2006,16 +2007,18 @@ impl Manager {
         };
         let timeout = timeout.unwrap_or(self.opts.call_timeout);
         let deadline = self.now + timeout;
-        let phase = self.servers.get(&server).map(|s| s.phase.clone());
-        let state = match phase {
-            Some(Phase::Connected { conn, .. }) => {
-                match self.send_call(conn, call, &raw, arguments.as_ref()) {
-                    Some(req) => CallState::Sent { conn, req },
-                    None => return,
-                }
-            }
+        // Ok(conn): send now; Err(true): wait; Err(false): fail.
+        let target = self.servers.get(&server).map(|s| match s.phase {
+            Phase::Connected { conn, .. } => Ok(conn),
+            ref p => Err(p.is_pending()),
+        });
+        let (state, arguments) = match target {
+            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments) {
+                Some(req) => (CallState::Sent { conn, req }, None),
+                None => return,
+            },
             // A deferred tool: wait for the connection (the seed's waitForConnection).
-            Some(p) if p.is_pending() => CallState::Waiting,
+            Some(Err(true)) => (CallState::Waiting, arguments),
             _ => {
                 self.out.push_back(Output::CallCompleted {
                     call,
@@ -2046,7 +2049,7 @@ impl Manager {
         conn: ConnId,
         call: CallId,
         raw: &str,
-        arguments: Option<&Value>,
+        arguments: Option<Value>,
     ) -> Option<u64> {
         let c = self.conns.get_mut(&conn)?;
         let mut params = protocol::call_tool_params(raw, arguments);
@@ -2082,8 +2085,9 @@ impl Manager {
                 self.complete_call(call, CallOutcome::Err(msg));
                 continue;
             }
-            let (raw, args) = (c.tool.clone(), c.arguments.clone());
-            if let Some(req) = self.send_call(conn, call, &raw, args.as_ref()) {
+            let raw = c.tool.clone();
+            let args = self.calls.get_mut(&call).and_then(|c| c.arguments.take());
+            if let Some(req) = self.send_call(conn, call, &raw, args) {
                 self.counters.deferred_calls_sent += 1;
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.state = CallState::Sent { conn, req };

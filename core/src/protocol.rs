@@ -418,10 +418,10 @@ pub fn parse_list_tools_result(v: &Value) -> Result<ToolsPage, ProtocolError> {
 }
 
 /// `tools/call` params; arguments default to `{}`.
-pub fn call_tool_params(name: &str, arguments: Option<&Value>) -> Value {
+pub fn call_tool_params(name: &str, arguments: Option<Value>) -> Value {
     json!({
         "name": name,
-        "arguments": arguments.cloned().unwrap_or_else(|| json!({})),
+        "arguments": arguments.unwrap_or_else(|| json!({})),
     })
 }
 

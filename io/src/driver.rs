@@ -387,6 +387,8 @@ impl Driver {
 
     fn perform_outputs(&mut self) {
         let mut refresh = false;
+        // Rebuilding the view costs O(view): only when it changed, not on every status change.
+        let mut refresh_tools = false;
         // Events go out after the shared snapshot is refreshed, so a subscriber that reacts
         // to `ToolsChanged` reads the new view.
         let mut events = Vec::new();
@@ -448,6 +450,7 @@ impl Driver {
                 }
                 Output::StartupComplete(report) => {
                     refresh = true;
+                    refresh_tools = true;
                     if !self.startup_waiters.is_empty() {
                         let w = self.startup_waiters.remove(0);
                         replies.push((w, report.clone()));
@@ -456,6 +459,7 @@ impl Driver {
                 }
                 Output::ToolsChanged { servers } => {
                     refresh = true;
+                    refresh_tools = true;
                     events.push(Event::ToolsChanged { servers });
                 }
                 Output::StatusChanged { server, status } => {
@@ -484,7 +488,9 @@ impl Driver {
         self.background.retain(|t| !t.is_finished());
         if refresh {
             if let Ok(mut s) = self.shared.lock() {
-                s.tools = Arc::new(self.m.tools());
+                if refresh_tools {
+                    s.tools = Arc::new(self.m.tools());
+                }
                 s.servers = self.m.servers();
             }
         }

@@ -784,8 +784,16 @@ fn classify_line(cfg: &StdoutReader, mut line: Bytes, garbage_run: &mut usize) -
     let Some(first) = line.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Line::Skip; // empty line
     };
-    let is_json = matches!(first, b'{' | b'[')
-        && serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_ok();
+    // A JSON-RPC message is an object: a line that starts with `{` and ends with `}` goes to
+    // the core as it is (the core parses it anyway and reports a malformed one), so the hot
+    // path parses each frame once. Anything else is checked fully: log lines like
+    // `[INFO] ready` must not reach the core.
+    let last = line.iter().rev().find(|b| !b.is_ascii_whitespace());
+    let is_json = match (first, last) {
+        (b'{', Some(b'}')) => true,
+        (b'{' | b'[', _) => serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_ok(),
+        _ => false,
+    };
     if is_json {
         *garbage_run = 0;
         return Line::Frame(line);

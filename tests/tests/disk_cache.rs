@@ -25,7 +25,7 @@ fn tools(names: &[&str]) -> Vec<ToolDef> {
         .iter()
         .map(|n| {
             let mut t = ToolDef::named(*n);
-            t.description = Some(format!("the {n} tool"));
+            t.description = Some(format!("the {n} tool").into());
             t
         })
         .collect()
@@ -174,7 +174,7 @@ fn concurrent_writers_never_leave_a_torn_entry() {
         (0..40)
             .map(|i| {
                 let mut t = ToolDef::named(format!("w{writer}_tool{i}"));
-                t.description = Some(format!("writer {writer} ").repeat(50));
+                t.description = Some(format!("writer {writer} ").repeat(50).into());
                 t
             })
             .collect()
