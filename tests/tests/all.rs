@@ -9,6 +9,7 @@ mod demo_server;
 mod discovery;
 mod disk_cache;
 mod names;
+mod peers;
 mod policies;
 mod protocol;
 mod script;

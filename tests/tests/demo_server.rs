@@ -344,7 +344,7 @@ fn demo_server_spawn_grandchild_keeps_it_in_its_process_group() {
 
 /// Real peers: only with `SWITCHBOARD_PEERS=1` (set by scripts/test.sh); then missing peers
 /// are a failure, not a skip.
-fn peers_enabled(test: &str) -> bool {
+pub(crate) fn peers_enabled(test: &str) -> bool {
     if std::env::var("SWITCHBOARD_PEERS").as_deref() == Ok("1") {
         return true;
     }

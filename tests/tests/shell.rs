@@ -364,3 +364,43 @@ fn a_crashed_server_is_reconnected_and_its_tools_come_back() {
         sb.shutdown().await;
     });
 }
+
+#[test]
+fn the_disk_cache_is_ignored_when_the_config_changes_and_survives_a_corrupt_file() {
+    let cache = tempfile::tempdir().unwrap();
+    smol::block_on(async {
+        let start = |spec: ServerSpec| Builder::servers(vec![spec]).cache_dir(cache.path()).start();
+        let (sb, report) = start(demo("slow", &["--init-delay-ms", "600"]))
+            .await
+            .unwrap();
+        assert!(report.deferred.is_empty(), "cold: nothing cached yet");
+        sb.shutdown().await;
+        assert!(
+            std::fs::read_dir(cache.path()).unwrap().count() > 0,
+            "written after connect"
+        );
+
+        // Same server, changed config: the cached entry has another config hash — a miss.
+        let (sb, report) = start(demo("slow", &["--init-delay-ms", "600", "--tools", "2"]))
+            .await
+            .unwrap();
+        assert!(
+            report.deferred.is_empty(),
+            "a changed config must not use the old tools"
+        );
+        assert_eq!(report.connected, vec!["slow"]);
+        sb.shutdown().await;
+
+        // Every cache file corrupted: a miss with a warning, never an error.
+        for entry in std::fs::read_dir(cache.path()).unwrap() {
+            std::fs::write(entry.unwrap().path(), b"{ not json").unwrap();
+        }
+        let (sb, report) = start(demo("slow", &["--init-delay-ms", "600"]))
+            .await
+            .unwrap();
+        assert!(report.deferred.is_empty());
+        assert!(report.errors.is_empty(), "{report:?}");
+        assert_eq!(report.connected, vec!["slow"]);
+        sb.shutdown().await;
+    });
+}
