@@ -10,7 +10,7 @@
 //! `mcp-demo-server`): `cargo run -- demo` builds only the `switchboard` binary, so relying on
 //! a second binary would fail on a fresh checkout.
 
-use super::term::{fmt_duration, Style};
+use super::term::{first_line, fmt_duration, Style};
 use super::{naming, Fatal, Global, EXIT_FAILED, EXIT_OK};
 use futures_lite::future;
 use serde_json::json;
@@ -36,10 +36,8 @@ impl TempDir {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!(
-            "switchboard-demo-{}-{nanos:x}",
-            std::process::id()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("switchboard-demo-{}-{nanos:x}", std::process::id()));
         std::fs::create_dir_all(&path)?;
         Ok(TempDir(path))
     }
@@ -139,7 +137,9 @@ pub async fn run(g: &Global) -> Result<u8, Fatal> {
     ));
     n.line(&format!("tool cache:    {}", cache.display()));
     n.line("fast     answers at once");
-    n.line(&format!("slow     answers initialize after {SLOW_INIT_MS} ms"));
+    n.line(&format!(
+        "slow     answers initialize after {SLOW_INIT_MS} ms"
+    ));
     n.line("failing  initializes, then answers tools/list with an error");
     n.line(&format!(
         "hanging  never answers initialize; its connect timeout is {HANGING_TIMEOUT_MS} ms"
@@ -296,8 +296,11 @@ async fn watch(
     since: Instant,
 ) {
     let deadline = Instant::now() + SETTLE_LIMIT;
-    let connecting =
-        |sb: &Switchboard| sb.servers().iter().any(|s| s.status == ServerStatus::Connecting);
+    let connecting = |sb: &Switchboard| {
+        sb.servers()
+            .iter()
+            .any(|s| s.status == ServerStatus::Connecting)
+    };
     while connecting(sb) && Instant::now() < deadline {
         let next = future::or(async { events.recv().await.ok() }, async {
             async_io::Timer::after(Duration::from_millis(100)).await;
@@ -327,8 +330,7 @@ async fn watch(
                     state
                         .last_error
                         .as_deref()
-                        .and_then(|e| e.lines().next())
-                        .unwrap_or("disconnected")
+                        .map_or("disconnected", first_line)
                 ),
             ),
             ServerStatus::Connecting => {}

@@ -255,13 +255,8 @@ fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
         }
         Some(s) => s.to_string(),
     };
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
-        Fatal::usage(format!(
-            "the arguments are not valid JSON: line {}, column {}: {e}",
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| Fatal::usage(format!("the arguments are not valid JSON: {e}")))?;
     if !value.is_object() {
         return Err(Fatal::usage("the arguments must be a JSON object"));
     }
@@ -295,7 +290,12 @@ impl Session {
         };
         let mut options = DiscoveryOptions::new(&project);
         options.project_configs = !g.no_project_config;
-        options.explicit_files = g.configs.clone();
+        // Absolute paths, so the source column says which file even from another directory.
+        options.explicit_files = g
+            .configs
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+            .collect();
         let discovered = blocking::unblock(move || discover(&options)).await;
         // A file the user named that does not parse or cannot be read is a usage error;
         // a broken file found by discovery is reported with the rest.

@@ -1,7 +1,7 @@
 //! What `status`, `tools` and `call` print: a table for people, one stable JSON object for
 //! scripts. The JSON field names are documented in the README; change them only with care.
 
-use super::term::{fmt_duration, paint_status, status_word, stdout_color, Style};
+use super::term::{first_line, fmt_duration, paint_status, status_word, stdout_color, Style};
 use super::Session;
 use serde::Serialize;
 use serde_json::Value;
@@ -264,7 +264,10 @@ pub fn status(session: &Session, json: bool) {
             }
         });
         // Errors go under their row, indented, with every line of a stderr tail.
-        for (line, s) in text.lines().zip(std::iter::once(None).chain(servers.iter().map(Some))) {
+        for (line, s) in text
+            .lines()
+            .zip(std::iter::once(None).chain(servers.iter().map(Some)))
+        {
             out.push_str(line);
             out.push('\n');
             if let Some(err) = s.and_then(|s| s.last_error.as_ref()) {
@@ -417,10 +420,7 @@ pub fn tools(session: &Session, server: Option<&str>, json: bool) {
         out.push('\n');
     }
     for (name, e) in &errors {
-        out.push_str(&style.red(&format!(
-            "{name} failed: {}",
-            e.lines().next().unwrap_or("")
-        )));
+        out.push_str(&style.red(&format!("{name} failed: {}", first_line(e))));
         out.push('\n');
     }
     print!("{out}");

@@ -65,6 +65,13 @@ pub fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// The first line of an error, without the `; last stderr lines:` lead-in of the tail that
+/// follows it (the full text is in `status`).
+pub fn first_line(error: &str) -> &str {
+    let line = error.lines().next().unwrap_or("");
+    line.strip_suffix("; last stderr lines:").unwrap_or(line)
+}
+
 /// The status word shown for a server: `connected`, `connecting`, `deferred` (connecting, its
 /// tools served from the cache), `failed` (disconnected with an error), `disconnected`.
 pub fn status_word(s: &ServerState) -> &'static str {
@@ -157,11 +164,7 @@ impl LiveView {
                         s.time_to_ready.map(fmt_duration).unwrap_or_default(),
                         s.tool_count
                     ),
-                    (_, Some(e)) => format!(
-                        "switchboard: {} failed: {}",
-                        s.name,
-                        e.lines().next().unwrap_or("")
-                    ),
+                    (_, Some(e)) => format!("switchboard: {} failed: {}", s.name, first_line(e)),
                     _ => format!("switchboard: {} disconnected", s.name),
                 };
                 let _ = writeln!(err, "{line}");
