@@ -351,13 +351,13 @@ pub fn tools(session: &Session, server: Option<&str>, json: bool) {
     let view = session.sb.tools();
     let selected = view
         .iter()
-        .filter(|t| server.map_or(true, |s| t.server == s))
+        .filter(|t| server.is_none() || server == Some(t.server.as_str()))
         .collect::<Vec<_>>();
     let errors: BTreeMap<String, String> = session
         .sb
         .servers()
         .into_iter()
-        .filter(|s| server.map_or(true, |n| s.name == n))
+        .filter(|s| server.is_none() || server == Some(s.name.as_str()))
         .filter(|s| s.status == ServerStatus::Disconnected)
         .filter_map(|s| s.last_error.map(|e| (s.name, e)))
         .collect();
