@@ -232,10 +232,14 @@ pub fn status(session: &Session, json: bool) {
     let mut out = String::new();
     if servers.is_empty() {
         out.push_str("No MCP servers configured");
-        if !session.discovered.files_read.is_empty() {
-            out.push_str(" in the config files read");
+        if session.discovered.files_read.is_empty() {
+            out.push_str(
+                " (no .mcp.json, ~/.claude.json, ~/.codex/config.toml, .cursor/mcp.json, \
+                 .vscode/mcp.json, ... found; see the README).\nTry `switchboard demo`.\n",
+            );
+        } else {
+            out.push_str(" in the config files read.\n");
         }
-        out.push_str(".\n");
     } else {
         let rows: Vec<Vec<String>> = servers
             .iter()
@@ -317,7 +321,14 @@ pub fn status(session: &Session, json: bool) {
     if !d.errors.is_empty() {
         out.push_str("\nConfig errors:\n");
         for e in &d.errors {
-            out.push_str(&style.red(&format!("  {} ({})", e.error, e.source.path)));
+            let message = e.error.to_string();
+            // A syntax error already starts with its file.
+            let line = if message.contains(&e.source.path) {
+                format!("  {message}")
+            } else {
+                format!("  {message} ({})", e.source.path)
+            };
+            out.push_str(&style.red(&line));
             out.push('\n');
         }
     }
