@@ -190,7 +190,7 @@ pub async fn run(g: &Global) -> Result<u8, Fatal> {
         let still_alive = pids.iter().filter(|p| process_alive(**p)).count();
         n.line(&format!(
             "teardown: shutdown() took {}; processes left: {left} (live_processes()); \
-             still alive by kill(pid, 0): {} of the {} pids seen",
+             still alive by kill(pid, 0): {} of the {} pids seen running",
             fmt_duration(took),
             still_alive,
             pids.len()
