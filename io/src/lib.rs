@@ -12,11 +12,14 @@
 //! - [`cache`]: the on-disk tool cache (atomic writes, TTL, config-hash keyed).
 //! - [`discovery`]: where each client keeps its MCP config.
 //! - [`secrets`]: `!command` values and the credential provider.
+//! - [`demo_server`]: the standalone demo MCP server (binary `mcp-demo-server`, and
+//!   `switchboard __demo-server`).
 
 pub use switchboard_core as core;
 
 mod api;
 pub mod cache;
+pub mod demo_server;
 pub mod discovery;
 mod driver;
 pub mod secrets;

@@ -1,3 +1,7 @@
-fn main() {
-    println!("switchboard: not built yet");
+//! The `switchboard` command line; see `switchboard --help` and the README.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
 }

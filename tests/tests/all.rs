@@ -3,6 +3,7 @@
 
 mod support;
 
+mod cli;
 mod config;
 mod core_traces;
 mod demo_server;

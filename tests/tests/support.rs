@@ -43,6 +43,23 @@ pub fn demo_server_bin() -> PathBuf {
     bin
 }
 
+/// The `switchboard` binary next to this test binary, like [`demo_server_bin`]. A narrow
+/// `cargo test -p switchboard-tests` does not build it: run `cargo build -p switchboard --bins`.
+pub fn switchboard_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("path of the test binary");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binary lives in target/<profile>/deps");
+    let bin = profile_dir.join(format!("switchboard{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p switchboard --bins` (or `cargo test --workspace`) first",
+        bin.display()
+    );
+    bin
+}
+
 /// The repository root (for `tests/peers`, `scripts/`).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))

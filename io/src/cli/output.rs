@@ -1,0 +1,446 @@
+//! What `status`, `tools` and `call` print: a table for people, one stable JSON object for
+//! scripts. The JSON field names are documented in the README; change them only with care.
+
+use super::term::{first_line, fmt_duration, paint_status, status_word, stdout_color, Style};
+use super::Session;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use switchboard::core::config::{SkipReason, SourceLevel, SourceMeta};
+use switchboard::{ServerState, ServerStatus, ToolResult};
+
+/// Where a server's config came from.
+#[derive(Debug, Serialize)]
+pub struct SourceJson {
+    pub provider: String,
+    /// `user` or `project`.
+    pub level: &'static str,
+    pub path: String,
+}
+
+impl From<&SourceMeta> for SourceJson {
+    fn from(m: &SourceMeta) -> Self {
+        SourceJson {
+            provider: m.provider.clone(),
+            level: level(m.level),
+            path: m.path.clone(),
+        }
+    }
+}
+
+fn level(l: SourceLevel) -> &'static str {
+    match l {
+        SourceLevel::User => "user",
+        SourceLevel::Project => "project",
+    }
+}
+
+/// One server in `status --json`.
+#[derive(Debug, Serialize)]
+pub struct ServerJson {
+    pub name: String,
+    pub source: SourceJson,
+    /// `stdio`, `http`, `sse`, or null when the config is invalid.
+    pub transport: Option<&'static str>,
+    /// `connected`, `connecting`, `deferred`, `failed` or `disconnected`.
+    pub status: &'static str,
+    /// The core's phase: `opening`, `initializing`, `listing-tools`, `connected`, `failed`,
+    /// `idle`.
+    pub phase: &'static str,
+    pub tools: usize,
+    /// Milliseconds from the start of the last attempt to tools ready; null if not ready.
+    pub time_to_ready_ms: Option<u64>,
+    pub attempts: u32,
+    pub server_info: Option<ServerInfoJson>,
+    pub protocol_version: Option<String>,
+    /// The last error (for a stdio server that exited: with its last stderr lines).
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ServerInfoJson {
+    pub name: String,
+    pub version: Option<String>,
+}
+
+impl From<&ServerState> for ServerJson {
+    fn from(s: &ServerState) -> Self {
+        ServerJson {
+            name: s.name.clone(),
+            source: (&s.source).into(),
+            transport: s.transport,
+            status: status_word(s),
+            phase: s.phase,
+            tools: s.tool_count,
+            time_to_ready_ms: s
+                .time_to_ready
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            attempts: s.attempts,
+            server_info: s.server_name.as_ref().map(|n| ServerInfoJson {
+                name: n.clone(),
+                version: s.server_version.clone(),
+            }),
+            protocol_version: s.protocol_version.clone(),
+            error: s.last_error.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShadowedJson {
+    pub server: String,
+    pub winner: SourceJson,
+    pub shadowed: SourceJson,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SkippedJson {
+    pub server: String,
+    pub source: SourceJson,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ConfigErrorJson {
+    pub source: SourceJson,
+    /// The message; a syntax error reads `<file>:<line>:<column>: <message>`.
+    pub message: String,
+}
+
+/// `status --json`.
+#[derive(Debug, Serialize)]
+pub struct StatusJson {
+    /// Milliseconds from start to the startup gate.
+    pub gate_ms: u64,
+    pub servers: Vec<ServerJson>,
+    pub shadowed: Vec<ShadowedJson>,
+    pub skipped: Vec<SkippedJson>,
+    pub config_errors: Vec<ConfigErrorJson>,
+}
+
+fn skip_reason(r: &SkipReason) -> String {
+    match r {
+        SkipReason::Disabled => "disabled".into(),
+        SkipReason::ProjectConfigsOff => "project configs off".into(),
+        SkipReason::DeniedName { pattern } => format!("denied name ({pattern})"),
+        SkipReason::DeniedUrl { pattern } => format!("denied url ({pattern})"),
+    }
+}
+
+fn status_json(session: &Session) -> StatusJson {
+    let d = &session.discovered;
+    StatusJson {
+        gate_ms: u64::try_from(session.report.elapsed.as_millis()).unwrap_or(u64::MAX),
+        servers: session.sb.servers().iter().map(ServerJson::from).collect(),
+        shadowed: d
+            .shadowed
+            .iter()
+            .map(|s| ShadowedJson {
+                server: s.server.clone(),
+                winner: (&s.winner).into(),
+                shadowed: (&s.shadowed).into(),
+            })
+            .collect(),
+        skipped: d
+            .skipped
+            .iter()
+            .map(|s| SkippedJson {
+                server: s.server.clone(),
+                source: (&s.source).into(),
+                reason: skip_reason(&s.reason),
+            })
+            .collect(),
+        config_errors: d
+            .errors
+            .iter()
+            .map(|e| ConfigErrorJson {
+                source: (&e.source).into(),
+                message: e.error.to_string(),
+            })
+            .collect(),
+    }
+}
+
+fn print_json(value: &impl Serialize) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("switchboard: cannot render JSON: {e}"),
+    }
+}
+
+/// Left-aligned columns; the last column is not padded. `paint` colours cell (row, col)
+/// after padding, so escape codes never disturb the alignment.
+fn table(
+    header: &[&str],
+    rows: &[Vec<String>],
+    style: Style,
+    paint: impl Fn(usize, usize, String) -> String,
+) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let last = cells.len().saturating_sub(1);
+        let mut out = String::new();
+        for (i, cell) in cells.into_iter().enumerate() {
+            if i == last {
+                out.push_str(&cell);
+            } else {
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                out.push_str(&cell);
+                out.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.trim_end().to_string()
+    };
+    let mut out = style.bold(&line(header.iter().map(|h| h.to_string()).collect()));
+    out.push('\n');
+    for (r, row) in rows.iter().enumerate() {
+        let painted = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| paint(r, c, cell.clone()))
+            .collect::<Vec<_>>();
+        // Pad on the plain text, then swap in the painted cell.
+        let mut text = String::new();
+        let last = row.len().saturating_sub(1);
+        for (i, (plain, painted)) in row.iter().zip(painted).enumerate() {
+            text.push_str(&painted);
+            if i != last {
+                let pad = widths[i].saturating_sub(plain.chars().count());
+                text.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+pub fn status(session: &Session, json: bool) {
+    if json {
+        print_json(&status_json(session));
+        return;
+    }
+    let style = Style {
+        color: stdout_color(),
+    };
+    let servers = session.sb.servers();
+    let mut out = String::new();
+    if servers.is_empty() {
+        out.push_str("No MCP servers configured");
+        if session.discovered.files_read.is_empty() {
+            out.push_str(
+                " (no .mcp.json, ~/.claude.json, ~/.codex/config.toml, .cursor/mcp.json, \
+                 .vscode/mcp.json, ... found; see the README).\nTry `switchboard demo`.\n",
+            );
+        } else {
+            out.push_str(" in the config files read.\n");
+        }
+    } else {
+        let rows: Vec<Vec<String>> = servers
+            .iter()
+            .map(|s| {
+                vec![
+                    s.name.clone(),
+                    format!(
+                        "{} {} {}",
+                        s.source.provider,
+                        level(s.source.level),
+                        s.source.path
+                    ),
+                    s.transport.unwrap_or("-").to_string(),
+                    status_word(s).to_string(),
+                    s.tool_count.to_string(),
+                    s.time_to_ready.map(fmt_duration).unwrap_or("-".into()),
+                ]
+            })
+            .collect();
+        let header = ["SERVER", "SOURCE", "TRANSPORT", "STATUS", "TOOLS", "READY"];
+        let text = table(&header, &rows, style, |r, c, cell| {
+            if c == 3 {
+                paint_status(style, &servers[r], 0)
+            } else {
+                cell
+            }
+        });
+        // Errors go under their row, indented, with every line of a stderr tail.
+        for (line, s) in text
+            .lines()
+            .zip(std::iter::once(None).chain(servers.iter().map(Some)))
+        {
+            out.push_str(line);
+            out.push('\n');
+            if let Some(err) = s.and_then(|s| s.last_error.as_ref()) {
+                if s.is_some_and(|s| s.status != ServerStatus::Connected) {
+                    for (i, l) in err.lines().enumerate() {
+                        let prefix = if i == 0 { "  error: " } else { "         " };
+                        out.push_str(&style.red(&format!("{prefix}{l}")));
+                        out.push('\n');
+                    }
+                }
+            }
+        }
+        out.push_str(&style.dim(&format!(
+            "startup gate after {}",
+            fmt_duration(session.report.elapsed)
+        )));
+        out.push('\n');
+    }
+    let d = &session.discovered;
+    if !d.shadowed.is_empty() {
+        out.push_str("\nShadowed (a higher-priority source names the same server):\n");
+        for s in &d.shadowed {
+            out.push_str(&format!(
+                "  {}: {} {} {} (used: {} {} {})\n",
+                s.server,
+                s.shadowed.provider,
+                level(s.shadowed.level),
+                s.shadowed.path,
+                s.winner.provider,
+                level(s.winner.level),
+                s.winner.path
+            ));
+        }
+    }
+    if !d.skipped.is_empty() {
+        out.push_str("\nSkipped:\n");
+        for s in &d.skipped {
+            out.push_str(&format!(
+                "  {}: {} ({} {})\n",
+                s.server,
+                skip_reason(&s.reason),
+                s.source.provider,
+                s.source.path
+            ));
+        }
+    }
+    if !d.errors.is_empty() {
+        out.push_str("\nConfig errors:\n");
+        for e in &d.errors {
+            let message = e.error.to_string();
+            // A syntax error already starts with its file.
+            let line = if message.contains(&e.source.path) {
+                format!("  {message}")
+            } else {
+                format!("  {message} ({})", e.source.path)
+            };
+            out.push_str(&style.red(&line));
+            out.push('\n');
+        }
+    }
+    print!("{out}");
+}
+
+/// One tool in `tools --json`.
+#[derive(Debug, Serialize)]
+pub struct ToolJson {
+    /// The qualified name the agent sees (and `call` takes).
+    pub name: String,
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// Served from the cache while its server is still connecting; a call waits for it.
+    pub deferred: bool,
+    pub input_schema: Value,
+}
+
+/// `tools --json`.
+#[derive(Debug, Serialize)]
+pub struct ToolsJson {
+    pub tools: Vec<ToolJson>,
+    /// Servers that failed, with their error.
+    pub errors: BTreeMap<String, String>,
+}
+
+pub fn tools(session: &Session, server: Option<&str>, json: bool) {
+    let view = session.sb.tools();
+    let selected = view
+        .iter()
+        .filter(|t| server.is_none() || server == Some(t.server.as_str()))
+        .collect::<Vec<_>>();
+    let errors: BTreeMap<String, String> = session
+        .sb
+        .servers()
+        .into_iter()
+        .filter(|s| server.is_none() || server == Some(s.name.as_str()))
+        .filter(|s| s.status == ServerStatus::Disconnected)
+        .filter_map(|s| s.last_error.map(|e| (s.name, e)))
+        .collect();
+    if json {
+        print_json(&ToolsJson {
+            tools: selected
+                .iter()
+                .map(|t| ToolJson {
+                    name: t.qualified_name.clone(),
+                    server: t.server.clone(),
+                    tool: t.def.name.clone(),
+                    title: t.def.title.clone(),
+                    description: t.def.description.as_deref().map(str::to_string),
+                    deferred: t.deferred,
+                    input_schema: (*t.def.input_schema).clone(),
+                })
+                .collect(),
+            errors,
+        });
+        return;
+    }
+    let style = Style {
+        color: stdout_color(),
+    };
+    let mut out = String::new();
+    if selected.is_empty() {
+        out.push_str("No tools.\n");
+    } else {
+        let rows: Vec<Vec<String>> = selected
+            .iter()
+            .map(|t| {
+                vec![
+                    t.qualified_name.clone(),
+                    t.server.clone(),
+                    t.def.name.clone(),
+                    if t.deferred { "deferred" } else { "" }.to_string(),
+                    t.def
+                        .description
+                        .as_deref()
+                        .and_then(|d| d.lines().next())
+                        .unwrap_or("")
+                        .to_string(),
+                ]
+            })
+            .collect();
+        let header = ["TOOL", "SERVER", "RAW NAME", "", "DESCRIPTION"];
+        out.push_str(&table(&header, &rows, style, |_, c, cell| {
+            if c == 3 {
+                style.yellow(&cell)
+            } else {
+                cell
+            }
+        }));
+        let deferred = selected.iter().filter(|t| t.deferred).count();
+        out.push_str(&style.dim(&format!(
+            "{} tools ({} deferred: from the cache, their server still connecting)",
+            selected.len(),
+            deferred
+        )));
+        out.push('\n');
+    }
+    for (name, e) in &errors {
+        out.push_str(&style.red(&format!("{name} failed: {}", first_line(e))));
+        out.push('\n');
+    }
+    print!("{out}");
+}
+
+pub fn call_result(r: &ToolResult, json: bool) {
+    if json {
+        print_json(r);
+    } else {
+        println!("{}", r.render_text());
+    }
+}
