@@ -62,9 +62,10 @@
 //! - Unreachable server (DNS, refused, TLS, connect timeout) or `401`/`403`: `Failed` with the
 //!   reason (`HTTP 401: <body> (authentication required; WWW-Authenticate: ...)`); the core
 //!   decides about reconnecting.
-//! - Any other error status, or a response larger than `max_message_len`, for one request:
-//!   that request gets a JSON-RPC error response (`HTTP 500: <first 200 characters>`); the
-//!   connection stays. For the `initialize` it is `Failed`.
+//! - Any other error status, an exchange that broke after the connection was made, or a
+//!   response larger than `max_message_len`, for one request: that request gets a JSON-RPC
+//!   error response (`HTTP 500: <first 200 characters>`); the transport stays. For the
+//!   `initialize` it is `Failed`.
 //! - Legacy: the SSE stream ending is `Closed`.
 
 pub mod client;
@@ -457,6 +458,16 @@ enum PostError {
     Fallback(String),
 }
 
+/// An unreachable server ends the transport; an exchange that broke after the connection was
+/// made fails only its request (unless it was the `initialize`).
+fn exchange_error(e: HttpError, initialize: bool) -> PostError {
+    match e {
+        HttpError::Connect(m) => PostError::Fatal(m),
+        other if initialize => PostError::Fatal(other.to_string()),
+        other => PostError::Request(other.to_string()),
+    }
+}
+
 async fn with_timeout<F: Future>(limit: Duration, fut: F) -> Option<F::Output> {
     future::or(async { Some(fut.await) }, async {
         Timer::after(limit).await;
@@ -627,7 +638,7 @@ impl Inner {
             let mut resp = self
                 .post(&self.url, frame, &session)
                 .await
-                .map_err(|e| PostError::Fatal(e.to_string()))?;
+                .map_err(|e| exchange_error(e, info.is_initialize()))?;
             let status = resp.status;
             if status == StatusCode::NOT_FOUND && !renewed {
                 if let Some(stale) = &session.0 {
@@ -959,7 +970,7 @@ impl Inner {
             .client
             .request(Method::POST, endpoint, &headers, frame.clone())
             .await
-            .map_err(|e| PostError::Fatal(e.to_string()))?;
+            .map_err(|e| exchange_error(e, false))?;
         if !resp.status.is_success() {
             let msg = status_error(&mut resp).await;
             return Err(

@@ -162,16 +162,13 @@ impl SseParser {
                 self.data.push('\n');
             }
             b"event" => self.event_type = String::from_utf8_lossy(value).into_owned(),
-            b"id" => {
-                if !value.contains(&0) {
-                    self.id_buffer = Some(String::from_utf8_lossy(value).into_owned());
-                }
+            b"id" if !value.contains(&0) => {
+                self.id_buffer = Some(String::from_utf8_lossy(value).into_owned());
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    if let Ok(ms) = std::str::from_utf8(value).unwrap_or("").parse::<u64>() {
-                        self.retry = Some(Duration::from_millis(ms));
-                    }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // All digits: only an overflow can fail, and then the value is ignored.
+                if let Ok(ms) = String::from_utf8_lossy(value).parse::<u64>() {
+                    self.retry = Some(Duration::from_millis(ms));
                 }
             }
             _ => {}
