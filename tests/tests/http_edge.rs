@@ -832,3 +832,29 @@ fn legacy_sse_waits_for_the_endpoint_and_closes_when_the_stream_ends() {
         sb.shutdown().await;
     });
 }
+
+#[test]
+fn the_connect_timeout_closes_a_hanging_initialize() {
+    let server = EdgeServer::start(Arc::new(|_req: &Req| Reply::Stream {
+        headers: vec![],
+        pieces: vec![b": thinking\n\n".to_vec()],
+        hang: true,
+    }));
+    smol::block_on(async {
+        let mut s = spec("slow", server.url());
+        s.config.timeout_ms = Some(500);
+        let started = Instant::now();
+        let (sb, report) = start(vec![s]).await;
+        assert_eq!(
+            report.errors.get("slow").map(String::as_str),
+            Some("connect timed out after 500 ms")
+        );
+        assert!(started.elapsed() < Duration::from_secs(3));
+        // The core's CloseTransport aborted the POST that was waiting for the answer.
+        eventually("the hanging initialize is closed", || {
+            server.hung_closed.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        sb.shutdown().await;
+    });
+}
