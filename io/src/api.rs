@@ -45,6 +45,7 @@ pub struct Builder {
     cache_dir: Option<PathBuf>,
     no_cache: bool,
     stdio: StdioOptions,
+    http: crate::http::HttpOptions,
     credentials: Option<Arc<dyn CredentialProvider>>,
     env: Option<BTreeMap<String, String>>,
 }
@@ -67,6 +68,7 @@ impl Builder {
             cache_dir: None,
             no_cache: false,
             stdio: StdioOptions::default(),
+            http: crate::http::HttpOptions::default(),
             credentials: None,
             env: None,
         }
@@ -142,6 +144,12 @@ impl Builder {
         self
     }
 
+    /// Tuning of HTTP transports (message limit, request ceiling, close wait, resumption).
+    pub fn http_options(mut self, o: crate::http::HttpOptions) -> Self {
+        self.http = o;
+        self
+    }
+
     /// Seed of the core's PRNG (reconnect jitter).
     pub fn seed(mut self, seed: u64) -> Self {
         self.options.seed = seed;
@@ -184,6 +192,7 @@ impl Builder {
             clock,
             DriverConfig {
                 stdio: self.stdio,
+                http: self.http,
                 cache,
                 credentials: self.credentials,
                 registry: registry.clone(),

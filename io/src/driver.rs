@@ -6,6 +6,7 @@
 //! core — this file only moves bytes, spawns and kills processes, reads and writes files.
 
 use crate::cache::{now_unix_ms, ToolCache};
+use crate::http::{HttpOptions, HttpTarget, HttpTransport};
 use crate::secrets::{resolve_secrets, CredentialProvider, SecretCache};
 use crate::stdio::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
 use async_channel::{Receiver, Sender};
@@ -103,9 +104,31 @@ pub(crate) struct Shared {
     pub stopped: bool,
 }
 
+/// An open transport of either kind.
+enum Transport {
+    Stdio(StdioTransport),
+    Http(HttpTransport),
+}
+
+impl Transport {
+    fn send(&self, frame: bytes::Bytes) -> Result<(), String> {
+        match self {
+            Transport::Stdio(t) => t.send(frame),
+            Transport::Http(t) => t.send(frame),
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Transport::Stdio(t) => t.close().await,
+            Transport::Http(t) => t.close().await,
+        }
+    }
+}
+
 /// Completions of work the driver started in other tasks.
 enum Internal {
-    Opened(ConnId, StdioTransport),
+    Opened(ConnId, Transport),
     OpenFailed(ConnId, String),
     CacheLoaded {
         server: String,
@@ -117,6 +140,7 @@ enum Internal {
 
 pub(crate) struct DriverConfig {
     pub stdio: StdioOptions,
+    pub http: HttpOptions,
     pub cache: Option<ToolCache>,
     pub credentials: Option<Arc<dyn CredentialProvider>>,
     pub registry: ProcessRegistry,
@@ -135,10 +159,13 @@ pub(crate) struct Driver {
     requests: Receiver<Request>,
     stdio_tx: Sender<(ConnId, StdioEvent)>,
     stdio_rx: Receiver<(ConnId, StdioEvent)>,
+    /// HTTP transports report in the core's vocabulary directly.
+    http_tx: Sender<(ConnId, TransportEvent)>,
+    http_rx: Receiver<(ConnId, TransportEvent)>,
     internal_tx: Sender<Internal>,
     internal_rx: Receiver<Internal>,
     opening: BTreeMap<ConnId, Task<()>>,
-    transports: BTreeMap<ConnId, StdioTransport>,
+    transports: BTreeMap<ConnId, Transport>,
     closing: BTreeMap<ConnId, Task<()>>,
     background: Vec<Task<()>>,
     calls: BTreeMap<CallId, Sender<CallOutcome>>,
@@ -156,6 +183,7 @@ impl Driver {
         requests: Receiver<Request>,
     ) -> Self {
         let (stdio_tx, stdio_rx) = async_channel::unbounded();
+        let (http_tx, http_rx) = async_channel::unbounded();
         let (internal_tx, internal_rx) = async_channel::unbounded();
         let secrets = Arc::new(SecretCache::new().with_registry(cfg.registry.clone()));
         Driver {
@@ -169,6 +197,8 @@ impl Driver {
             requests,
             stdio_tx,
             stdio_rx,
+            http_tx,
+            http_rx,
             internal_tx,
             internal_rx,
             opening: BTreeMap::new(),
@@ -208,11 +238,20 @@ impl Driver {
                 }
                 Wake::Request(r) => self.on_request(r),
                 Wake::Stdio(conn, ev) => {
-                    self.on_stdio(conn, ev);
+                    self.on_transport(conn, ev.into_transport_event());
                     // Take more of what is already queued, bounded.
                     for _ in 1..MAX_EVENTS_PER_TURN {
                         match self.stdio_rx.try_recv() {
-                            Ok((conn, ev)) => self.on_stdio(conn, ev),
+                            Ok((conn, ev)) => self.on_transport(conn, ev.into_transport_event()),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                Wake::Http(conn, ev) => {
+                    self.on_transport(conn, ev);
+                    for _ in 1..MAX_EVENTS_PER_TURN {
+                        match self.http_rx.try_recv() {
+                            Ok((conn, ev)) => self.on_transport(conn, ev),
                             Err(_) => break,
                         }
                     }
@@ -247,6 +286,12 @@ impl Driver {
                 Err(_) => future::pending().await,
             }
         };
+        let http = async {
+            match self.http_rx.recv().await {
+                Ok((c, e)) => Wake::Http(c, e),
+                Err(_) => future::pending().await,
+            }
+        };
         let internal = async {
             match self.internal_rx.recv().await {
                 Ok(i) => Wake::Internal(i),
@@ -258,7 +303,11 @@ impl Driver {
             Wake::Timer
         };
         // `race` picks fairly among ready sources.
-        future::race(future::race(stdio, internal), future::race(timer, requests)).await
+        future::race(
+            future::race(future::race(stdio, http), internal),
+            future::race(timer, requests),
+        )
+        .await
     }
 
     fn now(&self) -> Instant {
@@ -320,21 +369,18 @@ impl Driver {
         }
     }
 
-    fn on_stdio(&mut self, conn: ConnId, ev: StdioEvent) {
-        if matches!(ev, StdioEvent::Closed { .. } | StdioEvent::Failed { .. }) {
+    fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
+        if matches!(
+            event,
+            TransportEvent::Closed { .. } | TransportEvent::Failed { .. }
+        ) {
             // The transport reaped itself; forget the handle without closing it again.
             if let Some(t) = self.transports.remove(&conn) {
                 self.close_in_background(conn, t);
             }
         }
         let now = self.now();
-        self.m.handle(
-            now,
-            Input::Transport {
-                conn,
-                event: ev.into_transport_event(),
-            },
-        );
+        self.m.handle(now, Input::Transport { conn, event });
     }
 
     fn on_internal(&mut self, i: Internal) {
@@ -376,7 +422,7 @@ impl Driver {
         }
     }
 
-    fn close_in_background(&mut self, conn: ConnId, t: StdioTransport) {
+    fn close_in_background(&mut self, conn: ConnId, t: Transport) {
         let tx = self.internal_tx.clone();
         let task = smol::spawn(async move {
             t.close().await;
@@ -508,7 +554,9 @@ impl Driver {
     fn open(&mut self, conn: ConnId, server: String, config: TransportConfig) {
         let tx = self.internal_tx.clone();
         let stdio_tx = self.stdio_tx.clone();
+        let http_tx = self.http_tx.clone();
         let opts = self.cfg.stdio.clone();
+        let http_opts = self.cfg.http.clone();
         let registry = self.cfg.registry.clone();
         let secrets = self.secrets.clone();
         let creds = self.cfg.credentials.clone();
@@ -518,18 +566,25 @@ impl Driver {
                 resolve_secrets(&server, config, auth.as_ref(), creds.as_deref(), &secrets).await;
             let msg = match resolved {
                 Err(e) => Internal::OpenFailed(conn, e),
-                Ok(config) => match StdioCommand::from_config(config) {
-                    Some(cmd) => {
-                        match StdioTransport::spawn(&server, cmd, &opts, &registry, conn, stdio_tx)
+                Ok(config) => match HttpTarget::from_config(config.clone()) {
+                    // HTTP: Opened once the URL is valid (legacy SSE: once the endpoint event
+                    // arrived); see the `http` module docs.
+                    Some(target) => {
+                        match HttpTransport::open(&server, target, &http_opts, conn, http_tx).await
                         {
-                            Ok(t) => Internal::Opened(conn, t),
+                            Ok(t) => Internal::Opened(conn, Transport::Http(t)),
                             Err(e) => Internal::OpenFailed(conn, e),
                         }
                     }
-                    None => Internal::OpenFailed(
-                        conn,
-                        "HTTP and SSE transports are not supported by this build".into(),
-                    ),
+                    None => match StdioCommand::from_config(config) {
+                        Some(cmd) => match StdioTransport::spawn(
+                            &server, cmd, &opts, &registry, conn, stdio_tx,
+                        ) {
+                            Ok(t) => Internal::Opened(conn, Transport::Stdio(t)),
+                            Err(e) => Internal::OpenFailed(conn, e),
+                        },
+                        None => Internal::OpenFailed(conn, "unknown transport".into()),
+                    },
                 },
             };
             let _ = tx.send(msg).await;
@@ -549,6 +604,7 @@ enum Wake {
     Request(Request),
     RequestsClosed,
     Stdio(ConnId, StdioEvent),
+    Http(ConnId, TransportEvent),
     Internal(Internal),
 }
 

@@ -9,6 +9,8 @@
 //!   back what it observes.
 //! - [`stdio`]: child processes in their own process groups, newline-delimited JSON, the MCP
 //!   close sequence, and a synchronous kill of every group when the handle is dropped.
+//! - [`http`]: Streamable HTTP and legacy HTTP+SSE on hyper's HTTP/1.1 client, driven by
+//!   smol, with rustls; per-transport connection pools, sessions, resumable SSE.
 //! - [`cache`]: the on-disk tool cache (atomic writes, TTL, config-hash keyed).
 //! - [`discovery`]: where each client keeps its MCP config.
 //! - [`secrets`]: `!command` values and the credential provider.
@@ -22,6 +24,7 @@ pub mod cache;
 pub mod demo_server;
 pub mod discovery;
 mod driver;
+pub mod http;
 pub mod secrets;
 pub mod stdio;
 

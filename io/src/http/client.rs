@@ -1,0 +1,541 @@
+//! A small HTTP/1.1 client: hyper's connection-level client (`hyper::client::conn::http1`)
+//! over smol's `Async<TcpStream>`, rustls for `https`, and a per-origin pool of idle
+//! keep-alive connections.
+//!
+//! Each transport owns one [`HttpClient`], so closing a transport closes every socket it
+//! opened: an idle connection lives in the pool, a busy one inside the [`Body`] (or the request
+//! future) that uses it, and each connection's driver task is owned by the connection, so
+//! dropping it cancels the task and closes the socket. Nothing here is tokio-bound; hyper's
+//! http1 client needs no executor or timer from us (we spawn its connection future on smol).
+//!
+//! A connection goes back to the pool only once its response body was read to the end, so a
+//! long SSE body never blocks another request: that request gets another connection.
+
+use bytes::Bytes;
+use futures_lite::{future, AsyncRead, AsyncWrite};
+use futures_rustls::rustls;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1;
+use smol::Task;
+use smol_hyper::rt::FuturesIo;
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use async_io::{Async, Timer};
+
+/// What went wrong, sorted by what the caller does about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpError {
+    /// No connection could be made (DNS, refused, TLS, connect timeout): the server is
+    /// unreachable.
+    Connect(String),
+    /// The exchange broke after the connection was made (reset, malformed response).
+    Transfer(String),
+    /// A body or event is larger than the limit.
+    TooLarge(String),
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HttpError::Connect(m) | HttpError::Transfer(m) | HttpError::TooLarge(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+/// Scheme, host and port: what a pooled connection can serve.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    pub https: bool,
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = if self.https { "https" } else { "http" };
+        write!(f, "{scheme}://{}:{}", self.host, self.port)
+    }
+}
+
+/// A validated absolute `http`/`https` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    pub origin: Origin,
+    /// The `Host` header value (the authority as written, without userinfo).
+    pub authority: String,
+    /// Origin-form request target (`/path?query`).
+    pub path_and_query: String,
+}
+
+impl Url {
+    pub fn parse(s: &str) -> Result<Url, String> {
+        let uri: Uri = s.parse().map_err(|e| format!("invalid URL \"{s}\": {e}"))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            Some(other) => {
+                return Err(format!(
+                    "invalid URL \"{s}\": scheme \"{other}\" is not http or https"
+                ))
+            }
+            None => return Err(format!("invalid URL \"{s}\": it is not absolute")),
+        };
+        let authority = uri
+            .authority()
+            .ok_or_else(|| format!("invalid URL \"{s}\": no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(format!(
+                "invalid URL \"{s}\": credentials in the URL are not supported (use headers)"
+            ));
+        }
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        if host.is_empty() {
+            return Err(format!("invalid URL \"{s}\": no host"));
+        }
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let path_and_query = uri
+            .path_and_query()
+            .map(|p| p.as_str())
+            .filter(|p| !p.is_empty())
+            .unwrap_or("/")
+            .to_string();
+        Ok(Url {
+            origin: Origin {
+                https,
+                host: host.to_string(),
+                port,
+            },
+            authority: authority.as_str().to_string(),
+            path_and_query,
+        })
+    }
+
+    /// Resolves `reference` (absolute URL, absolute path or relative path) against `self`.
+    pub fn join(&self, reference: &str) -> Result<Url, String> {
+        if reference.starts_with("http://") || reference.starts_with("https://") {
+            return Url::parse(reference);
+        }
+        if reference.starts_with("//") {
+            let scheme = if self.origin.https { "https:" } else { "http:" };
+            return Url::parse(&format!("{scheme}{reference}"));
+        }
+        let path_and_query = if reference.starts_with('/') {
+            reference.to_string()
+        } else {
+            let path = self.path_and_query.split(['?', '#']).next().unwrap_or("/");
+            let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+            format!("{dir}{reference}")
+        };
+        let mut url = self.clone();
+        url.path_and_query = path_and_query;
+        // Validate it as a request target.
+        url.path_and_query
+            .parse::<http::uri::PathAndQuery>()
+            .map_err(|e| format!("invalid URL reference \"{reference}\": {e}"))?;
+        Ok(url)
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = if self.origin.https { "https" } else { "http" };
+        write!(f, "{scheme}://{}{}", self.authority, self.path_and_query)
+    }
+}
+
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// One keep-alive connection: the request half and the task driving the socket.
+struct Conn {
+    sender: http1::SendRequest<Full<Bytes>>,
+    /// Dropping it cancels the task, which closes the socket.
+    task: Task<()>,
+}
+
+/// A response whose body is still to be read.
+pub struct Response {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Body,
+}
+
+/// A response body. Reading it to the end returns its connection to the pool; dropping it
+/// before the end closes the connection.
+pub struct Body {
+    incoming: Incoming,
+    conn: Option<(Conn, Arc<Pool>, Origin)>,
+}
+
+impl Body {
+    /// The next chunk of data, `None` at the end.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>, HttpError> {
+        loop {
+            match self.incoming.frame().await {
+                None => {
+                    self.release();
+                    return Ok(None);
+                }
+                Some(Err(e)) => return Err(HttpError::Transfer(describe_hyper(&e))),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if !data.is_empty() {
+                            return Ok(Some(data));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The whole body, failing once it grows past `limit` bytes.
+    pub async fn read_to_end(&mut self, limit: usize) -> Result<Bytes, HttpError> {
+        let mut buf = Vec::new();
+        while let Some(chunk) = self.chunk().await? {
+            if buf.len() + chunk.len() > limit {
+                return Err(HttpError::TooLarge(format!(
+                    "the response body is larger than {}",
+                    super::human_size(limit)
+                )));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(Bytes::from(buf))
+    }
+
+    /// Up to `limit` bytes of the body (for error messages), waiting at most `wait`.
+    pub async fn read_prefix(&mut self, limit: usize, wait: Duration) -> Bytes {
+        let mut buf = Vec::new();
+        let read = async {
+            while buf.len() < limit {
+                match self.chunk().await {
+                    Ok(Some(c)) => buf.extend_from_slice(&c),
+                    _ => break,
+                }
+            }
+        };
+        future::or(read, async {
+            Timer::after(wait).await;
+        })
+        .await;
+        buf.truncate(limit);
+        Bytes::from(buf)
+    }
+
+    fn release(&mut self) {
+        if let Some((conn, pool, origin)) = self.conn.take() {
+            pool.put(origin, conn);
+        }
+    }
+}
+
+struct Pool {
+    idle: Mutex<BTreeMap<Origin, Vec<Conn>>>,
+    max_idle_per_origin: usize,
+}
+
+impl Pool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Origin, Vec<Conn>>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take(&self, origin: &Origin) -> Option<Conn> {
+        let mut idle = self.lock();
+        let list = idle.get_mut(origin)?;
+        while let Some(conn) = list.pop() {
+            if !conn.sender.is_closed() && conn.sender.is_ready() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    fn put(&self, origin: Origin, conn: Conn) {
+        if conn.sender.is_closed() {
+            return;
+        }
+        let mut idle = self.lock();
+        let list = idle.entry(origin).or_default();
+        if list.len() < self.max_idle_per_origin {
+            list.push(conn);
+        }
+    }
+
+    fn drain(&self) -> Vec<Conn> {
+        std::mem::take(&mut *self.lock())
+            .into_values()
+            .flatten()
+            .collect()
+    }
+}
+
+/// The HTTP client of one transport.
+pub struct HttpClient {
+    pool: Arc<Pool>,
+    connect_timeout: Duration,
+}
+
+impl HttpClient {
+    pub fn new(connect_timeout: Duration, max_idle_per_origin: usize) -> Self {
+        HttpClient {
+            pool: Arc::new(Pool {
+                idle: Mutex::new(BTreeMap::new()),
+                max_idle_per_origin,
+            }),
+            connect_timeout,
+        }
+    }
+
+    /// Sends one request and returns once the response head arrived. `headers` go out as
+    /// given (the caller sets everything but `Host`).
+    pub async fn request(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
+        let build = || -> Result<Request<Full<Bytes>>, HttpError> {
+            let mut req = Request::builder()
+                .method(method.clone())
+                .uri(url.path_and_query.as_str())
+                .header(http::header::HOST, url.authority.as_str());
+            for (name, value) in headers {
+                req = req.header(name, value);
+            }
+            req.body(Full::new(body.clone()))
+                .map_err(|e| HttpError::Transfer(format!("cannot build the request: {e}")))
+        };
+        // A pooled connection may have been closed by the server while idle; if hyper hands
+        // the request back unsent, retry it once on a fresh connection.
+        if let Some(mut conn) = self.pool.take(&url.origin) {
+            match conn.sender.try_send_request(build()?).await {
+                Ok(resp) => return Ok(self.response(resp, conn, url)),
+                Err(mut e) => {
+                    if e.take_message().is_none() {
+                        return Err(HttpError::Transfer(describe_hyper(e.error())));
+                    }
+                    tracing::debug!(target: "switchboard::http", origin = %url.origin, "pooled connection was closed; retrying on a new one");
+                }
+            }
+        }
+        let mut conn = self.connect(&url.origin).await?;
+        match conn.sender.send_request(build()?).await {
+            Ok(resp) => Ok(self.response(resp, conn, url)),
+            Err(e) => Err(HttpError::Transfer(describe_hyper(&e))),
+        }
+    }
+
+    fn response(&self, resp: hyper::Response<Incoming>, conn: Conn, url: &Url) -> Response {
+        let (parts, incoming) = resp.into_parts();
+        let mut body = Body {
+            incoming,
+            conn: Some((conn, self.pool.clone(), url.origin.clone())),
+        };
+        if hyper::body::Body::is_end_stream(&body.incoming) {
+            body.release();
+        }
+        Response {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+
+    /// Closes every idle connection and waits until their tasks are gone. Busy connections
+    /// belong to their bodies and close when those are dropped.
+    pub async fn close_idle(&self) {
+        for conn in self.pool.drain() {
+            drop(conn.sender);
+            conn.task.cancel().await;
+        }
+    }
+
+    async fn connect(&self, origin: &Origin) -> Result<Conn, HttpError> {
+        let limit = self.connect_timeout;
+        let attempt = async { Some(connect(origin).await) };
+        let timeout = async {
+            Timer::after(limit).await;
+            None
+        };
+        match future::or(attempt, timeout).await {
+            Some(r) => r,
+            None => Err(HttpError::Connect(format!(
+                "connecting to {}:{} timed out after {} s",
+                origin.host,
+                origin.port,
+                limit.as_secs_f64()
+            ))),
+        }
+    }
+}
+
+async fn connect(origin: &Origin) -> Result<Conn, HttpError> {
+    let host = origin.host.clone();
+    let port = origin.port;
+    let addrs: Vec<SocketAddr> = blocking::unblock(move || {
+        (host.as_str(), port)
+            .to_socket_addrs()
+            .map(|a| a.collect::<Vec<_>>())
+    })
+    .await
+    .map_err(|e| {
+        HttpError::Connect(format!(
+            "DNS lookup for \"{}\" failed: {}",
+            origin.host,
+            io_reason(&e)
+        ))
+    })?;
+    if addrs.is_empty() {
+        return Err(HttpError::Connect(format!(
+            "DNS lookup for \"{}\" found no address",
+            origin.host
+        )));
+    }
+    let mut last = None;
+    let mut tcp = None;
+    for addr in &addrs {
+        match Async::<TcpStream>::connect(*addr).await {
+            Ok(s) => {
+                tcp = Some(s);
+                break;
+            }
+            Err(e) => last = Some((addr, e)),
+        }
+    }
+    let tcp = match (tcp, last) {
+        (Some(t), _) => t,
+        (None, Some((addr, e))) => {
+            return Err(HttpError::Connect(
+                if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                    format!("connection refused by {} ({addr})", hostport(origin))
+                } else {
+                    format!(
+                        "cannot connect to {} ({addr}): {}",
+                        hostport(origin),
+                        io_reason(&e)
+                    )
+                },
+            ))
+        }
+        (None, None) => unreachable!("addrs is not empty"),
+    };
+    let _ = tcp.get_ref().set_nodelay(true);
+    let io: Box<dyn Io> = if origin.https {
+        let name = rustls::pki_types::ServerName::try_from(origin.host.clone()).map_err(|e| {
+            HttpError::Connect(format!(
+                "TLS: \"{}\" is not a valid server name: {e}",
+                origin.host
+            ))
+        })?;
+        let tls = futures_rustls::TlsConnector::from(tls_config())
+            .connect(name, tcp)
+            .await
+            .map_err(|e| {
+                HttpError::Connect(format!(
+                    "TLS handshake with {} failed: {}",
+                    hostport(origin),
+                    io_reason(&e)
+                ))
+            })?;
+        Box::new(tls)
+    } else {
+        Box::new(tcp)
+    };
+    let (sender, connection) = http1::handshake(FuturesIo::new(io)).await.map_err(|e| {
+        HttpError::Connect(format!(
+            "HTTP handshake with {} failed: {}",
+            hostport(origin),
+            describe_hyper(&e)
+        ))
+    })?;
+    let task = smol::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(target: "switchboard::http", "connection ended: {e}");
+        }
+    });
+    Ok(Conn { sender, task })
+}
+
+fn hostport(origin: &Origin) -> String {
+    if origin.host.contains(':') {
+        format!("[{}]:{}", origin.host, origin.port)
+    } else {
+        format!("{}:{}", origin.host, origin.port)
+    }
+}
+
+/// The rustls config shared by every connection: Mozilla's roots, ring, HTTP/1.1 by ALPN.
+fn tls_config() -> Arc<rustls::ClientConfig> {
+    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let roots =
+                rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default protocol versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Arc::new(config)
+        })
+        .clone()
+}
+
+/// An io error in words, with the inner error when there is one (rustls puts its reason there).
+fn io_reason(e: &std::io::Error) -> String {
+    match e.get_ref() {
+        Some(inner) => inner.to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// hyper's error with its causes ("connection error: Connection reset by peer").
+fn describe_hyper(e: &hyper::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_join() {
+        let u = Url::parse("http://127.0.0.1:3001/sse").unwrap();
+        assert_eq!(u.origin.port, 3001);
+        assert_eq!(u.path_and_query, "/sse");
+        assert_eq!(
+            u.join("/message?sessionId=1").unwrap().to_string(),
+            "http://127.0.0.1:3001/message?sessionId=1"
+        );
+        assert_eq!(u.join("message?x").unwrap().path_and_query, "/message?x");
+        let deep = Url::parse("https://h/a/b/sse?q=1").unwrap();
+        assert_eq!(deep.origin.port, 443);
+        assert_eq!(deep.join("m").unwrap().path_and_query, "/a/b/m");
+        assert_eq!(deep.join("http://other:1/x").unwrap().origin.host, "other");
+        assert_eq!(Url::parse("http://h").unwrap().path_and_query, "/");
+        assert_eq!(Url::parse("http://[::1]:8/").unwrap().origin.host, "::1");
+        assert!(Url::parse("ftp://h/").is_err());
+        assert!(Url::parse("/relative").is_err());
+        assert!(Url::parse("http://user:pw@h/").is_err());
+    }
+}

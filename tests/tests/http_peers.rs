@@ -1,0 +1,235 @@
+//! The HTTP transports against real servers on loopback: the reference TypeScript
+//! `server-everything` in `streamableHttp` and `sse` modes, and the Python SDK's FastMCP server
+//! in streamable-http mode. Gated on `SWITCHBOARD_PEERS=1` (scripts/test.sh sets it after
+//! scripts/install-peers.sh); every server runs in its own process group, killed on drop.
+
+use crate::support::repo_root;
+use serde_json::json;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use switchboard::core::config::{ServerConfig, ServerSpec, TransportKind};
+use switchboard::{Builder, Error, ServerStatus};
+
+/// Real peers: only with `SWITCHBOARD_PEERS=1`; then a missing peer is a failure.
+pub fn peers_enabled(test: &str) -> bool {
+    if std::env::var("SWITCHBOARD_PEERS").as_deref() == Ok("1") {
+        return true;
+    }
+    eprintln!("{test}: skipped (set SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh)");
+    false
+}
+
+/// A port that was free a moment ago (bind 127.0.0.1:0, read it, release it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
+}
+
+/// A server process in its own group; dropping it SIGKILLs the group and reaps it.
+pub struct PeerProcess {
+    child: Child,
+    pub port: u16,
+}
+
+impl PeerProcess {
+    fn spawn(mut cmd: Command, port: u16) -> PeerProcess {
+        use std::os::unix::process::CommandExt;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start the peer server");
+        let peer = PeerProcess { child, port };
+        // Ready when the port accepts connections (bounded).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the peer server did not listen on port {port} within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        peer
+    }
+
+    /// `@modelcontextprotocol/server-everything` in `mode` (`streamableHttp` or `sse`).
+    pub fn everything(mode: &str) -> PeerProcess {
+        let port = free_port();
+        let script = repo_root()
+            .join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let mut cmd = Command::new("node");
+        cmd.arg(script).arg(mode).env("PORT", port.to_string());
+        PeerProcess::spawn(cmd, port)
+    }
+
+    /// tests/peers/fastmcp_server.py over streamable HTTP (path /mcp).
+    pub fn fastmcp() -> PeerProcess {
+        let port = free_port();
+        let peers = repo_root().join("tests/peers");
+        let mut cmd = Command::new(peers.join(".venv/bin/python"));
+        cmd.arg(peers.join("fastmcp_server.py"))
+            .args(["--transport", "streamable-http", "--port"])
+            .arg(port.to_string());
+        PeerProcess::spawn(cmd, port)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: kill(2) on our own child's process group.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn sse_spec(name: &str, url: String) -> ServerSpec {
+    let mut config = ServerConfig::http(url);
+    config.kind = Some(TransportKind::Sse.as_str().to_string());
+    ServerSpec::new(name, config)
+}
+
+#[test]
+fn streamable_http_against_server_everything_lists_calls_and_cancels() {
+    if !peers_enabled("streamable_http_against_server_everything") {
+        return;
+    }
+    let peer = PeerProcess::everything("streamableHttp");
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![ServerSpec::new(
+            "ev",
+            ServerConfig::http(peer.url("/mcp")),
+        )])
+        .no_cache()
+        .start()
+        .await
+        .unwrap();
+        assert_eq!(report.connected, vec!["ev"], "{report:?}");
+        let names: Vec<String> = sb
+            .tools()
+            .iter()
+            .map(|t| t.qualified_name.clone())
+            .collect();
+        assert!(names.len() >= 10, "{names:?}");
+        assert!(names.contains(&"mcp_ev_echo".to_string()), "{names:?}");
+        let r = sb
+            .call("mcp_ev_echo", json!({"message": "hello over http"}))
+            .await
+            .unwrap();
+        assert!(r.render_text().contains("hello over http"), "{r:?}");
+
+        // A long call that times out is cancelled; the connection keeps working.
+        let started = Instant::now();
+        let slow = sb
+            .call_with_timeout(
+                "mcp_ev_trigger_long_running_operation",
+                json!({"duration": 30, "steps": 30}),
+                Some(Duration::from_millis(700)),
+            )
+            .await;
+        assert!(matches!(slow, Err(Error::Call(_))), "{slow:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let r = sb
+            .call("mcp_ev_echo", json!({"message": "still here"}))
+            .await
+            .unwrap();
+        assert!(r.render_text().contains("still here"), "{r:?}");
+        assert_eq!(sb.status("ev"), ServerStatus::Connected);
+        sb.shutdown().await;
+    });
+}
+
+#[test]
+fn legacy_sse_against_server_everything_lists_and_calls() {
+    if !peers_enabled("legacy_sse_against_server_everything") {
+        return;
+    }
+    let peer = PeerProcess::everything("sse");
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![sse_spec("old", peer.url("/sse"))])
+            .no_cache()
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["old"], "{report:?}");
+        assert!(sb.tools().len() >= 10);
+        let r = sb
+            .call("mcp_old_echo", json!({"message": "hello over sse"}))
+            .await
+            .unwrap();
+        assert!(r.render_text().contains("hello over sse"), "{r:?}");
+        // Concurrent calls all come back on the one stream.
+        let calls: Vec<_> = (0..8)
+            .map(|i| {
+                let sb = sb.clone();
+                smol::spawn(async move {
+                    sb.call("mcp_old_echo", json!({"message": format!("m{i}")}))
+                        .await
+                        .unwrap()
+                        .render_text()
+                })
+            })
+            .collect();
+        for (i, call) in calls.into_iter().enumerate() {
+            let text = call.await;
+            assert!(text.contains(&format!("m{i}")), "{text}");
+        }
+        sb.shutdown().await;
+    });
+}
+
+#[test]
+fn streamable_http_against_fastmcp_calls_and_cancels() {
+    if !peers_enabled("streamable_http_against_fastmcp") {
+        return;
+    }
+    let peer = PeerProcess::fastmcp();
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![ServerSpec::new(
+            "py",
+            ServerConfig::http(peer.url("/mcp")),
+        )])
+        .no_cache()
+        .start()
+        .await
+        .unwrap();
+        assert_eq!(report.connected, vec!["py"], "{report:?}");
+        let mut names: Vec<String> = sb
+            .tools()
+            .iter()
+            .map(|t| t.qualified_name.clone())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["mcp_py_add", "mcp_py_echo", "mcp_py_slow"]);
+        let r = sb
+            .call("mcp_py_add", json!({"a": 2, "b": 40}))
+            .await
+            .unwrap();
+        assert!(r.render_text().starts_with("42"), "{r:?}");
+        let slow = sb
+            .call_with_timeout(
+                "mcp_py_slow",
+                json!({"ms": 20000}),
+                Some(Duration::from_millis(500)),
+            )
+            .await;
+        assert!(matches!(slow, Err(Error::Call(_))), "{slow:?}");
+        let r = sb
+            .call("mcp_py_echo", json!({"text": "after"}))
+            .await
+            .unwrap();
+        assert_eq!(r.render_text(), "after");
+        sb.shutdown().await;
+    });
+}
