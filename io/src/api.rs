@@ -48,6 +48,15 @@ pub struct Builder {
     http: crate::http::HttpOptions,
     credentials: Option<Arc<dyn CredentialProvider>>,
     env: Option<BTreeMap<String, String>>,
+    seeded: bool,
+}
+
+/// A seed that differs between processes and runs (the core itself never draws one).
+fn entropy_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32) ^ 0x9E37_79B9_7F4A_7C15
 }
 
 impl Builder {
@@ -71,6 +80,7 @@ impl Builder {
             http: crate::http::HttpOptions::default(),
             credentials: None,
             env: None,
+            seeded: false,
         }
     }
 
@@ -153,6 +163,7 @@ impl Builder {
     /// Seed of the core's PRNG (reconnect jitter).
     pub fn seed(mut self, seed: u64) -> Self {
         self.options.seed = seed;
+        self.seeded = true;
         self
     }
 
@@ -165,6 +176,11 @@ impl Builder {
     /// Start the driver, connect every server, and return at the startup gate.
     pub async fn start(self) -> Result<(Switchboard, StartupReport), Error> {
         let mut options = self.options;
+        if !self.seeded {
+            // Jitter exists so that many clients do not reconnect in lockstep: unless the
+            // embedder pins a seed (tests, replays), each process draws its own.
+            options.seed = entropy_seed();
+        }
         options.env = self.env.unwrap_or_else(|| std::env::vars().collect());
         let cache = if self.no_cache {
             None

@@ -248,3 +248,46 @@ fn no_colour_codes_when_output_is_not_a_terminal() {
         );
     }
 }
+
+#[test]
+fn watch_json_shows_a_crashed_server_reconnected_and_its_tools_back() {
+    let p = Project::new(&[
+        ("crashy", &["--crash-after-ms", "700"]),
+        ("steady", &["--list-changed-after-ms", "900"]),
+    ]);
+    let out = p.run(&["watch", "--json", "--for-ms", "2500"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    for l in &lines {
+        assert!(
+            l["time_ms"].is_u64() && l["event"].is_string() && l.get("server").is_some(),
+            "{l}"
+        );
+    }
+    let find = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(|l| pred(l));
+    let crashed = find(&|l| l["event"] == "reconnect_scheduled" && l["server"] == "crashy")
+        .expect("the crash is seen as a scheduled reconnect");
+    let back = lines[crashed..]
+        .iter()
+        .position(|l| {
+            l["event"] == "status_changed" && l["server"] == "crashy" && l["status"] == "connected"
+        })
+        .expect("the crashed server connects again");
+    assert!(lines[crashed + back..]
+        .iter()
+        .any(|l| l["event"] == "tools_changed"
+            && l["server"] == "crashy"
+            && l["tools"] == 3
+            && l["deferred"] == 0));
+    assert!(
+        find(&|l| l["event"] == "tools_changed" && l["server"] == "steady" && l["tools"] == 4)
+            .is_some(),
+        "list_changed brought steady's new tool"
+    );
+    let last = lines.last().unwrap();
+    assert_eq!(last["event"], "stopped");
+    assert_eq!(last["processes_left"], 0);
+}

@@ -404,3 +404,51 @@ fn the_disk_cache_is_ignored_when_the_config_changes_and_survives_a_corrupt_file
         sb.shutdown().await;
     });
 }
+
+#[test]
+fn health_pings_catch_a_stalled_server_and_reconnect_it() {
+    use switchboard::core::manager::HealthPolicy;
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![demo("stally", &["--stall-after-ms", "400"])])
+            .no_cache()
+            .manager_options(|o| {
+                o.health = Some(HealthPolicy {
+                    interval: Duration::from_millis(200),
+                    timeout: Duration::from_millis(200),
+                    misses: 2,
+                })
+            })
+            .stdio_options(switchboard::stdio::StdioOptions {
+                stdin_close_wait: Duration::from_millis(100),
+                sigterm_wait: Duration::from_millis(300),
+                ..Default::default()
+            })
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["stally"]);
+        let first = sb.live_processes();
+        let events = sb.events();
+        let lost = wait_for(&events, |e| {
+            matches!(e, Event::Diagnostic { message, .. } if message.contains("pings in a row went unanswered"))
+        })
+        .await;
+        assert!(matches!(lost, Event::Diagnostic { server: Some(ref s), .. } if s == "stally"));
+        wait_for(&events, |e| {
+            matches!(
+                e,
+                Event::StatusChanged {
+                    status: ServerStatus::Connected,
+                    ..
+                }
+            )
+        })
+        .await;
+        assert_eq!(sb.server_state("stally").unwrap().attempts, 2);
+        // The stalled process (which ignores stdin EOF once stalled) was stopped.
+        for g in first {
+            assert_group_gone(g);
+        }
+        sb.shutdown().await;
+    });
+}

@@ -7,6 +7,7 @@
 mod demo;
 mod output;
 mod term;
+mod watch;
 
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use futures_lite::future;
@@ -126,6 +127,16 @@ enum Command {
     /// gate, deferred tools, the late connection, isolation and teardown. Writes only under a
     /// temporary directory.
     Demo,
+    /// Connect like `status`, then stay connected and print every status change, tool
+    /// change, reconnect attempt and diagnostic as it happens, until Ctrl-C or `--for-ms`.
+    Watch {
+        /// One JSON object per line: `time_ms`, `event`, `server` and the event's fields.
+        #[arg(long)]
+        json: bool,
+        /// Stop after this many milliseconds.
+        #[arg(long, value_name = "MS")]
+        for_ms: Option<u64>,
+    },
 }
 
 /// An error that ends the command with a message on stderr.
@@ -192,6 +203,7 @@ async fn run(cli: Cli) -> Result<u8, Fatal> {
     let g = cli.global;
     match cli.command {
         Command::Demo => demo::run(&g).await,
+        Command::Watch { json, for_ms } => watch::run(&g, json, for_ms).await,
         Command::Status { json } => {
             let session = Session::start(&g, Settle::All).await?;
             let failed = session.any_failed();
@@ -347,7 +359,9 @@ impl Session {
             let servers = sb.servers();
             live.update(&servers);
             let waiting = servers.iter().any(|s| {
+                // A server waiting to reconnect has settled for this purpose.
                 s.status == ServerStatus::Connecting
+                    && s.phase != "backoff"
                     && match settle {
                         Settle::All => true,
                         Settle::Uncached => report.pending.contains(&s.name),
