@@ -267,7 +267,7 @@ fn watch_json_shows_a_crashed_server_reconnected_and_its_tools_back() {
             "{l}"
         );
     }
-    let find = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(|l| pred(l));
+    let find = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred);
     let crashed = find(&|l| l["event"] == "reconnect_scheduled" && l["server"] == "crashy")
         .expect("the crash is seen as a scheduled reconnect");
     let back = lines[crashed..]
