@@ -328,7 +328,8 @@ impl<'a> World<'a> {
             self.push(Instant::from_millis(a.at_ms), Ev::Action(i));
         }
         let last = sc.actions.last().map_or(0, |a| a.at_ms);
-        let heal_at = Instant::from_millis(last + 1);
+        // Faults stay on a while after the last action, so its consequences play out in a storm.
+        let heal_at = Instant::from_millis(last + 3_000);
         self.push(heal_at, Ev::Heal);
         // Long enough for every timeout to fire once more after the heal.
         let longest_connect = sc

@@ -3,4 +3,8 @@
 
 mod core_traces;
 mod script;
+mod sim_explore;
+mod sim_fuzz_corpus;
+mod sim_prop;
+mod sim_snapshots;
 mod support;
