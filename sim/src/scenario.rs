@@ -214,7 +214,7 @@ impl Default for GenParams {
         GenParams {
             min_servers: 6,
             max_servers: 10,
-            max_actions: 24,
+            max_actions: 40,
             horizon_ms: 6_000,
         }
     }
