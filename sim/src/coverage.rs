@@ -93,6 +93,8 @@ coverage! {
     rounds_reported: "a StartupComplete was emitted",
     rounds_with_pending: "a StartupComplete left uncached servers pending",
     suffixed_names: "a qualified name needed a uniqueness suffix",
+    refresh_faults: "a tools/list refresh failed, hung or paged",
+    reconnected_after_heal: "a server came back up with exactly its tools after the heal",
     runs_healed: "a run reached the liveness phase",
 }
 

@@ -173,7 +173,8 @@ pub struct Action {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ActionKind {
-    /// Connect these servers (index, config variant; variant 0 is the base config).
+    /// Connect these servers (index, config variant: 0 is the base config the cache knows, 1
+    /// and 2 change it, 3 disables the server).
     Connect(Vec<(usize, u8)>),
     Reload(Vec<(usize, u8)>),
     Sync(Vec<(usize, u8)>),
@@ -432,13 +433,25 @@ fn server_strategy(f: u32) -> impl Strategy<Value = ServerPlan> {
 }
 
 fn subset(n: usize) -> impl Strategy<Value = Vec<(usize, u8)>> {
-    prop::collection::vec((0..n, prop_oneof![8 => Just(0u8), 2 => 1u8..3]), 0..=n).prop_map(
-        |mut v| {
-            v.sort_by_key(|(i, _)| *i);
-            v.dedup_by_key(|(i, _)| *i);
-            v
-        },
+    // Variants 1 and 2 change the config (new hash); 3 disables the server. Duplicates are
+    // kept now and then: the manager must use the first and warn.
+    (
+        prop::collection::vec(
+            (
+                0..n,
+                prop_oneof![16 => Just(0u8), 4 => 1u8..3, 1 => Just(3u8)],
+            ),
+            0..=n,
+        ),
+        prop::bool::weighted(0.1),
     )
+        .prop_map(|(mut v, keep_duplicates)| {
+            v.sort_by_key(|(i, _)| *i);
+            if !keep_duplicates {
+                v.dedup_by_key(|(i, _)| *i);
+            }
+            v
+        })
 }
 
 fn action_kind_strategy(n: usize) -> impl Strategy<Value = ActionKind> {

@@ -159,7 +159,9 @@ pub fn config_for(sc: &Scenario, i: usize, variant: u8) -> ServerConfig {
     } else {
         ServerConfig::stdio(format!("{}-server", s.name), &[])
     };
-    if variant > 0 {
+    if variant == 3 {
+        c.enabled = false;
+    } else if variant > 0 {
         c.args.push(format!("--variant={variant}"));
         if c.url.is_some() {
             c.headers.insert("X-Variant".into(), variant.to_string());
@@ -199,6 +201,8 @@ pub struct World<'a> {
     next_call: u64,
     violation: Option<Violation>,
     step: StepInfo,
+    /// Calls of the liveness phase that must succeed.
+    expect_ok: std::collections::BTreeSet<CallId>,
 }
 
 impl<'a> World<'a> {
@@ -283,6 +287,7 @@ impl<'a> World<'a> {
             next_call: 1,
             violation: None,
             step: StepInfo::default(),
+            expect_ok: Default::default(),
         }
     }
 
@@ -425,6 +430,10 @@ impl<'a> World<'a> {
             self.fail("liveness", format!("round {id} never reported"));
             return;
         }
+        self.reconnect_healed();
+        if self.violation.is_some() {
+            return;
+        }
         // The final teardown.
         self.tr(|t| {
             let _ = writeln!(t, "--- liveness: final DisconnectAll");
@@ -477,6 +486,103 @@ impl<'a> World<'a> {
         });
     }
 
+    /// After the heal: connect every valid server again; each must come up, the ones started
+    /// now with exactly their tools, and a call to each of them must succeed.
+    fn reconnect_healed(&mut self) {
+        let sc = self.sc;
+        let valid: Vec<usize> = (0..sc.servers.len())
+            .filter(|&i| !sc.servers[i].invalid)
+            .collect();
+        self.tr(|t| {
+            let _ = writeln!(t, "--- liveness: reconnect every server");
+        });
+        let before: Vec<Option<ConnId>> = self.obs.latest_conn.clone();
+        let specs = valid
+            .iter()
+            .map(|&i| ServerSpec::new(sc.servers[i].name.clone(), config_for(sc, i, 0)))
+            .collect();
+        self.input(Input::Connect { servers: specs }, |_| {});
+        let horizon = self.now + Duration::from_secs(60);
+        self.run_until(horizon);
+        if self.violation.is_some() {
+            return;
+        }
+        let mut calls = Vec::new();
+        for &i in &valid {
+            let name = &sc.servers[i].name;
+            if self.view.status[i] != ServerStatus::Connected {
+                self.fail(
+                    "liveness",
+                    format!(
+                        "{name} is {:?} after the heal and a reconnect",
+                        self.view.status[i]
+                    ),
+                );
+                return;
+            }
+            if self.obs.latest_conn[i] == before[i] {
+                continue; // already connected: kept as it was (tools may have changed since)
+            }
+            let mut want: Vec<&str> = Vec::new();
+            for t in &sc.servers[i].tools {
+                if !want.contains(&t.as_str()) {
+                    want.push(t);
+                }
+            }
+            want.sort_unstable();
+            let mut got: Vec<&str> = self
+                .view
+                .tools
+                .iter()
+                .filter(|t| t.server == *name && !t.deferred)
+                .map(|t| t.raw.as_str())
+                .collect();
+            got.sort_unstable();
+            if want != got {
+                self.fail(
+                    "liveness",
+                    format!("{name} came back with tools {got:?}, expected {want:?}"),
+                );
+                return;
+            }
+            self.cov.reconnected_after_heal += 1;
+            if let Some(t) = self.view.tools.iter().find(|t| t.server == *name) {
+                calls.push((i, t.qualified.clone()));
+            }
+        }
+        for (i, tool) in calls {
+            let call = CallId(self.next_call);
+            self.next_call += 1;
+            self.expect_ok.insert(call);
+            self.obs.calls.insert(
+                call,
+                CallObs {
+                    server: Some(i),
+                    deferred: false,
+                    withdrawn_target: false,
+                },
+            );
+            self.input(
+                Input::CallTool {
+                    call,
+                    tool,
+                    arguments: None,
+                    timeout: Some(Duration::from_millis(sc.servers[i].call_latency_ms + 5_000)),
+                },
+                |s| s.scope = Some(i),
+            );
+        }
+        let horizon = self.now + Duration::from_millis(6_000);
+        self.run_until(horizon);
+        if self.violation.is_none() && !self.expect_ok.is_empty() {
+            let left: Vec<u64> = self.expect_ok.iter().map(|c| c.0).collect();
+            self.fail(
+                "liveness",
+                format!("healed calls never succeeded: {left:?}"),
+            );
+        }
+    }
+
     fn fail(&mut self, invariant: &str, detail: String) {
         if self.violation.is_some() {
             return;
@@ -526,6 +632,11 @@ impl<'a> World<'a> {
                 true,
                 servers
                     .iter()
+                    .enumerate()
+                    // The first spec of a name is the one that counts.
+                    .filter(|(k, s)| !servers[..*k].iter().any(|p| p.name == s.name))
+                    .map(|(_, s)| s)
+                    .filter(|s| s.config.enabled)
                     .filter_map(|s| self.obs.index.get(&s.name).copied())
                     .filter(|&i| self.sc.servers[i].invalid)
                     .collect::<Vec<_>>(),
@@ -714,6 +825,12 @@ impl<'a> World<'a> {
                 }
             }
             Output::CallCompleted { call, outcome } => {
+                if self.expect_ok.remove(&call) && !matches!(outcome, CallOutcome::Ok(_)) {
+                    self.fail(
+                        "liveness",
+                        format!("call {} to a healed server failed: {outcome:?}", call.0),
+                    );
+                }
                 match self.obs.calls.remove(&call) {
                     Some(c) => {
                         match &outcome {
@@ -952,7 +1069,11 @@ impl<'a> World<'a> {
             }
             ActionKind::Sync(list) => {
                 self.cov.syncs += 1;
-                let keep: Vec<usize> = list.iter().map(|(i, _)| *i).collect();
+                let keep: Vec<usize> = list
+                    .iter()
+                    .filter(|(_, v)| *v != 3)
+                    .map(|(i, _)| *i)
+                    .collect();
                 for (i, w) in self.obs.withdrawn.iter_mut().enumerate() {
                     if !keep.contains(&i) {
                         *w = true;
@@ -1419,7 +1540,18 @@ impl<'a> World<'a> {
         let behaviour = if first || cursor.is_some() {
             plan.list.clone()
         } else {
-            List::Ok { ms: 5, pages: 1 }
+            // A refresh (list_changed or RefreshTools) can misbehave too.
+            let cf = self.sc.mix.call_fault_pct;
+            if self.pct(cf) {
+                self.cov.refresh_faults += 1;
+                match self.rng.below(3) {
+                    0 => List::Error { ms: 20 },
+                    1 => List::Hang,
+                    _ => List::Ok { ms: 30, pages: 2 },
+                }
+            } else {
+                List::Ok { ms: 5, pages: 1 }
+            }
         };
         let page_json = |names: &[String]| -> Vec<Value> {
             names
