@@ -78,12 +78,17 @@ pub struct StepInfo {
     pub completed: Vec<(CallId, CallOutcome)>,
     /// Violations spotted while draining outputs: (invariant, detail).
     pub output_violations: Vec<(&'static str, String)>,
+    /// The last `StatusChanged` of each server in this step.
+    pub status_events: BTreeMap<String, ServerStatus>,
+    /// Servers named by a `ToolsChanged` in this step.
+    pub tools_changed: BTreeSet<String>,
 }
 
 /// A startup round as the simulator saw it begin.
 #[derive(Debug, Clone)]
 pub struct RoundObs {
     pub id: u64,
+    pub started: Instant,
     pub gate_at: Instant,
     /// Members by server index, with the attempt the round started.
     pub members: BTreeMap<usize, ConnId>,
@@ -214,13 +219,47 @@ pub fn status_agrees_with_registries(ctx: &Ctx) -> Result<(), String> {
                 ctx.after.status[i]
             ));
         }
+        match ctx.step.status_events.get(n) {
+            Some(e) if *e != ctx.after.status[i] => {
+                return Err(format!(
+                    "the last StatusChanged for {n} says {e:?} but status() is {:?}",
+                    ctx.after.status[i]
+                ))
+            }
+            None if ctx.before.status[i] != ctx.after.status[i] => {
+                return Err(format!(
+                    "{n} went {:?} -> {:?} without a StatusChanged",
+                    ctx.before.status[i], ctx.after.status[i]
+                ))
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
 
 /// Every exposed tool belongs to a connected server or a pending one with deferred tools, and
-/// never to one that was disconnected or whose late failure was reported.
+/// never to one that was disconnected or whose late failure was reported; a change of a
+/// server's slice is announced (`ToolsChanged` or `StartupComplete`) unless its round is open.
 pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
+    if ctx.before.tools != ctx.after.tools && ctx.step.reports.is_empty() {
+        for (i, name) in ctx.obs.names.iter().enumerate() {
+            if ctx.step.tools_changed.contains(name)
+                || ctx.before.pairs_of(name) == ctx.after.pairs_of(name)
+            {
+                continue;
+            }
+            let in_open_round = ctx.obs.rounds.values().any(|r| {
+                !r.reported
+                    && r.members
+                        .get(&i)
+                        .is_some_and(|c| ctx.obs.latest_conn[i] == Some(*c))
+            });
+            if !in_open_round {
+                return Err(format!("{name}'s tools changed without a ToolsChanged"));
+            }
+        }
+    }
     let mut last: Option<&str> = None;
     for t in &ctx.after.tools {
         if last == Some(t.server.as_str()) {
@@ -346,6 +385,14 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
         let Some(round) = ctx.obs.rounds.get(&r.round) else {
             return Err(format!("StartupComplete for unknown round {}", r.round));
         };
+        if r.elapsed != ctx.now - round.started {
+            return Err(format!(
+                "round {} reports elapsed {:?} but it began {:?} ago",
+                r.round,
+                r.elapsed,
+                ctx.now - round.started
+            ));
+        }
         for (&i, &conn) in &round.members {
             let name = &ctx.obs.names[i];
             if ctx.obs.latest_conn[i] != Some(conn) || ctx.m.server_state(name).is_none() {

@@ -691,6 +691,7 @@ impl<'a> World<'a> {
                         id,
                         RoundObs {
                             id,
+                            started: self.now,
                             gate_at: self.now + Duration::from_millis(self.sc.options.gate_ms),
                             members: opens,
                             invalid,
@@ -809,8 +810,9 @@ impl<'a> World<'a> {
                 }
                 self.step.reports.push(r);
             }
-            Output::ToolsChanged { .. } => {}
+            Output::ToolsChanged { servers } => self.step.tools_changed.extend(servers),
             Output::StatusChanged { server, status } => {
+                self.step.status_events.insert(server.clone(), status);
                 if status == ServerStatus::Connected {
                     if let Some(c) = self
                         .obs
