@@ -276,6 +276,10 @@ pub fn manager_inputs(data: &[u8]) {
                     }
                     assert!(serde_json::from_slice::<serde_json::Value>(&frame).is_ok());
                 }
+                Output::StatusChanged { server, status } => {
+                    step.status_events.insert(server, status);
+                }
+                Output::ToolsChanged { servers } => step.tools_changed.extend(servers),
                 Output::CallCompleted { call, outcome } => match obs.calls.remove(&call) {
                     Some(c) => {
                         obs.calls.insert(call, c);
