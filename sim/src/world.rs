@@ -28,6 +28,9 @@ use switchboard_core::rng::SplitMix64;
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
 
+/// A run that takes more steps than this is a runaway (a bug in the manager or the world).
+const MAX_STEPS: u64 = 1_000_000;
+
 /// A broken promise: which invariant, what was seen, and when (virtual time).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
@@ -387,8 +390,25 @@ impl<'a> World<'a> {
                 return;
             }
             self.now = self.now.max(at);
+            if self.events > MAX_STEPS {
+                self.fail(
+                    "liveness",
+                    format!("more than {MAX_STEPS} steps: runaway run"),
+                );
+                return;
+            }
             if timer_first {
+                // The contract: once a deadline is handled, `poll_timeout` moves past it.
+                let before = self.m.next_timer();
                 self.timer_step();
+                if self.violation.is_none() && self.m.next_timer() == before {
+                    self.fail(
+                        "liveness",
+                        format!(
+                            "busy loop: the deadline {before:?} is still due after handle_timeout"
+                        ),
+                    );
+                }
             } else if let Some(Reverse(q)) = self.queue.pop() {
                 self.event(q.ev);
             }
