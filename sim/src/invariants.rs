@@ -75,6 +75,11 @@ pub struct StepInfo {
     pub disconnect_all: bool,
     pub outputs: usize,
     pub reports: Vec<StartupReport>,
+    /// Every server's status at the moment each report was emitted (the status before the
+    /// step, updated by the `StatusChanged` events that preceded the report).
+    pub report_status: Vec<Vec<ServerStatus>>,
+    /// Status as of the latest output drained (see `report_status`).
+    pub running_status: Vec<ServerStatus>,
     pub completed: Vec<(CallId, CallOutcome)>,
     /// Violations spotted while draining outputs: (invariant, detail).
     pub output_violations: Vec<(&'static str, String)>,
@@ -381,7 +386,8 @@ pub fn qualified_names_are_valid(ctx: &Ctx) -> Result<(), String> {
 /// cache hit it comes no later than the gate; it never omits a member that had settled.
 pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, "4")?;
-    for r in &ctx.step.reports {
+    for (k, r) in ctx.step.reports.iter().enumerate() {
+        let at_report = ctx.step.report_status.get(k).unwrap_or(&ctx.after.status);
         let Some(round) = ctx.obs.rounds.get(&r.round) else {
             return Err(format!("StartupComplete for unknown round {}", r.round));
         };
@@ -405,7 +411,7 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                 ("pending", r.pending.contains(name)),
             ];
             let hits: Vec<&str> = lists.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
-            let want: &[&str] = match ctx.after.status[i] {
+            let want: &[&str] = match at_report[i] {
                 ServerStatus::Connected => &["connected"],
                 ServerStatus::Disconnected => &["errors"],
                 ServerStatus::Connecting => &["deferred", "pending"],
@@ -413,7 +419,7 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
             if hits.len() != 1 || !want.contains(&hits[0]) {
                 return Err(format!(
                     "round {} report lists {name} under {hits:?}, but it is {:?}",
-                    r.round, ctx.after.status[i]
+                    r.round, at_report[i]
                 ));
             }
         }

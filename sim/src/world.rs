@@ -630,6 +630,7 @@ impl<'a> World<'a> {
         }
         self.step = StepInfo {
             timer: true,
+            running_status: self.view.status.clone(),
             ..StepInfo::default()
         };
         self.m.handle_timeout(now);
@@ -645,7 +646,10 @@ impl<'a> World<'a> {
                 let _ = writeln!(t, "[{:>6}ms] > {line}", now.as_millis());
             });
         }
-        self.step = StepInfo::default();
+        self.step = StepInfo {
+            running_status: self.view.status.clone(),
+            ..StepInfo::default()
+        };
         setup(&mut self.step);
         let round_kind = match &input {
             Input::Connect { servers } | Input::Reload { servers } => Some((
@@ -798,6 +802,8 @@ impl<'a> World<'a> {
             }
             Output::StartupComplete(r) => {
                 self.cov.rounds_reported += 1;
+                let snapshot = self.step.running_status.clone();
+                self.step.report_status.push(snapshot);
                 if !r.deferred.is_empty() {
                     self.cov.deferred_tools_served += 1;
                 }
@@ -833,6 +839,9 @@ impl<'a> World<'a> {
             Output::ToolsChanged { servers } => self.step.tools_changed.extend(servers),
             Output::StatusChanged { server, status } => {
                 self.step.status_events.insert(server.clone(), status);
+                if let Some(&i) = self.obs.index.get(&server) {
+                    self.step.running_status[i] = status;
+                }
                 if status == ServerStatus::Connected {
                     if let Some(c) = self
                         .obs
