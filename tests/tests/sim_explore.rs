@@ -72,7 +72,8 @@ fn previously_failing_seeds_pass() {
     // 1027685: a round's uncached wait and a member's connect timeout fall due at the same
     // instant; the report lists the member as pending, then it fails late (the invariant now
     // compares the report with the status at the moment the report was emitted).
-    for seed in [1_027_685u64] {
+    const SEEDS: &[u64] = &[1_027_685];
+    for &seed in SEEDS {
         let r = run_seed(seed, false);
         assert!(
             r.violation.is_none(),
