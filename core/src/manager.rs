@@ -213,6 +213,82 @@ pub struct ManagerOptions {
     pub max_tool_pages: usize,
     /// Version sent as `clientInfo.version`.
     pub client_version: String,
+    /// Reconnect after an unexpected close (on by default; the seed has none).
+    pub reconnect: ReconnectPolicy,
+    /// Periodic `ping` health checks (off by default).
+    pub health: Option<HealthPolicy>,
+    /// Let `notifications/progress` for a call push its deadline out by its timeout again,
+    /// never past `max_call_time` after the call started. Calls then carry a progress token.
+    pub reset_timeout_on_progress: bool,
+    /// The hard ceiling on a call's total time when progress resets its timeout.
+    pub max_call_time: Duration,
+}
+
+/// Reconnect with backoff: after an unexpected close of a connected server, attempts follow
+/// `initial`, ×2 each time, capped at `max`, each with ±`jitter` from the seeded PRNG. More
+/// than `burst_limit` unexpected closes within `burst_window` trips a breaker: no more
+/// automatic attempts until an explicit `Connect`, `Reload` or `Sync`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReconnectPolicy {
+    pub enabled: bool,
+    pub initial: Duration,
+    pub max: Duration,
+    /// Fraction of each delay drawn at random either way (0.2 = ±20%).
+    pub jitter: f64,
+    pub burst_limit: usize,
+    pub burst_window: Duration,
+    /// Also retry servers that failed before they ever connected (off by default).
+    pub retry_startup_failures: bool,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        ReconnectPolicy {
+            enabled: true,
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(300),
+            jitter: 0.2,
+            burst_limit: 5,
+            burst_window: Duration::from_secs(30),
+            retry_startup_failures: false,
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// The seed's behaviour: never reconnect by itself.
+    pub fn never() -> Self {
+        ReconnectPolicy {
+            enabled: false,
+            ..Default::default()
+        }
+    }
+
+    /// The un-jittered delay before attempt `n` (1-based): initial × 2^(n-1), capped.
+    pub fn base_delay(&self, attempt: u32) -> Duration {
+        let factor = 1u64 << attempt.saturating_sub(1).min(30);
+        let nanos = (self.initial.as_nanos() as u64).saturating_mul(factor);
+        Duration::from_nanos(nanos).min(self.max)
+    }
+}
+
+/// Health checks: a `ping` every `interval`; `misses` unanswered pings in a row (each given
+/// `timeout`) count as a failed connection, which is closed and then reconnected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthPolicy {
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub misses: u32,
+}
+
+impl Default for HealthPolicy {
+    fn default() -> Self {
+        HealthPolicy {
+            interval: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
+            misses: 2,
+        }
+    }
 }
 
 impl Default for ManagerOptions {
@@ -229,6 +305,10 @@ impl Default for ManagerOptions {
             max_frame_len: protocol::DEFAULT_MAX_FRAME_LEN,
             max_tool_pages: protocol::MAX_TOOL_PAGES,
             client_version: env!("CARGO_PKG_VERSION").to_string(),
+            reconnect: ReconnectPolicy::default(),
+            health: None,
+            reset_timeout_on_progress: false,
+            max_call_time: Duration::from_secs(600),
         }
     }
 }
@@ -256,6 +336,10 @@ pub struct ServerState {
     pub protocol_version: Option<String>,
     pub server_name: Option<String>,
     pub server_version: Option<String>,
+    /// The reconnect attempt under way or scheduled (0 when none).
+    pub reconnect_attempt: u32,
+    /// When the next reconnect attempt starts, while one is scheduled.
+    pub next_attempt_at: Option<Instant>,
 }
 
 /// Why the next deadline is due (Firezone style: traces say what a timer is for).
@@ -266,6 +350,9 @@ pub enum TimerReason {
     Connect { server: String, conn: ConnId },
     Request { conn: ConnId, id: u64 },
     Call { call: CallId },
+    Reconnect { server: String, at: Instant },
+    Ping { conn: ConnId },
+    PingTimeout { conn: ConnId, id: u64 },
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,6 +384,8 @@ enum Phase {
     Initializing { conn: ConnId, deadline: Instant },
     /// Initialized, first `tools/list` in flight (pending tool load).
     Listing { conn: ConnId, listing: Listing },
+    /// Waiting to reconnect (or retry) at `at`. Counted as a pending connection.
+    Backoff { at: Instant },
     /// Ready. `refresh` is a re-list in flight; `again` coalesces list_changed notifications
     /// that arrive meanwhile into one more list.
     Connected {
@@ -309,7 +398,7 @@ enum Phase {
 impl Phase {
     fn conn(&self) -> Option<ConnId> {
         match self {
-            Phase::Idle => None,
+            Phase::Idle | Phase::Backoff { .. } => None,
             Phase::Opening { conn, .. }
             | Phase::Initializing { conn, .. }
             | Phase::Listing { conn, .. }
@@ -320,9 +409,10 @@ impl Phase {
     fn status(&self) -> ServerStatus {
         match self {
             Phase::Idle => ServerStatus::Disconnected,
-            Phase::Opening { .. } | Phase::Initializing { .. } | Phase::Listing { .. } => {
-                ServerStatus::Connecting
-            }
+            Phase::Opening { .. }
+            | Phase::Initializing { .. }
+            | Phase::Listing { .. }
+            | Phase::Backoff { .. } => ServerStatus::Connecting,
             Phase::Connected { .. } => ServerStatus::Connected,
         }
     }
@@ -333,12 +423,21 @@ impl Phase {
             Phase::Opening { .. } => "opening",
             Phase::Initializing { .. } => "initializing",
             Phase::Listing { .. } => "listing-tools",
+            Phase::Backoff { .. } => "backoff",
             Phase::Connected { .. } => "connected",
         }
     }
 
     fn is_pending(&self) -> bool {
         self.status() == ServerStatus::Connecting
+    }
+
+    /// An attempt is under way (a startup round waits for these; a backoff does not).
+    fn in_flight(&self) -> bool {
+        matches!(
+            self,
+            Phase::Opening { .. } | Phase::Initializing { .. } | Phase::Listing { .. }
+        )
     }
 }
 
@@ -360,6 +459,12 @@ struct Server {
     /// The startup round this server's current attempt belongs to, while that round is open.
     round: Option<u64>,
     init: Option<InitializeResult>,
+    /// Reconnect attempt number (0: not retrying).
+    retry_attempt: u32,
+    /// Times of unexpected closes of established connections, within the burst window.
+    closes: VecDeque<Instant>,
+    /// Unanswered health pings in a row.
+    ping_misses: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -376,6 +481,7 @@ enum Req {
     Initialize,
     ListTools,
     Call(CallId),
+    Ping,
 }
 
 #[derive(Debug, Clone)]
@@ -401,6 +507,7 @@ struct Call {
     arguments: Option<Value>,
     timeout: Duration,
     deadline: Instant,
+    started: Instant,
     state: CallState,
 }
 
@@ -424,6 +531,12 @@ pub struct Counters {
     pub peer_requests_answered: u64,
     pub gates_by_timer: u64,
     pub uncached_waits_expired: u64,
+    pub reconnects_scheduled: u64,
+    pub reconnects_succeeded: u64,
+    pub breakers_tripped: u64,
+    pub ping_timeouts: u64,
+    pub health_failures: u64,
+    pub progress_resets: u64,
 }
 
 /// The MCP lifecycle manager: a sans-IO state machine.
@@ -540,6 +653,11 @@ impl Manager {
             protocol_version: s.init.as_ref().map(|i| i.protocol_version.clone()),
             server_name: s.init.as_ref().and_then(|i| i.server_name.clone()),
             server_version: s.init.as_ref().and_then(|i| i.server_version.clone()),
+            reconnect_attempt: s.retry_attempt,
+            next_attempt_at: match s.phase {
+                Phase::Backoff { at } => Some(at),
+                _ => None,
+            },
         })
     }
 
@@ -584,28 +702,29 @@ impl Manager {
 
     /// The tool view, ordered by qualified name.
     pub fn tools(&self) -> Vec<Tool> {
-        self.names
-            .iter()
-            .filter_map(|(q, server, raw)| {
-                let s = self.servers.get(server)?;
-                let deferred = s.exposed?;
-                let list = if deferred {
-                    match &s.cache {
-                        CacheState::Hit(t) => t,
-                        _ => return None,
-                    }
-                } else {
-                    &s.tools
-                };
-                let def = list.iter().find(|d| d.name == raw)?;
-                Some(Tool {
-                    qualified_name: q.to_string(),
-                    server: server.to_string(),
-                    def: def.clone(),
-                    deferred,
-                })
-            })
-            .collect()
+        let mut out = Vec::with_capacity(self.names.len());
+        for (name, s) in &self.servers {
+            let Some(deferred) = s.exposed else {
+                continue;
+            };
+            let list = match (&s.cache, deferred) {
+                (CacheState::Hit(t), true) => t,
+                (_, true) => continue,
+                (_, false) => &s.tools,
+            };
+            for def in list {
+                if let Some(q) = self.names.qualified(name, &def.name) {
+                    out.push(Tool {
+                        qualified_name: q.to_string(),
+                        server: name.clone(),
+                        def: def.clone(),
+                        deferred,
+                    });
+                }
+            }
+        }
+        out.sort_unstable_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
+        out
     }
 
     /// Number of tools in the view.
@@ -717,7 +836,7 @@ impl Manager {
                     let waiting = members.iter().any(|m| {
                         self.servers
                             .get(m)
-                            .is_some_and(|s| s.phase.is_pending() && s.round == Some(round))
+                            .is_some_and(|s| s.phase.in_flight() && s.round == Some(round))
                     });
                     if waiting {
                         self.counters.uncached_waits_expired += 1;
@@ -764,6 +883,17 @@ impl Manager {
                     self.fail_server(&server, format!("tools/list timed out after {ms} ms"), true);
                 }
             }
+            TimerReason::Reconnect { server, at } => {
+                let due = matches!(
+                    self.servers.get(&server).map(|s| &s.phase),
+                    Some(Phase::Backoff { at: a }) if *a == at
+                );
+                if due {
+                    self.retry(&server);
+                }
+            }
+            TimerReason::Ping { conn } => self.send_ping(conn),
+            TimerReason::PingTimeout { conn, id } => self.on_ping_timeout(conn, id),
             TimerReason::Call { call } => {
                 let Some(c) = self.calls.get(&call) else {
                     return;
@@ -819,6 +949,9 @@ impl Manager {
                     round.skipped.push(name);
                     continue;
                 }
+                // An explicit connect clears a tripped breaker and the retry ladder.
+                s.closes.clear();
+                s.retry_attempt = 0;
             }
             match self.start_server(spec, Some(round_id)) {
                 Ok(()) => {
@@ -858,6 +991,9 @@ impl Manager {
             ready_at: None,
             round: None,
             init: None,
+            retry_attempt: 0,
+            closes: VecDeque::new(),
+            ping_misses: 0,
         });
         if s.hash != hash {
             s.cache = CacheState::Unknown;
@@ -933,7 +1069,7 @@ impl Manager {
                 let Some(s) = self.servers.get(m) else {
                     continue; // disconnected: settled
                 };
-                if s.round != Some(id) || !s.phase.is_pending() {
+                if s.round != Some(id) || !s.phase.in_flight() {
                     continue;
                 }
                 all_settled = false;
@@ -982,7 +1118,7 @@ impl Manager {
             s.round = None;
             match (&s.phase, &s.cache) {
                 (Phase::Connected { .. }, _) => report.connected.push(m.clone()),
-                (Phase::Idle, _) => {
+                (Phase::Idle | Phase::Backoff { .. }, _) => {
                     let e = s.last_error.clone().unwrap_or_else(|| "failed".into());
                     report.errors.insert(m.clone(), e);
                 }
@@ -1084,6 +1220,7 @@ impl Manager {
                     Some((_, Req::Initialize)) => self.on_initialize(conn, server, result),
                     Some((id, Req::ListTools)) => self.on_list_page(conn, server, id, result),
                     Some((_, Req::Call(call))) => self.on_call_result(call, result),
+                    Some((_, Req::Ping)) => self.on_pong(conn, server),
                 }
             }
             Incoming::Request { id, method, .. } => {
@@ -1114,9 +1251,8 @@ impl Manager {
                     };
                     self.diag(Some(server), lvl, msg);
                 }
-                ServerNotification::Progress { .. }
-                | ServerNotification::Cancelled { .. }
-                | ServerNotification::Other { .. } => {}
+                ServerNotification::Progress { token, .. } => self.on_progress(server, &token),
+                ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
             },
         }
     }
@@ -1296,6 +1432,11 @@ impl Manager {
         s.tools = dedupe(tools);
         s.ready_at = Some(self.now);
         s.last_error = None;
+        s.ping_misses = 0;
+        if s.retry_attempt > 0 {
+            s.retry_attempt = 0;
+            self.counters.reconnects_succeeded += 1;
+        }
         let key = CacheKey {
             server: server.to_string(),
             config_hash: s.hash.clone(),
@@ -1322,6 +1463,10 @@ impl Manager {
             self.out.push_back(Output::ToolsChanged {
                 servers: vec![server.to_string()],
             });
+        }
+        if let Some(h) = &self.opts.health {
+            let at = self.now + h.interval;
+            self.arm(at, TimerReason::Ping { conn });
         }
         self.flush_waiting_calls(server, conn);
     }
@@ -1359,10 +1504,17 @@ impl Manager {
     }
 
     fn on_list_changed(&mut self, server: &str) {
-        if matches!(
-            self.servers.get(server).map(|s| &s.phase),
-            Some(Phase::Connected { .. })
-        ) {
+        let Some(s) = self.servers.get(server) else {
+            return;
+        };
+        let declared = s.init.as_ref().is_some_and(|i| i.tools_list_changed);
+        if !declared {
+            self.diag(
+                Some(server),
+                Level::Debug,
+                "ignored tools/list_changed: the server did not declare tools.listChanged".into(),
+            );
+        } else if matches!(s.phase, Phase::Connected { .. }) {
             self.refresh(server);
         }
     }
@@ -1441,13 +1593,68 @@ impl Manager {
     /// The server's current attempt failed. `close`: also close the transport (false when the
     /// shell reported it gone). Withdraws its tools, fails its calls, reports the error once.
     fn fail_server(&mut self, server: &str, error: String, close: bool) {
+        let policy = self.opts.reconnect.clone();
+        let now = self.now;
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
         let was_connected = matches!(s.phase, Phase::Connected { .. });
+        let retrying = s.retry_attempt > 0;
         let in_round = s.round.is_some();
         s.last_error = Some(error.clone());
-        self.stop_attempt(server, close, &format!("MCP error: {error}"));
+        let call_error = format!("MCP error: {error}");
+        if policy.enabled && was_connected {
+            // An unexpected close of an established connection: reconnect, unless the
+            // server is flapping.
+            s.closes.push_back(now);
+            while s
+                .closes
+                .front()
+                .is_some_and(|t| now.saturating_duration_since(*t) > policy.burst_window)
+            {
+                s.closes.pop_front();
+            }
+            if s.closes.len() > policy.burst_limit {
+                let n = s.closes.len();
+                s.closes.clear();
+                s.retry_attempt = 0;
+                let msg = format!(
+                    "{error}; automatic reconnects stopped after {n} unexpected closes within {} s (connect, reload or sync to try again)",
+                    policy.burst_window.as_secs()
+                );
+                s.last_error = Some(msg.clone());
+                self.counters.breakers_tripped += 1;
+                self.stop_attempt(server, close, &call_error);
+                self.diag(Some(server), Level::Error, msg);
+                return;
+            }
+            let delay = self.schedule_retry(server, 1, close, &call_error);
+            self.diag(
+                Some(server),
+                Level::Warn,
+                format!(
+                    "connection lost: {error}; reconnecting in {} ms (attempt 1)",
+                    delay.as_millis()
+                ),
+            );
+            return;
+        }
+        if policy.enabled && (retrying || policy.retry_startup_failures) {
+            let attempt = s.retry_attempt + 1;
+            let delay = self.schedule_retry(server, attempt, close, &call_error);
+            if !in_round {
+                self.diag(
+                    Some(server),
+                    Level::Warn,
+                    format!(
+                        "attempt failed: {error}; retrying in {} ms (attempt {attempt})",
+                        delay.as_millis()
+                    ),
+                );
+            }
+            return;
+        }
+        self.stop_attempt(server, close, &call_error);
         if !in_round {
             // After the gate: a late failure (or a dropped connection) is logged once here;
             // its transport is gone, so nothing about this attempt is reported again.
@@ -1461,9 +1668,76 @@ impl Manager {
         }
     }
 
+    /// Drop the current attempt but keep the server: its live tools turn deferred (from its
+    /// last list), calls waiting for it keep waiting, calls sent on the dead connection fail.
+    /// Attempt `attempt` starts after the jittered ladder delay.
+    fn schedule_retry(
+        &mut self,
+        server: &str,
+        attempt: u32,
+        close: bool,
+        call_error: &str,
+    ) -> Duration {
+        self.drop_conn(server, close, call_error, true);
+        let live = self
+            .servers
+            .get(server)
+            .is_some_and(|s| s.exposed == Some(false));
+        if live {
+            self.expose(server, true);
+            if self.servers.get(server).is_some_and(|s| s.round.is_none()) {
+                self.out.push_back(Output::ToolsChanged {
+                    servers: vec![server.to_string()],
+                });
+            }
+        }
+        let policy = &self.opts.reconnect;
+        let base = policy.base_delay(attempt);
+        let jitter = policy.jitter.clamp(0.0, 1.0);
+        let factor = 1.0 - jitter + 2.0 * jitter * self.rng.next_f64();
+        let delay = Duration::from_nanos((base.as_nanos() as f64 * factor) as u64);
+        let at = self.now + delay;
+        if let Some(s) = self.servers.get_mut(server) {
+            s.retry_attempt = attempt;
+        }
+        self.counters.reconnects_scheduled += 1;
+        self.set_phase(server, Phase::Backoff { at });
+        self.arm(
+            at,
+            TimerReason::Reconnect {
+                server: server.to_string(),
+                at,
+            },
+        );
+        delay
+    }
+
+    /// Start the next attempt of a server waiting in backoff.
+    fn retry(&mut self, server: &str) {
+        let Some(spec) = self.servers.get(server).map(|s| s.spec.clone()) else {
+            return;
+        };
+        let attempt = self.servers.get(server).map_or(0, |s| s.retry_attempt);
+        if let Err(e) = self.start_server(spec, None) {
+            self.stop_attempt(server, false, &format!("MCP error: {e}"));
+            return;
+        }
+        if let Some(s) = self.servers.get_mut(server) {
+            s.retry_attempt = attempt;
+        }
+    }
+
     /// Tear down the current attempt: close the transport if asked, fail its calls with
     /// `call_error`, withdraw its tools, go idle.
     fn stop_attempt(&mut self, server: &str, close: bool, call_error: &str) {
+        self.drop_conn(server, close, call_error, false);
+        self.withdraw(server);
+        self.set_phase(server, Phase::Idle);
+    }
+
+    /// Forget the current connection (closing it if asked) and fail the calls that depend on
+    /// it; with `keep_waiting`, calls still waiting for a connection stay.
+    fn drop_conn(&mut self, server: &str, close: bool, call_error: &str, keep_waiting: bool) {
         let Some(s) = self.servers.get(server) else {
             return;
         };
@@ -1490,17 +1764,118 @@ impl Manager {
                 );
             }
         }
+        if let Phase::Backoff { at } = phase {
+            self.disarm(
+                at,
+                TimerReason::Reconnect {
+                    server: server.to_string(),
+                    at,
+                },
+            );
+        }
         let calls: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.server == server)
+            .filter(|(_, c)| {
+                c.server == server && !(keep_waiting && matches!(c.state, CallState::Waiting))
+            })
             .map(|(id, _)| *id)
             .collect();
         for call in calls {
             self.complete_call(call, CallOutcome::Err(call_error.to_string()));
         }
-        self.withdraw(server);
-        self.set_phase(server, Phase::Idle);
+    }
+
+    // ----- health -----------------------------------------------------------------------------
+
+    fn current_conn_of(&self, conn: ConnId) -> Option<String> {
+        let server = self.conns.get(&conn)?.server.clone();
+        let s = self.servers.get(&server)?;
+        matches!(s.phase, Phase::Connected { conn: c, .. } if c == conn).then_some(server)
+    }
+
+    fn send_ping(&mut self, conn: ConnId) {
+        let Some(h) = self.opts.health.clone() else {
+            return;
+        };
+        if self.current_conn_of(conn).is_none() {
+            return;
+        }
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let (id, frame) = c.tracker.start("ping", None, Req::Ping);
+        self.send(conn, frame);
+        self.arm(self.now + h.timeout, TimerReason::PingTimeout { conn, id });
+    }
+
+    fn on_pong(&mut self, conn: ConnId, server: &str) {
+        if let Some(s) = self.servers.get_mut(server) {
+            s.ping_misses = 0;
+        }
+        if let Some(h) = &self.opts.health {
+            let at = self.now + h.interval;
+            self.arm(at, TimerReason::Ping { conn });
+        }
+    }
+
+    fn on_ping_timeout(&mut self, conn: ConnId, id: u64) {
+        let Some(server) = self.current_conn_of(conn) else {
+            return;
+        };
+        let pending = self
+            .conns
+            .get_mut(&conn)
+            .and_then(|c| c.tracker.forget(id))
+            .is_some();
+        if !pending {
+            return; // answered in time
+        }
+        self.counters.ping_timeouts += 1;
+        let limit = self.opts.health.as_ref().map_or(2, |h| h.misses.max(1));
+        let misses = match self.servers.get_mut(&server) {
+            Some(s) => {
+                s.ping_misses += 1;
+                s.ping_misses
+            }
+            None => return,
+        };
+        if misses >= limit {
+            self.counters.health_failures += 1;
+            self.fail_server(
+                &server,
+                format!("health check failed: {misses} pings in a row went unanswered"),
+                true,
+            );
+        } else {
+            self.send_ping(conn);
+        }
+    }
+
+    /// Progress for a call pushes its deadline out (when enabled), never past the ceiling.
+    fn on_progress(&mut self, server: &str, token: &Value) {
+        if !self.opts.reset_timeout_on_progress {
+            return;
+        }
+        let Some(call) = token.as_u64().map(CallId) else {
+            return;
+        };
+        let max = self.opts.max_call_time;
+        let now = self.now;
+        let Some(c) = self.calls.get_mut(&call) else {
+            return;
+        };
+        if c.server != server || !matches!(c.state, CallState::Sent { .. }) {
+            return;
+        }
+        let new = (now + c.timeout).min(c.started + max);
+        if new > c.deadline {
+            let old = c.deadline;
+            c.deadline = new;
+            self.disarm(old, TimerReason::Call { call });
+            self.arm(new, TimerReason::Call { call });
+            self.counters.progress_resets += 1;
+        }
     }
 
     fn disarm_request(&mut self, conn: ConnId, id: u64) {
@@ -1632,16 +2007,18 @@ impl Manager {
         };
         let timeout = timeout.unwrap_or(self.opts.call_timeout);
         let deadline = self.now + timeout;
-        let phase = self.servers.get(&server).map(|s| s.phase.clone());
-        let state = match phase {
-            Some(Phase::Connected { conn, .. }) => {
-                match self.send_call(conn, call, &raw, arguments.as_ref()) {
-                    Some(req) => CallState::Sent { conn, req },
-                    None => return,
-                }
-            }
+        // Ok(conn): send now; Err(true): wait; Err(false): fail.
+        let target = self.servers.get(&server).map(|s| match s.phase {
+            Phase::Connected { conn, .. } => Ok(conn),
+            ref p => Err(p.is_pending()),
+        });
+        let (state, arguments) = match target {
+            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments) {
+                Some(req) => (CallState::Sent { conn, req }, None),
+                None => return,
+            },
             // A deferred tool: wait for the connection (the seed's waitForConnection).
-            Some(p) if p.is_pending() => CallState::Waiting,
+            Some(Err(true)) => (CallState::Waiting, arguments),
             _ => {
                 self.out.push_back(Output::CallCompleted {
                     call,
@@ -1660,6 +2037,7 @@ impl Manager {
                 arguments,
                 timeout,
                 deadline,
+                started: self.now,
                 state,
             },
         );
@@ -1671,14 +2049,14 @@ impl Manager {
         conn: ConnId,
         call: CallId,
         raw: &str,
-        arguments: Option<&Value>,
+        arguments: Option<Value>,
     ) -> Option<u64> {
         let c = self.conns.get_mut(&conn)?;
-        let (req, frame) = c.tracker.start(
-            "tools/call",
-            Some(protocol::call_tool_params(raw, arguments)),
-            Req::Call(call),
-        );
+        let mut params = protocol::call_tool_params(raw, arguments);
+        if self.opts.reset_timeout_on_progress {
+            params["_meta"] = serde_json::json!({ "progressToken": call.0 });
+        }
+        let (req, frame) = c.tracker.start("tools/call", Some(params), Req::Call(call));
         self.out.push_back(Output::Send { conn, frame });
         Some(req)
     }
@@ -1707,8 +2085,9 @@ impl Manager {
                 self.complete_call(call, CallOutcome::Err(msg));
                 continue;
             }
-            let (raw, args) = (c.tool.clone(), c.arguments.clone());
-            if let Some(req) = self.send_call(conn, call, &raw, args.as_ref()) {
+            let raw = c.tool.clone();
+            let args = self.calls.get_mut(&call).and_then(|c| c.arguments.take());
+            if let Some(req) = self.send_call(conn, call, &raw, args) {
                 self.counters.deferred_calls_sent += 1;
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.state = CallState::Sent { conn, req };

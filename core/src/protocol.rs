@@ -7,6 +7,7 @@
 
 use crate::tool::{ToolDef, ToolResult};
 use bytes::Bytes;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -115,7 +116,7 @@ pub fn decode(frame: &[u8], max_len: usize) -> Result<Incoming, DecodeError> {
     }
     let value: Value =
         serde_json::from_slice(frame).map_err(|e| DecodeError::NotJson(e.to_string()))?;
-    let obj = match value {
+    let mut obj = match value {
         Value::Object(o) => o,
         Value::Array(_) => return Err(DecodeError::Batch),
         other => {
@@ -130,23 +131,25 @@ pub fn decode(frame: &[u8], max_len: usize) -> Result<Incoming, DecodeError> {
             "missing \"jsonrpc\": \"2.0\"".into(),
         ));
     }
-    match (obj.get("method"), obj.get("id")) {
+    // The frame's object is ours: move its parts out rather than deep-cloning them (a
+    // `tools/list` result is the whole tool list).
+    match (obj.remove("method"), obj.remove("id")) {
         (Some(Value::String(method)), Some(id)) if !id.is_null() => Ok(Incoming::Request {
-            id: PeerRequestId(id.clone()),
-            method: method.clone(),
-            params: obj.get("params").cloned().unwrap_or(Value::Null),
+            id: PeerRequestId(id),
+            method,
+            params: obj.remove("params").unwrap_or(Value::Null),
         }),
         (Some(Value::String(method)), _) => Ok(Incoming::Notification(decode_notification(
-            method,
+            &method,
             obj.get("params").unwrap_or(&Value::Null),
         ))),
         (Some(_), _) => Err(DecodeError::NotJsonRpc("\"method\" is not a string".into())),
         (None, id) => {
-            let id = id.and_then(id_as_u64);
+            let id = id.as_ref().and_then(id_as_u64);
             let result = if let Some(err) = obj.get("error") {
                 Err(decode_rpc_error(err))
-            } else if let Some(result) = obj.get("result") {
-                Ok(result.clone())
+            } else if let Some(result) = obj.remove("result") {
+                Ok(result)
             } else {
                 return Err(DecodeError::NotJsonRpc(
                     "neither \"method\", \"result\" nor \"error\"".into(),
@@ -235,14 +238,24 @@ fn to_frame(value: &Value) -> Bytes {
 
 /// A request frame.
 pub fn encode_request(id: u64, method: &str, params: Option<Value>) -> Bytes {
-    let mut obj = Map::new();
-    obj.insert("jsonrpc".into(), json!("2.0"));
-    obj.insert("id".into(), json!(id));
-    obj.insert("method".into(), json!(method));
-    if let Some(p) = params {
-        obj.insert("params".into(), p);
+    /// Serialized directly (no intermediate `Map`). Fields in the order a `Map` sorts its keys,
+    /// so the bytes are the same as before.
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        id: u64,
+        jsonrpc: &'static str,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<Value>,
     }
-    to_frame(&Value::Object(obj))
+    let req = Request {
+        id,
+        jsonrpc: "2.0",
+        method,
+        params,
+    };
+    // Serializing these fields cannot fail.
+    Bytes::from(serde_json::to_vec(&req).unwrap_or_default())
 }
 
 /// A notification frame.
@@ -376,7 +389,8 @@ pub fn parse_list_tools_result(v: &Value) -> Result<ToolsPage, ProtocolError> {
     let mut out = Vec::with_capacity(tools.len());
     let mut skipped = Vec::new();
     for t in tools {
-        match serde_json::from_value::<ToolDef>(t.clone()) {
+        // Deserialize from the borrowed value: no deep clone of each definition.
+        match ToolDef::deserialize(t) {
             Ok(def) if !def.name.is_empty() => out.push(def),
             _ => skipped.push(
                 t.get("name")
@@ -404,15 +418,15 @@ pub fn parse_list_tools_result(v: &Value) -> Result<ToolsPage, ProtocolError> {
 }
 
 /// `tools/call` params; arguments default to `{}`.
-pub fn call_tool_params(name: &str, arguments: Option<&Value>) -> Value {
+pub fn call_tool_params(name: &str, arguments: Option<Value>) -> Value {
     json!({
         "name": name,
-        "arguments": arguments.cloned().unwrap_or_else(|| json!({})),
+        "arguments": arguments.unwrap_or_else(|| json!({})),
     })
 }
 
 pub fn parse_call_tool_result(v: &Value) -> Result<ToolResult, ProtocolError> {
-    serde_json::from_value(v.clone()).map_err(|e| malformed("tools/call", e.to_string()))
+    ToolResult::deserialize(v).map_err(|e| malformed("tools/call", e.to_string()))
 }
 
 /// The answer to a server→client request: `ping` → `{}`, `roots/list` → the roots, anything

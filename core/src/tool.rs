@@ -2,29 +2,34 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// A tool as a server lists it in `tools/list` (and as the cache stores it).
+///
+/// The bulky parts (description, schemas, annotations) are shared (`Arc`), so the copies the
+/// view, the cache and the startup report hold of a tool cost a few reference counts, not a
+/// deep copy of its JSON schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub description: Option<Arc<str>>,
     #[serde(rename = "inputSchema", default = "default_schema")]
-    pub input_schema: Value,
+    pub input_schema: Arc<Value>,
     #[serde(
         rename = "outputSchema",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Arc<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
+    pub annotations: Option<Arc<Value>>,
 }
 
-fn default_schema() -> Value {
-    serde_json::json!({"type": "object"})
+fn default_schema() -> Arc<Value> {
+    Arc::new(serde_json::json!({"type": "object"}))
 }
 
 impl ToolDef {
@@ -173,7 +178,7 @@ mod tests {
     #[test]
     fn tool_def_defaults_schema_and_keeps_fields() {
         let t: ToolDef = serde_json::from_value(json!({"name": "x", "description": "d"})).unwrap();
-        assert_eq!(t.input_schema, json!({"type": "object"}));
+        assert_eq!(*t.input_schema, json!({"type": "object"}));
         assert_eq!(t.description.as_deref(), Some("d"));
     }
 }

@@ -1,4 +1,27 @@
-//! Switchboard's smol shell: runs the sans-IO core against real processes, files and the
-//! clock. (Filled in by the shell issue.)
+//! Switchboard: run many MCP servers for an agent runtime.
+//!
+//! This crate is the smol shell around the sans-IO core ([`core`], crate
+//! `switchboard-core`): it runs the core's decisions against real processes, files and the
+//! clock, and offers the async library API — [`Builder`] and [`Switchboard`]. It works from
+//! any executor; the examples use `smol::block_on`.
+//!
+//! - [`driver`]-internal: one task owns the core `Manager`, performs its commands, and feeds
+//!   back what it observes.
+//! - [`stdio`]: child processes in their own process groups, newline-delimited JSON, the MCP
+//!   close sequence, and a synchronous kill of every group when the handle is dropped.
+//! - [`cache`]: the on-disk tool cache (atomic writes, TTL, config-hash keyed).
+//! - [`discovery`]: where each client keeps its MCP config.
+//! - [`secrets`]: `!command` values and the credential provider.
 
 pub use switchboard_core as core;
+
+mod api;
+pub mod cache;
+pub mod discovery;
+mod driver;
+pub mod secrets;
+pub mod stdio;
+
+pub use api::{Builder, Error, ServerSource, Switchboard};
+pub use driver::Event;
+pub use switchboard_core::{ServerState, ServerStatus, StartupReport, Tool, ToolResult};

@@ -414,6 +414,15 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
             let want: &[&str] = match at_report[i] {
                 ServerStatus::Connected => &["connected"],
                 ServerStatus::Disconnected => &["errors"],
+                // Waiting to reconnect after its attempt in this round failed: an error.
+                ServerStatus::Connecting
+                    if ctx
+                        .m
+                        .server_state(name)
+                        .is_some_and(|s| s.phase == "backoff") =>
+                {
+                    &["errors"]
+                }
                 ServerStatus::Connecting => &["deferred", "pending"],
             };
             if hits.len() != 1 || !want.contains(&hits[0]) {

@@ -1,10 +1,22 @@
 //! The one test binary: integration, property and snapshot tests. Each module protects one
 //! area; snapshots live in the top-level `snapshots/` folder.
 
-mod core_traces;
-mod script;
 mod sim_explore;
 mod sim_fuzz_corpus;
 mod sim_prop;
 mod sim_snapshots;
 mod support;
+
+mod config;
+mod core_traces;
+mod demo_server;
+mod discovery;
+mod disk_cache;
+mod names;
+mod peers;
+mod policies;
+mod protocol;
+mod script;
+mod secrets;
+mod shell;
+mod stdio;

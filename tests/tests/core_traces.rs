@@ -231,7 +231,12 @@ fn seed_late_background_failure_is_logged_once_and_withdraws_deferred_tools() {
 
 #[test]
 fn seed_dropped_transport_fails_calls_and_leaves_the_server_disconnected() {
-    let mut s = Script::new();
+    // The seed's behaviour: no automatic reconnect (ours is a policy, on by default; see
+    // `policies.rs` for the reconnect traces).
+    let mut s = Script::with(ManagerOptions {
+        reconnect: switchboard_core::manager::ReconnectPolicy::never(),
+        ..opts()
+    });
     s.at(
         0,
         Input::Connect {

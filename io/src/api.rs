@@ -1,0 +1,453 @@
+//! The library handle: [`Switchboard`] and its [`Builder`].
+
+use crate::cache::ToolCache;
+use crate::driver::{Clock, Driver, DriverConfig, Event, Request, Shared};
+use crate::secrets::CredentialProvider;
+use crate::stdio::{ProcessRegistry, StdioOptions};
+use async_channel::{Receiver, Sender};
+use serde_json::Value;
+use smol::Task;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use switchboard_core::config::ServerSpec;
+use switchboard_core::manager::{CallId, CallOutcome, Input, Manager, ManagerOptions};
+use switchboard_core::protocol::Root;
+use switchboard_core::{NamingScheme, ServerState, ServerStatus, StartupReport, Tool, ToolResult};
+
+/// Where the server set comes from.
+#[derive(Debug, Clone)]
+pub enum ServerSource {
+    /// A fixed list (the embedder did its own discovery).
+    Specs(Vec<ServerSpec>),
+    /// Discover from the usual config files (see [`crate::discovery`]).
+    Discover(crate::discovery::DiscoveryOptions),
+}
+
+/// Errors of the library API. Per-server failures are never errors here: they are in the
+/// [`StartupReport`] and in [`Switchboard::server_state`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("the switchboard has shut down")]
+    Stopped,
+    #[error("{0}")]
+    Call(String),
+    #[error("the call was cancelled")]
+    Cancelled,
+}
+
+/// Builds a [`Switchboard`]. Every setting has the seed's default.
+pub struct Builder {
+    source: ServerSource,
+    options: ManagerOptions,
+    cache_dir: Option<PathBuf>,
+    no_cache: bool,
+    stdio: StdioOptions,
+    credentials: Option<Arc<dyn CredentialProvider>>,
+    env: Option<BTreeMap<String, String>>,
+}
+
+impl Builder {
+    /// Run exactly these servers.
+    pub fn servers(servers: Vec<ServerSpec>) -> Self {
+        Self::with_source(ServerSource::Specs(servers))
+    }
+
+    /// Discover servers from config files.
+    pub fn discover(options: crate::discovery::DiscoveryOptions) -> Self {
+        Self::with_source(ServerSource::Discover(options))
+    }
+
+    fn with_source(source: ServerSource) -> Self {
+        Builder {
+            source,
+            options: ManagerOptions::default(),
+            cache_dir: None,
+            no_cache: false,
+            stdio: StdioOptions::default(),
+            credentials: None,
+            env: None,
+        }
+    }
+
+    /// The working directory of stdio servers whose config sets none.
+    pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.stdio.default_cwd = Some(dir.into());
+        self
+    }
+
+    /// Keep the tool cache here instead of `$XDG_CACHE_HOME/switchboard/tools`.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// No tool cache: nothing read, nothing written (no deferred tools either).
+    pub fn no_cache(mut self) -> Self {
+        self.no_cache = true;
+        self
+    }
+
+    /// The startup gate (default 250 ms).
+    pub fn gate(mut self, gate: Duration) -> Self {
+        self.options.gate = gate;
+        self
+    }
+
+    /// Bound the wait for uncached servers past the gate (default: wait until they settle).
+    pub fn uncached_wait(mut self, wait: Duration) -> Self {
+        self.options.uncached_wait = Some(wait);
+        self
+    }
+
+    /// Default per-call timeout (60 s).
+    pub fn call_timeout(mut self, t: Duration) -> Self {
+        self.options.call_timeout = t;
+        self
+    }
+
+    /// Timeout of `tools/list` pages and other requests after `initialize` (30 s).
+    pub fn request_timeout(mut self, t: Duration) -> Self {
+        self.options.request_timeout = t;
+        self
+    }
+
+    pub fn naming(mut self, scheme: NamingScheme) -> Self {
+        self.options.naming = scheme;
+        self
+    }
+
+    /// Roots answered to `roots/list`.
+    pub fn roots(mut self, roots: Vec<Root>) -> Self {
+        self.options.roots = roots;
+        self
+    }
+
+    pub fn credential_provider(mut self, p: Arc<dyn CredentialProvider>) -> Self {
+        self.credentials = Some(p);
+        self
+    }
+
+    /// Variables for `${VAR}` expansion (default: the process environment).
+    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// Tuning of stdio transports (frame limit, close waits).
+    pub fn stdio_options(mut self, o: StdioOptions) -> Self {
+        self.stdio = o;
+        self
+    }
+
+    /// Seed of the core's PRNG (reconnect jitter).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.options.seed = seed;
+        self
+    }
+
+    /// Full access to the core's policies.
+    pub fn manager_options(mut self, f: impl FnOnce(&mut ManagerOptions)) -> Self {
+        f(&mut self.options);
+        self
+    }
+
+    /// Start the driver, connect every server, and return at the startup gate.
+    pub async fn start(self) -> Result<(Switchboard, StartupReport), Error> {
+        let mut options = self.options;
+        options.env = self.env.unwrap_or_else(|| std::env::vars().collect());
+        let cache = if self.no_cache {
+            None
+        } else {
+            match self.cache_dir {
+                Some(d) => Some(ToolCache::new(d)),
+                None => ToolCache::in_default_dir(),
+            }
+        };
+        let (servers, discovery) = match &self.source {
+            ServerSource::Specs(s) => (s.clone(), None),
+            ServerSource::Discover(o) => {
+                let d = crate::discovery::discover(o);
+                (d.servers.clone(), Some(d))
+            }
+        };
+        let registry = ProcessRegistry::new();
+        let clock = Clock::new();
+        let manager = Manager::new(options, clock.now());
+        let (req_tx, req_rx) = async_channel::unbounded();
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let subscribers = Arc::new(Mutex::new(Vec::new()));
+        let driver = Driver::new(
+            manager,
+            clock,
+            DriverConfig {
+                stdio: self.stdio,
+                cache,
+                credentials: self.credentials,
+                registry: registry.clone(),
+            },
+            shared.clone(),
+            subscribers.clone(),
+            req_rx,
+        );
+        let task = smol::spawn(driver.run());
+        let sb = Switchboard {
+            inner: Arc::new(Inner {
+                requests: req_tx,
+                shared,
+                subscribers,
+                registry,
+                next_call: AtomicU64::new(1),
+                source: Mutex::new(self.source),
+                discovery: Mutex::new(discovery),
+                driver: Mutex::new(Some(task)),
+            }),
+        };
+        let report = sb.connect_round(Input::Connect { servers }).await?;
+        Ok((sb, report))
+    }
+}
+
+struct Inner {
+    requests: Sender<Request>,
+    shared: Arc<Mutex<Shared>>,
+    subscribers: Arc<Mutex<Vec<Sender<Event>>>>,
+    registry: ProcessRegistry,
+    next_call: AtomicU64,
+    source: Mutex<ServerSource>,
+    discovery: Mutex<Option<crate::discovery::Discovered>>,
+    driver: Mutex<Option<Task<()>>>,
+}
+
+impl Drop for Inner {
+    /// The last handle is gone without `shutdown()`: kill every child process group now,
+    /// synchronously — never rely on a runtime that may already be gone.
+    fn drop(&mut self) {
+        self.registry.kill_all_now();
+        if let Ok(mut d) = self.driver.lock() {
+            if let Some(task) = d.take() {
+                // Let the driver finish its own teardown if an executor is still running.
+                task.detach();
+            }
+        }
+    }
+}
+
+/// A running set of MCP servers. Cheap to clone; clones share one set of connections
+/// (subagents and tasks share the parent's, as the seed's task executor does).
+///
+/// ```no_run
+/// use switchboard::{Builder, core::config::{ServerConfig, ServerSpec}};
+/// smol::block_on(async {
+///     let spec = ServerSpec::new("everything", ServerConfig::stdio("npx", &["-y", "@modelcontextprotocol/server-everything"]));
+///     let (sb, report) = Builder::servers(vec![spec]).start().await.unwrap();
+///     println!("{} tools after {:?}", report.tools.len(), report.elapsed);
+///     let result = sb.call("mcp_everything_echo", serde_json::json!({"message": "hi"})).await;
+///     println!("{:?}", result.map(|r| r.render_text()));
+///     sb.shutdown().await;
+/// });
+/// ```
+#[derive(Clone)]
+pub struct Switchboard {
+    inner: Arc<Inner>,
+}
+
+/// Cancels the call when dropped before it completed.
+struct CallGuard<'a> {
+    sb: &'a Switchboard,
+    call: CallId,
+    done: bool,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self
+                .sb
+                .inner
+                .requests
+                .try_send(Request::Input(Input::CancelCall { call: self.call }));
+        }
+    }
+}
+
+impl Switchboard {
+    async fn connect_round(&self, input: Input) -> Result<StartupReport, Error> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.inner
+            .requests
+            .send(Request::Connect { input, reply: tx })
+            .await
+            .map_err(|_| Error::Stopped)?;
+        rx.recv().await.map_err(|_| Error::Stopped)
+    }
+
+    fn send(&self, input: Input) -> Result<(), Error> {
+        self.inner
+            .requests
+            .try_send(Request::Input(input))
+            .map_err(|_| Error::Stopped)
+    }
+
+    /// The tool view (live and deferred marked), ordered by qualified name.
+    pub fn tools(&self) -> Arc<Vec<Tool>> {
+        self.inner
+            .shared
+            .lock()
+            .map(|s| s.tools.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every known server's state.
+    pub fn servers(&self) -> Vec<ServerState> {
+        self.inner
+            .shared
+            .lock()
+            .map(|s| s.servers.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn server_state(&self, name: &str) -> Option<ServerState> {
+        self.servers().into_iter().find(|s| s.name == name)
+    }
+
+    pub fn status(&self, name: &str) -> ServerStatus {
+        self.server_state(name)
+            .map_or(ServerStatus::Disconnected, |s| s.status)
+    }
+
+    /// What discovery found (sources read, shadowed entries, config errors), if the server set
+    /// came from discovery.
+    pub fn discovery(&self) -> Option<crate::discovery::Discovered> {
+        self.inner.discovery.lock().ok().and_then(|d| d.clone())
+    }
+
+    /// Call a tool by qualified name with the default timeout. Waits for a deferred tool's
+    /// server. A result with `isError` is `Ok`; transport and protocol failures are `Err`.
+    pub async fn call(&self, tool: &str, arguments: Value) -> Result<ToolResult, Error> {
+        self.call_with_timeout(tool, arguments, None).await
+    }
+
+    /// [`call`](Self::call) with its own timeout. Dropping the future cancels the call and
+    /// sends `notifications/cancelled` to the server.
+    pub async fn call_with_timeout(
+        &self,
+        tool: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+    ) -> Result<ToolResult, Error> {
+        let call = CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = async_channel::bounded(1);
+        self.inner
+            .requests
+            .send(Request::Call {
+                call,
+                tool: tool.to_string(),
+                arguments: Some(arguments),
+                timeout,
+                reply: tx,
+            })
+            .await
+            .map_err(|_| Error::Stopped)?;
+        let mut guard = CallGuard {
+            sb: self,
+            call,
+            done: false,
+        };
+        let outcome = rx.recv().await;
+        guard.done = true;
+        match outcome {
+            Ok(CallOutcome::Ok(r)) => Ok(r),
+            Ok(CallOutcome::Err(e)) => Err(Error::Call(e)),
+            Ok(CallOutcome::Cancelled) => Err(Error::Cancelled),
+            Err(_) => Err(Error::Stopped),
+        }
+    }
+
+    /// Disconnect one server: close its transport, withdraw its tools, fail its calls.
+    pub async fn disconnect(&self, name: &str) -> Result<(), Error> {
+        self.send(Input::Disconnect {
+            server: name.to_string(),
+        })
+    }
+
+    /// Disconnect every server (pending ones too).
+    pub async fn disconnect_all(&self) -> Result<(), Error> {
+        self.send(Input::DisconnectAll)
+    }
+
+    /// Re-discover (when the set came from discovery), disconnect all, connect the new set;
+    /// returns at the gate.
+    pub async fn reload(&self) -> Result<StartupReport, Error> {
+        let source = self
+            .inner
+            .source
+            .lock()
+            .map(|s| s.clone())
+            .map_err(|_| Error::Stopped)?;
+        let servers = match source {
+            ServerSource::Specs(s) => s,
+            ServerSource::Discover(o) => {
+                let d = blocking::unblock(move || crate::discovery::discover(&o)).await;
+                let servers = d.servers.clone();
+                if let Ok(mut slot) = self.inner.discovery.lock() {
+                    *slot = Some(d);
+                }
+                servers
+            }
+        };
+        self.connect_round(Input::Reload { servers }).await
+    }
+
+    /// Connect more servers (skipping those already connected or pending); returns at the gate.
+    pub async fn connect(&self, servers: Vec<ServerSpec>) -> Result<StartupReport, Error> {
+        self.connect_round(Input::Connect { servers }).await
+    }
+
+    /// Reconcile to this set: start new servers, restart changed ones, stop removed ones.
+    pub async fn sync(&self, servers: Vec<ServerSpec>) -> Result<(), Error> {
+        self.send(Input::Sync { servers })
+    }
+
+    /// Re-list one server's tools.
+    pub async fn refresh_tools(&self, name: &str) -> Result<(), Error> {
+        self.send(Input::RefreshTools {
+            server: name.to_string(),
+        })
+    }
+
+    /// A stream of tool changes, status changes, diagnostics and startup reports.
+    pub fn events(&self) -> Receiver<Event> {
+        let (tx, rx) = async_channel::unbounded();
+        if let Ok(mut subs) = self.inner.subscribers.lock() {
+            subs.push(tx);
+        }
+        rx
+    }
+
+    /// Close every transport (stdin, SIGTERM, SIGKILL to each process group) and return when
+    /// every process is reaped.
+    pub async fn shutdown(&self) {
+        let (tx, rx) = async_channel::bounded(1);
+        if self
+            .inner
+            .requests
+            .send(Request::Shutdown { reply: tx })
+            .await
+            .is_ok()
+        {
+            let _ = rx.recv().await;
+        }
+        let task = self.inner.driver.lock().ok().and_then(|mut d| d.take());
+        if let Some(task) = task {
+            task.await;
+        }
+    }
+
+    /// Process ids of every live child process group (for tests and `status`).
+    pub fn live_processes(&self) -> Vec<u32> {
+        self.inner.registry.pids()
+    }
+}

@@ -1,0 +1,751 @@
+//! `mcp-demo-server`: a small, standalone stdio MCP server used by the integration tests, the
+//! demo and the benchmarks.
+//!
+//! It is deliberately independent of `switchboard-core`: it is a second implementation of the
+//! protocol (newline-delimited JSON-RPC 2.0 over stdin/stdout, MCP 2025-11-25), so it checks our
+//! client instead of agreeing with it by construction. Logs go to stderr only. Every fault the
+//! client must survive (slow, failing, hanging, crashing, stalling, noisy, oversized, stubborn,
+//! leaking a grandchild, changing its tool list) is a command-line flag; see `--help`.
+//!
+//! Concurrency: the main thread reads stdin; each `tools/call` (and each delayed answer) runs on
+//! its own thread, so a long `sleep` never blocks `echo` or `ping`. Writes to stdout go through
+//! one mutex, one line per message.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::process;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+const LATEST_VERSION: &str = "2025-11-25";
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+
+/// The size of the single line `--oversized-frame` sends: just over 16 MiB.
+const OVERSIZED_BYTES: usize = 16 * 1024 * 1024 + 4096;
+
+const HELP: &str = "\
+mcp-demo-server: a small stdio MCP server (protocol 2025-11-25) for tests, demos and benchmarks.
+
+Speaks newline-delimited JSON-RPC 2.0 on stdin/stdout; logs go to stderr. Exits 0 on stdin EOF.
+
+Tools: echo {text}, add {a, b}, sleep {ms} (honours notifications/cancelled: no response).
+
+USAGE: mcp-demo-server [FLAGS]
+
+FLAGS:
+  --name NAME                serverInfo.name (default: mcp-demo-server)
+  --tools N                  add N generated echo-like tools tool_0 .. tool_{N-1}
+  --page-size N              paginate tools/list, N tools per page, with an opaque nextCursor
+  --init-delay-ms N          wait N ms before answering initialize
+  --list-delay-ms N          wait N ms before answering tools/list
+  --call-delay-ms N          wait N ms before running each tools/call (cancellable)
+  --fail-init                answer initialize with a JSON-RPC error
+  --fail-list                answer tools/list with a JSON-RPC error (after a good initialize)
+  --hang-init                never answer initialize (ping still works; EOF still exits 0)
+  --crash-after-ms N         exit(1) N ms after start, with a message on stderr
+  --stall-after-ms N         after N ms answer nothing more and ignore stdin EOF
+                             (stdin/stdout stay open; only a signal ends the process)
+  --garbage-stdout           print non-JSON lines on stdout at start and before each message
+  --oversized-frame          answer tools/list with one line larger than 16 MiB
+  --ignore-sigterm           ignore SIGTERM (only SIGKILL ends the process)
+  --spawn-grandchild         spawn `sleep 3600` in the same process group and keep it; its pid
+                             is logged on stderr as `grandchild pid=<pid>`
+  --list-changed-after-ms N  N ms after notifications/initialized, add tool `late_tool` and
+                             send notifications/tools/list_changed
+  -h, --help                 print this help and exit
+";
+
+#[derive(Debug, Default, Clone)]
+struct Flags {
+    name: Option<String>,
+    tools: usize,
+    page_size: Option<usize>,
+    init_delay_ms: u64,
+    list_delay_ms: u64,
+    call_delay_ms: u64,
+    fail_init: bool,
+    fail_list: bool,
+    hang_init: bool,
+    crash_after_ms: Option<u64>,
+    stall_after_ms: Option<u64>,
+    garbage_stdout: bool,
+    oversized_frame: bool,
+    ignore_sigterm: bool,
+    spawn_grandchild: bool,
+    list_changed_after_ms: Option<u64>,
+}
+
+fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
+    fn number<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Result<T, String> {
+        let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
+        value
+            .parse()
+            .map_err(|_| format!("{flag}: not a non-negative integer: {value:?}"))
+    }
+    let mut flags = Flags::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        // Accept both `--flag value` and `--flag=value`.
+        let (flag, mut inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = || inline.take().or_else(|| args.next());
+        match flag.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                process::exit(0);
+            }
+            "--name" => flags.name = Some(value().ok_or("--name needs a value")?),
+            "--tools" => flags.tools = number(&flag, value())?,
+            "--page-size" => {
+                let n: usize = number(&flag, value())?;
+                if n == 0 {
+                    return Err("--page-size must be at least 1".into());
+                }
+                flags.page_size = Some(n);
+            }
+            "--init-delay-ms" => flags.init_delay_ms = number(&flag, value())?,
+            "--list-delay-ms" => flags.list_delay_ms = number(&flag, value())?,
+            "--call-delay-ms" => flags.call_delay_ms = number(&flag, value())?,
+            "--crash-after-ms" => flags.crash_after_ms = Some(number(&flag, value())?),
+            "--stall-after-ms" => flags.stall_after_ms = Some(number(&flag, value())?),
+            "--list-changed-after-ms" => {
+                flags.list_changed_after_ms = Some(number(&flag, value())?)
+            }
+            "--fail-init" => flags.fail_init = true,
+            "--fail-list" => flags.fail_list = true,
+            "--hang-init" => flags.hang_init = true,
+            "--garbage-stdout" => flags.garbage_stdout = true,
+            "--oversized-frame" => flags.oversized_frame = true,
+            "--ignore-sigterm" => flags.ignore_sigterm = true,
+            "--spawn-grandchild" => flags.spawn_grandchild = true,
+            _ => return Err(format!("unknown argument {arg:?} (see --help)")),
+        }
+        if inline.is_some() {
+            return Err(format!("{flag} takes no value"));
+        }
+    }
+    Ok(flags)
+}
+
+/// One in-flight `tools/call`: cancelled by `notifications/cancelled`.
+#[derive(Default)]
+struct CallSlot {
+    cancelled: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl CallSlot {
+    fn cancel(&self) {
+        *lock(&self.cancelled) = true;
+        self.wake.notify_all();
+    }
+
+    fn is_cancelled(&self) -> bool {
+        *lock(&self.cancelled)
+    }
+
+    /// Sleep for `duration` unless cancelled first; returns false if cancelled.
+    fn sleep(&self, duration: Duration) -> bool {
+        // A huge `ms` from the client must not overflow: it just means "until cancelled".
+        let deadline = Instant::now().checked_add(duration);
+        let mut cancelled = lock(&self.cancelled);
+        loop {
+            if *cancelled {
+                return false;
+            }
+            cancelled = match deadline {
+                None => self
+                    .wake
+                    .wait(cancelled)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return true;
+                    }
+                    match self.wake.wait_timeout(cancelled, deadline - now) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    }
+                }
+            };
+        }
+    }
+}
+
+struct Server {
+    flags: Flags,
+    name: String,
+    out: Mutex<std::io::Stdout>,
+    stalled: AtomicBool,
+    initialized: AtomicBool,
+    late_tool_added: AtomicBool,
+    /// In-flight calls by request id (the id's JSON text, so 1 and "1" differ).
+    calls: Mutex<HashMap<String, Arc<CallSlot>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Server {
+    fn log(&self, message: &str) {
+        eprintln!("[{}] {message}", self.name);
+    }
+
+    /// Write one message as one line. Nothing is written once stalled.
+    fn send(&self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.send_raw(&line);
+    }
+
+    fn send_raw(&self, line: &str) {
+        if self.stalled.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut out = lock(&self.out);
+        let garbage = if self.flags.garbage_stdout {
+            "this line is not JSON-RPC (--garbage-stdout)\n"
+        } else {
+            ""
+        };
+        let written = out
+            .write_all(garbage.as_bytes())
+            .and_then(|()| out.write_all(line.as_bytes()))
+            .and_then(|()| out.flush());
+        if written.is_err() {
+            // The client closed our stdout: nobody is left to answer.
+            drop(out);
+            self.log("stdout closed; exiting");
+            process::exit(0);
+        }
+    }
+
+    fn respond(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn respond_error(&self, id: &Value, code: i64, message: &str) {
+        self.send(&json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": code, "message": message},
+        }));
+    }
+
+    fn notify(&self, method: &str, params: Option<Value>) {
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        self.send(&message);
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        let text_schema = json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "Text to echo back"}},
+            "required": ["text"],
+            "additionalProperties": false,
+        });
+        let mut tools = vec![
+            json!({
+                "name": "echo",
+                "description": "Echo the given text back as text content.",
+                "inputSchema": text_schema,
+            }),
+            json!({
+                "name": "add",
+                "description": "Add two numbers; returns the sum as text and as structuredContent.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "a": {"type": "number", "description": "First addend"},
+                        "b": {"type": "number", "description": "Second addend"},
+                    },
+                    "required": ["a", "b"],
+                    "additionalProperties": false,
+                },
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {"sum": {"type": "number"}},
+                    "required": ["sum"],
+                },
+            }),
+            json!({
+                "name": "sleep",
+                "description": "Sleep for `ms` milliseconds, then answer \"slept <ms>ms\". \
+                                Cancellable with notifications/cancelled.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "ms": {"type": "integer", "minimum": 0, "description": "Milliseconds"},
+                    },
+                    "required": ["ms"],
+                    "additionalProperties": false,
+                },
+            }),
+        ];
+        for i in 0..self.flags.tools {
+            tools.push(json!({
+                "name": format!("tool_{i}"),
+                "description": format!("Generated tool number {i}: echoes `text` back."),
+                "inputSchema": text_schema,
+            }));
+        }
+        if self.late_tool_added.load(Ordering::SeqCst) {
+            tools.push(json!({
+                "name": "late_tool",
+                "description": "Added after start (--list-changed-after-ms): echoes `text` back.",
+                "inputSchema": text_schema,
+            }));
+        }
+        tools
+    }
+
+    fn handle_line(self: &Arc<Self>, line: &[u8]) {
+        let message: Value = match serde_json::from_slice(line) {
+            Ok(value) => value,
+            Err(err) => {
+                self.log(&format!("parse error: {err}"));
+                self.respond_error(&Value::Null, PARSE_ERROR, &format!("Parse error: {err}"));
+                return;
+            }
+        };
+        let Some(object) = message.as_object() else {
+            // Batches were removed from MCP in 2025-06-18; anything not an object is invalid.
+            self.respond_error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "Invalid Request: not an object",
+            );
+            return;
+        };
+        let id = object.get("id").cloned();
+        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            self.respond_error(
+                &id.unwrap_or(Value::Null),
+                INVALID_REQUEST,
+                "Invalid Request: jsonrpc must be \"2.0\"",
+            );
+            return;
+        }
+        let params = object.get("params").cloned().unwrap_or(Value::Null);
+        match (object.get("method").and_then(Value::as_str), id) {
+            (Some(method), Some(id)) => self.handle_request(method, id, params),
+            (Some(method), None) => self.handle_notification(method, &params),
+            // A response to something we never asked; nothing to do.
+            (None, _) => {}
+        }
+    }
+
+    fn handle_notification(self: &Arc<Self>, method: &str, params: &Value) {
+        match method {
+            "notifications/initialized" => {
+                if self.initialized.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+                if let Some(ms) = self.flags.list_changed_after_ms {
+                    let server = Arc::clone(self);
+                    thread::spawn(move || {
+                        thread::sleep(Duration::from_millis(ms));
+                        server.late_tool_added.store(true, Ordering::SeqCst);
+                        server.log("added late_tool; sending notifications/tools/list_changed");
+                        server.notify("notifications/tools/list_changed", None);
+                    });
+                }
+            }
+            "notifications/cancelled" => {
+                let Some(request_id) = params.get("requestId") else {
+                    return;
+                };
+                let slot = lock(&self.calls).get(&request_id.to_string()).cloned();
+                if let Some(slot) = slot {
+                    self.log(&format!("request {request_id} cancelled"));
+                    slot.cancel();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn handle_request(self: &Arc<Self>, method: &str, id: Value, params: Value) {
+        match method {
+            "initialize" => self.initialize(id, &params),
+            "ping" => self.respond(&id, json!({})),
+            "tools/list" => self.tools_list(id, &params),
+            "tools/call" => self.tools_call(id, params),
+            _ => self.respond_error(
+                &id,
+                METHOD_NOT_FOUND,
+                &format!("Method not found: {method}"),
+            ),
+        }
+    }
+
+    /// Run `answer` now, or on its own thread after `delay_ms` so the reader keeps going.
+    fn after(self: &Arc<Self>, delay_ms: u64, answer: impl FnOnce(&Server) + Send + 'static) {
+        if delay_ms == 0 {
+            answer(self);
+        } else {
+            let server = Arc::clone(self);
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(delay_ms));
+                answer(&server);
+            });
+        }
+    }
+
+    fn initialize(self: &Arc<Self>, id: Value, params: &Value) {
+        if self.flags.hang_init {
+            self.log("--hang-init: not answering initialize");
+            return;
+        }
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let version = match requested {
+            Some(v) if SUPPORTED_VERSIONS.contains(&v) => v.to_string(),
+            _ => LATEST_VERSION.to_string(),
+        };
+        self.after(self.flags.init_delay_ms, move |server| {
+            if server.flags.fail_init {
+                server.respond_error(&id, INTERNAL_ERROR, "initialize failed (--fail-init)");
+                return;
+            }
+            server.respond(
+                &id,
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": server.name, "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": "A demo server for Switchboard's tests: echo, add, sleep.",
+                }),
+            );
+        });
+    }
+
+    fn tools_list(self: &Arc<Self>, id: Value, params: &Value) {
+        if !self.initialized.load(Ordering::SeqCst) {
+            // A checking peer: the client must send notifications/initialized first.
+            self.respond_error(
+                &id,
+                INVALID_REQUEST,
+                "tools/list before notifications/initialized",
+            );
+            return;
+        }
+        let cursor = params.get("cursor").cloned();
+        self.after(self.flags.list_delay_ms, move |server| {
+            if server.flags.fail_list {
+                server.respond_error(&id, INTERNAL_ERROR, "tools/list failed (--fail-list)");
+                return;
+            }
+            if server.flags.oversized_frame {
+                let padding = "x".repeat(OVERSIZED_BYTES);
+                let tool = json!({
+                    "name": "huge",
+                    "description": padding,
+                    "inputSchema": {"type": "object"},
+                });
+                server.respond(&id, json!({"tools": [tool]}));
+                return;
+            }
+            let tools = server.tools();
+            let start = match cursor {
+                None | Some(Value::Null) => 0,
+                Some(cursor) => match cursor.as_str().and_then(decode_cursor) {
+                    Some(start) if start <= tools.len() => start,
+                    _ => {
+                        server.respond_error(
+                            &id,
+                            INVALID_PARAMS,
+                            &format!("Invalid cursor: {cursor}"),
+                        );
+                        return;
+                    }
+                },
+            };
+            let end = match server.flags.page_size {
+                Some(size) => (start + size).min(tools.len()),
+                None => tools.len(),
+            };
+            let mut result = json!({"tools": tools[start..end]});
+            if end < tools.len() {
+                result["nextCursor"] = Value::String(encode_cursor(end));
+            }
+            server.respond(&id, result);
+        });
+    }
+
+    fn tools_call(self: &Arc<Self>, id: Value, params: Value) {
+        if !self.initialized.load(Ordering::SeqCst) {
+            self.respond_error(
+                &id,
+                INVALID_REQUEST,
+                "tools/call before notifications/initialized",
+            );
+            return;
+        }
+        let key = id.to_string();
+        let slot = Arc::new(CallSlot::default());
+        let instant = self.flags.call_delay_ms == 0
+            && params.get("name").and_then(Value::as_str) != Some("sleep");
+        if instant {
+            // Nothing to wait for: answer inline. A thread per call would cost more than the
+            // call itself and cap every client's measured throughput.
+            match self.run_tool(&params, &slot) {
+                None => {}
+                Some(Ok(result)) => self.respond(&id, result),
+                Some(Err((code, message))) => self.respond_error(&id, code, &message),
+            }
+            return;
+        }
+        lock(&self.calls).insert(key.clone(), Arc::clone(&slot));
+        let server = Arc::clone(self);
+        thread::spawn(move || {
+            let outcome = if slot.sleep(Duration::from_millis(server.flags.call_delay_ms)) {
+                server.run_tool(&params, &slot)
+            } else {
+                None
+            };
+            lock(&server.calls).remove(&key);
+            // Per the cancellation utility, a cancelled request gets no response at all.
+            match outcome {
+                _ if slot.is_cancelled() => {}
+                None => {}
+                Some(Ok(result)) => server.respond(&id, result),
+                Some(Err((code, message))) => server.respond_error(&id, code, &message),
+            }
+        });
+    }
+
+    /// `None` when cancelled; `Err` is a JSON-RPC (protocol) error; tool failures are results.
+    fn run_tool(&self, params: &Value, slot: &CallSlot) -> Option<Result<Value, (i64, String)>> {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Some(Err((
+                INVALID_PARAMS,
+                "tools/call needs a string `name`".into(),
+            )));
+        };
+        let empty = Map::new();
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(args)) => args,
+            Some(_) => {
+                return Some(Err((
+                    INVALID_PARAMS,
+                    "`arguments` must be an object".into(),
+                )));
+            }
+        };
+        let known = self.tools().iter().any(|t| t["name"] == name);
+        if !known {
+            return Some(Err((INVALID_PARAMS, format!("Unknown tool: {name}"))));
+        }
+        let result = match name {
+            "add" => match (
+                args.get("a").and_then(Value::as_f64),
+                args.get("b").and_then(Value::as_f64),
+            ) {
+                (Some(a), Some(b)) => {
+                    let sum = match (
+                        args.get("a").and_then(Value::as_i64),
+                        args.get("b").and_then(Value::as_i64),
+                    ) {
+                        (Some(a), Some(b)) => a.checked_add(b).map(Value::from),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| json!(a + b));
+                    json!({
+                        "content": [{"type": "text", "text": sum.to_string()}],
+                        "structuredContent": {"sum": sum},
+                    })
+                }
+                _ => tool_error("add needs numbers `a` and `b`"),
+            },
+            "sleep" => match args.get("ms").and_then(Value::as_u64) {
+                Some(ms) => {
+                    if !slot.sleep(Duration::from_millis(ms)) {
+                        return None;
+                    }
+                    text_result(&format!("slept {ms}ms"))
+                }
+                None => tool_error("sleep needs a non-negative integer `ms`"),
+            },
+            // echo, tool_N and late_tool all echo.
+            _ => match args.get("text").and_then(Value::as_str) {
+                Some(text) => text_result(text),
+                None => tool_error(&format!("{name} needs a string `text`")),
+            },
+        };
+        Some(Ok(result))
+    }
+}
+
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+fn tool_error(message: &str) -> Value {
+    json!({"content": [{"type": "text", "text": message}], "isError": true})
+}
+
+/// Cursors are opaque to clients; ours carry the offset, disguised so nobody relies on it.
+fn encode_cursor(offset: usize) -> String {
+    format!("demo-cursor-{:x}", offset ^ 0x5eed)
+}
+
+fn decode_cursor(cursor: &str) -> Option<usize> {
+    let hex = cursor.strip_prefix("demo-cursor-")?;
+    usize::from_str_radix(hex, 16).ok().map(|v| v ^ 0x5eed)
+}
+
+#[cfg(unix)]
+fn ignore_sigterm() {
+    // SAFETY: installing SIG_IGN for SIGTERM touches no Rust state.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
+}
+
+#[cfg(not(unix))]
+fn ignore_sigterm() {}
+
+fn main() {
+    let flags = match parse_flags(std::env::args().skip(1)) {
+        Ok(flags) => flags,
+        Err(err) => {
+            eprintln!("mcp-demo-server: {err}");
+            process::exit(2);
+        }
+    };
+    let name = flags
+        .name
+        .clone()
+        .unwrap_or_else(|| "mcp-demo-server".to_string());
+    let server = Arc::new(Server {
+        flags: flags.clone(),
+        name,
+        out: Mutex::new(std::io::stdout()),
+        stalled: AtomicBool::new(false),
+        initialized: AtomicBool::new(false),
+        late_tool_added: AtomicBool::new(false),
+        calls: Mutex::new(HashMap::new()),
+    });
+
+    if flags.ignore_sigterm {
+        ignore_sigterm();
+        server.log("ignoring SIGTERM");
+    }
+    // Kept alive (never waited for) so the grandchild outlives us unless the group is killed.
+    let _grandchild = if flags.spawn_grandchild {
+        match process::Command::new("sleep")
+            .arg("3600")
+            .stdin(process::Stdio::null())
+            .stdout(process::Stdio::null())
+            .stderr(process::Stdio::null())
+            .spawn()
+        {
+            Ok(child) => {
+                server.log(&format!("grandchild pid={}", child.id()));
+                Some(child)
+            }
+            Err(err) => {
+                server.log(&format!("could not spawn grandchild: {err}"));
+                process::exit(1);
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(ms) = flags.crash_after_ms {
+        let server = Arc::clone(&server);
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(ms));
+            server.log(&format!("crashing on purpose (--crash-after-ms {ms})"));
+            process::exit(1);
+        });
+    }
+    if let Some(ms) = flags.stall_after_ms {
+        let server = Arc::clone(&server);
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(ms));
+            server.log(&format!("stalling on purpose (--stall-after-ms {ms})"));
+            server.stalled.store(true, Ordering::SeqCst);
+        });
+    }
+    if flags.garbage_stdout {
+        server.send_raw("mcp-demo-server starting up (--garbage-stdout)\n");
+    }
+
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(err) => {
+                server.log(&format!("stdin read error: {err}"));
+                break;
+            }
+        }
+        if server.stalled.load(Ordering::SeqCst) {
+            continue;
+        }
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() {
+            continue;
+        }
+        server.handle_line(trimmed);
+    }
+    if server.stalled.load(Ordering::SeqCst) {
+        server.log("stdin closed while stalled; hanging until killed");
+        loop {
+            thread::park();
+        }
+    }
+    server.log("stdin closed; exiting");
+    process::exit(0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_parse_both_value_forms() {
+        let flags = parse_flags(args(&["--tools", "3", "--page-size=2", "--fail-list"])).unwrap();
+        assert_eq!(flags.tools, 3);
+        assert_eq!(flags.page_size, Some(2));
+        assert!(flags.fail_list);
+        assert!(parse_flags(args(&["--bogus"])).is_err());
+        assert!(parse_flags(args(&["--tools"])).is_err());
+        assert!(parse_flags(args(&["--fail-init=1"])).is_err());
+    }
+
+    #[test]
+    fn cursors_round_trip() {
+        for offset in [0, 1, 2, 1000] {
+            assert_eq!(decode_cursor(&encode_cursor(offset)), Some(offset));
+        }
+        assert_eq!(decode_cursor("nope"), None);
+    }
+}

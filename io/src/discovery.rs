@@ -1,0 +1,210 @@
+//! Config discovery: find the MCP config files of every client we understand (Switchboard,
+//! Claude Code, Codex, Gemini CLI, Cursor, Windsurf, VS Code), read them, and hand their text
+//! to the pure parser and merger in [`switchboard_core::config`].
+//!
+//! Everything that decides anything (formats, precedence, filters) lives in the core; this
+//! module only knows where the files are. A missing file is skipped silently; a file that
+//! cannot be read or parsed is one error entry and everything else still loads.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use switchboard_core::config::{
+    merge, parse_claude_json, parse_document, ConfigError, DenyList, FilterOptions, ParsedDocument,
+    ServerSpec, Shadowed, Skipped, Source, SourceError, SourceLevel, SourceMeta,
+};
+
+/// Where to look and what to keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveryOptions {
+    /// The project (working) directory.
+    pub project_dir: PathBuf,
+    /// The user's home directory; `None` skips every user-level file.
+    pub home_dir: Option<PathBuf>,
+    /// `false` ignores project-level files: they are not even read, so a broken file in a
+    /// repository you opted out of reports nothing.
+    pub project_configs: bool,
+    /// When non-empty, these files replace discovery entirely, in this priority order
+    /// (provider `switchboard`, level user). A missing explicit file is an error.
+    pub explicit_files: Vec<PathBuf>,
+    pub deny: DenyList,
+}
+
+impl DiscoveryOptions {
+    /// Discover for `project_dir`, with the home directory from `$HOME` (`%USERPROFILE%` on
+    /// Windows) and project configs on.
+    pub fn new(project_dir: impl Into<PathBuf>) -> Self {
+        let home_dir = std::env::var_os("HOME")
+            .or_else(|| std::env::var_os("USERPROFILE"))
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        DiscoveryOptions {
+            project_dir: project_dir.into(),
+            home_dir,
+            project_configs: true,
+            explicit_files: Vec::new(),
+            deny: DenyList::default(),
+        }
+    }
+}
+
+/// The result of [`discover`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Discovered {
+    /// Servers to run, sorted by name.
+    pub servers: Vec<ServerSpec>,
+    pub shadowed: Vec<Shadowed>,
+    /// Disabled, denied, or project-level with project configs off.
+    pub skipped: Vec<Skipped>,
+    /// Each names its file ([`SourceError::source`]); syntax errors carry line and column.
+    pub errors: Vec<SourceError>,
+    /// Every file that was read (whether or not it parsed), in priority order.
+    pub files_read: Vec<PathBuf>,
+}
+
+/// How a candidate file is parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Document,
+    /// Claude Code's `~/.claude.json`: user servers plus per-project ("local") servers.
+    ClaudeJson,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Candidate {
+    path: PathBuf,
+    provider: &'static str,
+    level: SourceLevel,
+    shape: Shape,
+}
+
+/// The files discovery looks at, highest priority first.
+///
+/// `~/.claude.json` is user level, including its `projects["<dir>"].mcpServers` (Claude's
+/// "local" scope): those entries were written by the user on this machine, not checked into
+/// the repository, so switching project configs off (a guard against untrusted repositories)
+/// does not drop them. Within the file the project entries come first, as in Claude Code.
+fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
+    if !opts.explicit_files.is_empty() {
+        return opts
+            .explicit_files
+            .iter()
+            .map(|path| Candidate {
+                path: path.clone(),
+                provider: "switchboard",
+                level: SourceLevel::User,
+                shape: Shape::Document,
+            })
+            .collect();
+    }
+    use SourceLevel::{Project, User};
+    let project = |rel: &str, provider| Some((opts.project_dir.join(rel), provider, Project));
+    let home = |rel: &str, provider| {
+        opts.home_dir
+            .as_ref()
+            .map(|h| (h.join(rel), provider, User))
+    };
+    [
+        project(".switchboard/mcp.json", "switchboard"),
+        home(".config/switchboard/mcp.json", "switchboard"),
+        project(".mcp.json", "claude-code"),
+        home(".claude.json", "claude-code"),
+        home(".codex/config.toml", "codex"),
+        project(".gemini/settings.json", "gemini"),
+        home(".gemini/settings.json", "gemini"),
+        project(".cursor/mcp.json", "cursor"),
+        home(".cursor/mcp.json", "cursor"),
+        home(".codeium/windsurf/mcp_config.json", "windsurf"),
+        project(".vscode/mcp.json", "vscode"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|(_, _, level)| *level == User || opts.project_configs)
+    .map(|(path, provider, level)| Candidate {
+        shape: if path.ends_with(".claude.json") {
+            Shape::ClaudeJson
+        } else {
+            Shape::Document
+        },
+        path,
+        provider,
+        level,
+    })
+    .collect()
+}
+
+/// Find, read, parse and merge every config file (see [`DiscoveryOptions`] for the order).
+pub fn discover(opts: &DiscoveryOptions) -> Discovered {
+    let explicit = !opts.explicit_files.is_empty();
+    // Claude keys projects by the real path of the working directory.
+    let project_key = std::fs::canonicalize(&opts.project_dir)
+        .unwrap_or_else(|_| opts.project_dir.clone())
+        .to_string_lossy()
+        .into_owned();
+    let mut found = Discovered::default();
+    let mut sources = Vec::new();
+    for candidate in candidates(opts) {
+        let meta = SourceMeta {
+            provider: candidate.provider.to_string(),
+            level: candidate.level,
+            path: candidate.path.to_string_lossy().into_owned(),
+        };
+        let text = match read(&candidate.path, explicit) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(message) => {
+                found.errors.push(SourceError {
+                    error: ConfigError::Document {
+                        path: meta.path.clone(),
+                        message,
+                    },
+                    source: meta,
+                });
+                continue;
+            }
+        };
+        found.files_read.push(candidate.path.clone());
+        let parsed: Result<Vec<ParsedDocument>, ConfigError> = match candidate.shape {
+            Shape::Document => parse_document(&meta.path, &text).map(|doc| vec![doc]),
+            Shape::ClaudeJson => parse_claude_json(&meta.path, &text, Some(&project_key))
+                .map(|claude| vec![claude.project, claude.user]),
+        };
+        match parsed {
+            Ok(docs) => {
+                for doc in docs {
+                    sources.push(Source::from_document(meta.clone(), doc));
+                }
+            }
+            Err(error) => found.errors.push(SourceError {
+                source: meta,
+                error,
+            }),
+        }
+    }
+    let merged = merge(
+        sources,
+        &FilterOptions {
+            project_configs: opts.project_configs,
+            deny: opts.deny.clone(),
+        },
+    );
+    found.servers = merged.servers;
+    found.shadowed = merged.shadowed;
+    found.skipped = merged.skipped;
+    found.errors.extend(merged.errors);
+    found
+}
+
+/// The file's text; `None` when it does not exist (and was not asked for explicitly).
+fn read(path: &Path, explicit: bool) -> Result<Option<String>, String> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to())),
+        Err(e)
+            if !explicit && matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(format!("cannot read: {e}")),
+    }
+}

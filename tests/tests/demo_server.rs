@@ -1,0 +1,398 @@
+//! mcp-demo-server, our standalone stdio MCP peer: it must speak MCP 2025-11-25 correctly and
+//! each fault flag must do what `--help` says, since the shell's tests rely on both. Also checked
+//! against the official TypeScript and Python SDK clients (gated on `SWITCHBOARD_PEERS=1`,
+//! which `scripts/test.sh` sets after `scripts/install-peers.sh`).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{
+    demo_server_bin, initialize_params, process_alive, repo_root, DemoServer, ANSWER_TIMEOUT,
+};
+
+const SHORT: Duration = Duration::from_millis(300);
+
+fn tool_names(result: &Value) -> Vec<String> {
+    result["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .map(|t| t["name"].as_str().expect("tool name").to_string())
+        .collect()
+}
+
+fn text_of(response: &Value) -> &str {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content in {response}"))
+}
+
+fn call(server: &mut DemoServer, tool: &str, arguments: Value) -> Value {
+    server.request("tools/call", json!({"name": tool, "arguments": arguments}))
+}
+
+#[test]
+fn demo_server_initializes_lists_paginated_tools_and_calls_echo_and_add() {
+    let mut server = DemoServer::spawn(&["--name", "demo-a", "--tools", "3", "--page-size", "2"]);
+    let init = server.initialize();
+    let result = &init["result"];
+    assert_eq!(result["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        result["capabilities"],
+        json!({"tools": {"listChanged": true}})
+    );
+    assert_eq!(result["serverInfo"]["name"], "demo-a");
+
+    let mut names = Vec::new();
+    let mut cursor: Option<Value> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = server.request("tools/list", params);
+        pages += 1;
+        let result = &page["result"];
+        let tools = result["tools"].as_array().expect("tools");
+        assert!(tools.len() <= 2, "page larger than --page-size: {page}");
+        for tool in tools {
+            assert!(tool["description"].is_string(), "{tool}");
+            assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        }
+        names.extend(tool_names(result));
+        match result.get("nextCursor") {
+            Some(next) => cursor = Some(next.clone()),
+            None => break,
+        }
+    }
+    assert_eq!(
+        names,
+        ["echo", "add", "sleep", "tool_0", "tool_1", "tool_2"]
+    );
+    assert_eq!(pages, 3);
+
+    let echo = call(&mut server, "echo", json!({"text": "héllo"}));
+    assert_eq!(text_of(&echo), "héllo");
+    let generated = call(&mut server, "tool_1", json!({"text": "gen"}));
+    assert_eq!(text_of(&generated), "gen");
+    let add = call(&mut server, "add", json!({"a": 2, "b": 40}));
+    assert_eq!(text_of(&add), "42");
+    assert_eq!(add["result"]["structuredContent"], json!({"sum": 42}));
+    let add = call(&mut server, "add", json!({"a": 0.5, "b": 1}));
+    assert_eq!(add["result"]["structuredContent"], json!({"sum": 1.5}));
+}
+
+#[test]
+fn demo_server_negotiates_protocol_version() {
+    for (asked, answered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2024-11-05"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let mut server = DemoServer::spawn(&[]);
+        let init = server.request("initialize", initialize_params(asked));
+        assert_eq!(init["result"]["protocolVersion"], answered, "asked {asked}");
+        assert_eq!(init["result"]["serverInfo"]["name"], "mcp-demo-server");
+    }
+}
+
+#[test]
+fn demo_server_answers_ping_unknown_methods_and_bad_json() {
+    let mut server = DemoServer::spawn(&[]);
+    // ping works even before initialize.
+    let pong = server.request("ping", json!({}));
+    assert_eq!(pong["result"], json!({}));
+    server.initialize();
+    let unknown = server.request("resources/list", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+
+    server.send_raw("{this is not json");
+    let parse_error = server.next_message(ANSWER_TIMEOUT).expect("parse error");
+    assert_eq!(parse_error["error"]["code"], -32700, "{parse_error}");
+    assert_eq!(parse_error["id"], Value::Null);
+
+    let unknown_tool = call(&mut server, "no_such_tool", json!({}));
+    assert_eq!(unknown_tool["error"]["code"], -32602, "{unknown_tool}");
+    // Bad arguments are a tool execution error: a result with isError.
+    let bad_args = call(&mut server, "add", json!({"a": "two"}));
+    assert_eq!(bad_args["result"]["isError"], true, "{bad_args}");
+}
+
+#[test]
+fn demo_server_rejects_tool_requests_before_initialized_notification() {
+    let mut server = DemoServer::spawn(&[]);
+    server.request("initialize", initialize_params("2025-11-25"));
+    let early = server.request("tools/list", json!({}));
+    assert!(early.get("error").is_some(), "{early}");
+    server.notify("notifications/initialized", json!({}));
+    let list = server.request("tools/list", json!({}));
+    assert!(list.get("result").is_some(), "{list}");
+}
+
+#[test]
+fn demo_server_cancelled_sleep_gets_no_response_while_echo_does() {
+    let mut server = DemoServer::spawn(&[]);
+    server.initialize();
+    let started = Instant::now();
+    let sleep_id = server.start_request(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 1500}}),
+    );
+    // The long sleep does not block other calls or pings.
+    let echo = call(&mut server, "echo", json!({"text": "not blocked"}));
+    assert_eq!(text_of(&echo), "not blocked");
+    server.request("ping", json!({}));
+    assert!(started.elapsed() < Duration::from_millis(1000));
+
+    server.notify(
+        "notifications/cancelled",
+        json!({"requestId": sleep_id, "reason": "test"}),
+    );
+    assert_eq!(server.response(sleep_id, Duration::from_millis(2500)), None);
+    let stderr = server.wait_stderr("cancelled", ANSWER_TIMEOUT);
+    assert!(stderr.contains("cancelled"), "{stderr}");
+
+    // An uncancelled sleep completes.
+    let slept = call(&mut server, "sleep", json!({"ms": 20}));
+    assert_eq!(text_of(&slept), "slept 20ms");
+}
+
+#[test]
+fn demo_server_exits_zero_on_stdin_eof() {
+    let mut server = DemoServer::spawn(&[]);
+    server.initialize();
+    server.close_stdin();
+    let status = server.wait_exit(ANSWER_TIMEOUT).expect("exit after EOF");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn demo_server_fail_init_answers_initialize_with_an_error() {
+    let mut server = DemoServer::spawn(&["--fail-init"]);
+    let init = server.request("initialize", initialize_params("2025-11-25"));
+    assert!(init["error"]["code"].is_i64(), "{init}");
+}
+
+#[test]
+fn demo_server_fail_list_fails_tools_list_after_good_initialize() {
+    let mut server = DemoServer::spawn(&["--fail-list"]);
+    server.initialize();
+    let list = server.request("tools/list", json!({}));
+    assert!(list["error"]["code"].is_i64(), "{list}");
+}
+
+#[test]
+fn demo_server_hang_init_never_answers_initialize() {
+    let mut server = DemoServer::spawn(&["--hang-init"]);
+    let id = server.start_request("initialize", initialize_params("2025-11-25"));
+    assert_eq!(server.response(id, Duration::from_millis(500)), None);
+    // Still alive and reading: ping works, EOF exits cleanly.
+    server.request("ping", json!({}));
+    server.close_stdin();
+    assert_eq!(
+        server.wait_exit(ANSWER_TIMEOUT).and_then(|s| s.code()),
+        Some(0)
+    );
+}
+
+#[test]
+fn demo_server_delays_hold_answers_back_without_blocking_ping() {
+    let mut server = DemoServer::spawn(&["--init-delay-ms", "300", "--list-delay-ms", "300"]);
+    let started = Instant::now();
+    let id = server.start_request("initialize", initialize_params("2025-11-25"));
+    server.request("ping", json!({}));
+    assert!(
+        started.elapsed() < Duration::from_millis(250),
+        "ping blocked by init delay"
+    );
+    server
+        .response(id, ANSWER_TIMEOUT)
+        .expect("delayed initialize");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    server.notify("notifications/initialized", json!({}));
+    let listed = Instant::now();
+    server.request("tools/list", json!({}));
+    assert!(listed.elapsed() >= Duration::from_millis(300));
+}
+
+#[test]
+fn demo_server_crash_after_ms_exits_one_with_a_message() {
+    let mut server = DemoServer::spawn(&["--crash-after-ms", "100"]);
+    let status = server.wait_exit(ANSWER_TIMEOUT).expect("crash");
+    assert_eq!(status.code(), Some(1));
+    let stderr = server.wait_stderr("crashing", ANSWER_TIMEOUT);
+    assert!(stderr.contains("crashing"), "{stderr}");
+}
+
+#[test]
+fn demo_server_stall_after_ms_stops_answering_and_ignores_eof() {
+    let mut server = DemoServer::spawn(&["--stall-after-ms", "200"]);
+    server.initialize();
+    std::thread::sleep(Duration::from_millis(300));
+    let id = server.start_request("ping", json!({}));
+    assert_eq!(server.response(id, SHORT), None);
+    server.close_stdin();
+    assert_eq!(
+        server.wait_exit(SHORT),
+        None,
+        "a stalled server must not exit on EOF"
+    );
+}
+
+#[test]
+fn demo_server_garbage_stdout_mixes_non_json_lines_with_real_ones() {
+    let mut server = DemoServer::spawn(&["--garbage-stdout"]);
+    server.initialize();
+    let list = server.request("tools/list", json!({}));
+    assert_eq!(tool_names(&list["result"]).len(), 3);
+    assert!(
+        server.garbage.len() >= 2,
+        "garbage seen: {:?}",
+        server.garbage
+    );
+}
+
+#[test]
+fn demo_server_oversized_frame_sends_one_line_over_16_mib() {
+    let mut server = DemoServer::spawn(&["--oversized-frame"]);
+    server.initialize();
+    server.start_request("tools/list", json!({}));
+    let line = server.next_line(ANSWER_TIMEOUT).expect("oversized line");
+    assert!(
+        line.len() > 16 * 1024 * 1024,
+        "line is only {} bytes",
+        line.len()
+    );
+    let message: Value = serde_json::from_str(&line).expect("still valid JSON");
+    assert_eq!(message["result"]["tools"][0]["name"], "huge");
+}
+
+#[test]
+fn demo_server_list_changed_after_ms_adds_late_tool_and_notifies() {
+    let mut server = DemoServer::spawn(&["--list-changed-after-ms", "100"]);
+    server.initialize();
+    let note = server
+        .wait_for(ANSWER_TIMEOUT, |m| {
+            m["method"] == "notifications/tools/list_changed"
+        })
+        .expect("list_changed notification");
+    assert!(note.get("id").is_none(), "a notification has no id: {note}");
+    let list = server.request("tools/list", json!({}));
+    assert!(tool_names(&list["result"]).contains(&"late_tool".to_string()));
+    let late = call(&mut server, "late_tool", json!({"text": "late"}));
+    assert_eq!(text_of(&late), "late");
+}
+
+#[test]
+fn demo_server_ignore_sigterm_survives_sigterm() {
+    let mut server = DemoServer::spawn(&["--ignore-sigterm"]);
+    server.initialize();
+    server.signal(libc::SIGTERM);
+    assert_eq!(server.wait_exit(SHORT), None, "exited on SIGTERM");
+    server.request("ping", json!({}));
+
+    let mut plain = DemoServer::spawn(&[]);
+    plain.initialize();
+    plain.signal(libc::SIGTERM);
+    assert!(
+        plain.wait_exit(ANSWER_TIMEOUT).is_some(),
+        "plain server ignored SIGTERM"
+    );
+}
+
+#[test]
+fn demo_server_spawn_grandchild_keeps_it_in_its_process_group() {
+    let grandchild = {
+        let mut server = DemoServer::spawn(&["--spawn-grandchild"]);
+        server.initialize();
+        let stderr = server.wait_stderr("grandchild pid=", ANSWER_TIMEOUT);
+        let pid: i32 = stderr
+            .split("grandchild pid=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|pid| pid.parse().ok())
+            .unwrap_or_else(|| panic!("no grandchild pid on stderr: {stderr}"));
+        assert!(process_alive(pid));
+        // SAFETY: getpgid(2) only reads.
+        let group = unsafe { libc::getpgid(pid) };
+        assert_eq!(
+            group,
+            server.pid() as i32,
+            "grandchild is in the server's group"
+        );
+        // The server exiting on EOF leaves it running: exactly the leak the shell must stop.
+        server.close_stdin();
+        server.wait_exit(ANSWER_TIMEOUT).expect("exit on EOF");
+        assert!(process_alive(pid), "grandchild died with its parent");
+        pid
+        // Dropping the guard kills the group.
+    };
+    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    while process_alive(grandchild) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !process_alive(grandchild),
+        "grandchild {grandchild} survived the group kill"
+    );
+}
+
+/// Real peers: only with `SWITCHBOARD_PEERS=1` (set by scripts/test.sh); then missing peers
+/// are a failure, not a skip.
+pub(crate) fn peers_enabled(test: &str) -> bool {
+    if std::env::var("SWITCHBOARD_PEERS").as_deref() == Ok("1") {
+        return true;
+    }
+    eprintln!("{test}: skipped (set SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh)");
+    false
+}
+
+fn run_peer_check(program: &str, script: &str) {
+    let output = Command::new(program)
+        .arg(repo_root().join("tests/peers").join(script))
+        .arg(demo_server_bin())
+        .output()
+        .unwrap_or_else(|err| panic!("running {program}: {err}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{script} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Value = serde_json::from_str(stdout.trim()).expect("JSON summary");
+    assert_eq!(summary["ok"], true, "{summary}");
+}
+
+#[test]
+fn demo_server_passes_the_typescript_sdk_client_check() {
+    if !peers_enabled("demo_server_passes_the_typescript_sdk_client_check") {
+        return;
+    }
+    let sdk = repo_root().join("tests/peers/node_modules/@modelcontextprotocol/sdk");
+    assert!(
+        sdk.is_dir(),
+        "{} is missing: run ./scripts/install-peers.sh",
+        sdk.display()
+    );
+    run_peer_check("node", "check_demo_server.mjs");
+}
+
+#[test]
+fn demo_server_passes_the_python_sdk_client_check() {
+    if !peers_enabled("demo_server_passes_the_python_sdk_client_check") {
+        return;
+    }
+    let python = repo_root().join("tests/peers/.venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run ./scripts/install-peers.sh",
+        python.display()
+    );
+    run_peer_check(python.to_str().expect("utf-8 path"), "check_demo_server.py");
+}

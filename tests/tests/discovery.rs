@@ -1,0 +1,401 @@
+//! Config discovery against real files in a temporary HOME and project directory.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use switchboard::discovery::{discover, Discovered, DiscoveryOptions};
+use switchboard_core::config::{ConfigError, DenyList, SkipReason, SourceLevel, TransportKind};
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    // Canonical, so the project key written into ~/.claude.json matches what discovery uses.
+    let root = fs::canonicalize(tmp.path()).unwrap();
+    let home = root.join("home");
+    let project = root.join("work/app");
+    fs::create_dir_all(&home).unwrap();
+    fs::create_dir_all(&project).unwrap();
+    Dirs {
+        _tmp: tmp,
+        home,
+        project,
+    }
+}
+
+fn write(base: &Path, rel: &str, text: &str) {
+    let path = base.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn options(d: &Dirs) -> DiscoveryOptions {
+    DiscoveryOptions {
+        project_dir: d.project.clone(),
+        home_dir: Some(d.home.clone()),
+        project_configs: true,
+        explicit_files: Vec::new(),
+        deny: DenyList::default(),
+    }
+}
+
+/// `(name, provider, level, transport)` of every server found.
+fn summary(found: &Discovered) -> Vec<(String, String, SourceLevel, TransportKind)> {
+    found
+        .servers
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.source.provider.clone(),
+                s.source.level,
+                s.config.transport_kind().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn stdio(name: &str) -> String {
+    format!(r#"{{"mcpServers": {{"{name}": {{"command": "{name}-bin"}}}}}}"#)
+}
+
+#[test]
+fn every_client_format_is_found_in_home_and_project() {
+    let d = dirs();
+    write(&d.project, ".switchboard/mcp.json", &stdio("sb-project"));
+    write(&d.home, ".config/switchboard/mcp.json", &stdio("sb-user"));
+    write(&d.project, ".mcp.json", &stdio("claude-project"));
+    let claude = format!(
+        r#"{{"mcpServers": {{"claude-user": {{"type": "sse", "url": "https://c/sse"}}}},
+            "projects": {{"{}": {{"mcpServers": {{"claude-local": {{"command": "x"}}}}}},
+                          "/somewhere/else": {{"mcpServers": {{"not-mine": {{"command": "x"}}}}}}}}}}"#,
+        d.project.display()
+    );
+    write(&d.home, ".claude.json", &claude);
+    write(
+        &d.home,
+        ".codex/config.toml",
+        "model = \"o3\"\n[mcp_servers.codex-docs]\ncommand = \"docs\"\nstartup_timeout_sec = 20\n",
+    );
+    write(
+        &d.project,
+        ".gemini/settings.json",
+        r#"{"mcpServers": {"gemini-project": {"httpUrl": "https://g/mcp"}}}"#,
+    );
+    write(
+        &d.home,
+        ".gemini/settings.json",
+        r#"{"theme": "x", "mcpServers": {"gemini-user": {"url": "https://g/sse"}}}"#,
+    );
+    write(&d.project, ".cursor/mcp.json", &stdio("cursor-project"));
+    write(
+        &d.home,
+        ".cursor/mcp.json",
+        r#"{"mcpServers": {"cursor-user": {"url": "https://cu/mcp"}}}"#,
+    );
+    write(
+        &d.home,
+        ".codeium/windsurf/mcp_config.json",
+        r#"{"mcpServers": {"windsurf": {"serverUrl": "https://w/mcp"}}}"#,
+    );
+    write(
+        &d.project,
+        ".vscode/mcp.json",
+        "{\n  // comment\n  \"inputs\": [],\n  \"servers\": {\"vscode\": {\"type\": \"stdio\", \"command\": \"v\", \"envFile\": \".env\"},},\n}\n",
+    );
+
+    let found = discover(&options(&d));
+    assert_eq!(found.errors, []);
+    assert_eq!(found.files_read.len(), 11);
+    use SourceLevel::{Project, User};
+    use TransportKind::{Http, Sse, Stdio};
+    let s = |n: &str, p: &str, l, t| (n.to_string(), p.to_string(), l, t);
+    assert_eq!(
+        summary(&found),
+        [
+            s("claude-local", "claude-code", User, Stdio),
+            s("claude-project", "claude-code", Project, Stdio),
+            s("claude-user", "claude-code", User, Sse),
+            s("codex-docs", "codex", User, Stdio),
+            s("cursor-project", "cursor", Project, Stdio),
+            s("cursor-user", "cursor", User, Http),
+            s("gemini-project", "gemini", Project, Http),
+            s("gemini-user", "gemini", User, Sse),
+            s("sb-project", "switchboard", Project, Stdio),
+            s("sb-user", "switchboard", User, Stdio),
+            s("vscode", "vscode", Project, Stdio),
+            s("windsurf", "windsurf", User, Http),
+        ]
+    );
+    let codex = found
+        .servers
+        .iter()
+        .find(|s| s.name == "codex-docs")
+        .unwrap();
+    assert_eq!(codex.config.timeout_ms, Some(20_000));
+    assert!(codex.source.path.ends_with(".codex/config.toml"));
+}
+
+#[test]
+fn earlier_files_win_and_shadowed_entries_are_reported() {
+    let d = dirs();
+    write(
+        &d.project,
+        ".switchboard/mcp.json",
+        r#"{"mcpServers": {"gh": {"command": "from-switchboard"}}}"#,
+    );
+    write(
+        &d.project,
+        ".mcp.json",
+        r#"{"mcpServers": {"gh": {"command": "from-mcp-json"}, "fs": {"command": "fs"}}}"#,
+    );
+    write(
+        &d.home,
+        ".cursor/mcp.json",
+        r#"{"mcpServers": {"gh": {"command": "from-cursor"}}}"#,
+    );
+
+    let found = discover(&options(&d));
+    assert_eq!(found.errors, []);
+    let gh = found.servers.iter().find(|s| s.name == "gh").unwrap();
+    assert_eq!(gh.config.command.as_deref(), Some("from-switchboard"));
+    let shadowed: Vec<_> = found
+        .shadowed
+        .iter()
+        .map(|s| {
+            (
+                s.server.as_str(),
+                s.winner.provider.as_str(),
+                s.shadowed.provider.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shadowed,
+        [
+            ("gh", "switchboard", "claude-code"),
+            ("gh", "switchboard", "cursor")
+        ]
+    );
+    assert!(found.shadowed[0].shadowed.path.ends_with(".mcp.json"));
+}
+
+#[test]
+fn a_syntax_error_names_file_line_and_column_and_the_rest_still_loads() {
+    let d = dirs();
+    write(
+        &d.project,
+        ".mcp.json",
+        "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\" \"args\": []}\n}}\n",
+    );
+    write(
+        &d.home,
+        ".codex/config.toml",
+        "[mcp_servers.b]\ncommand = = 1\n",
+    );
+    write(&d.home, ".cursor/mcp.json", &stdio("ok"));
+
+    let found = discover(&options(&d));
+    assert_eq!(found.servers.len(), 1);
+    assert_eq!(found.servers[0].name, "ok");
+    assert_eq!(found.files_read.len(), 3);
+    let positions: Vec<_> = found
+        .errors
+        .iter()
+        .map(|e| match &e.error {
+            ConfigError::Syntax {
+                path, line, column, ..
+            } => {
+                assert_eq!(path, &e.source.path);
+                (
+                    Path::new(path)
+                        .file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                    *line,
+                    *column,
+                )
+            }
+            other => panic!("expected a syntax error, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        positions,
+        [
+            (".mcp.json".to_string(), 2, 24),
+            ("config.toml".to_string(), 2, 11)
+        ]
+    );
+    assert!(
+        found.errors[0]
+            .to_string()
+            .contains(".mcp.json:2:24: expected `,` or `}`"),
+        "{}",
+        found.errors[0]
+    );
+}
+
+#[test]
+fn one_bad_entry_is_an_error_naming_its_file_and_the_document_still_loads() {
+    let d = dirs();
+    write(
+        &d.project,
+        ".mcp.json",
+        r#"{"mcpServers": {"bad": {"command": "x", "args": "oops"}, "both": {"command": "x", "url": "https://x"}, "good": {"command": "x"}}}"#,
+    );
+    let found = discover(&options(&d));
+    assert_eq!(found.servers.len(), 1);
+    let messages: Vec<_> = found.errors.iter().map(|e| e.to_string()).collect();
+    let path = d.project.join(".mcp.json").display().to_string();
+    assert_eq!(
+        messages,
+        [
+            format!(r#"{path}: Server "bad": "args" must be an array of strings, got a string"#),
+            format!(r#"{path}: Server "both": both "command" and "url" are set"#),
+        ]
+    );
+}
+
+#[test]
+fn project_configs_off_reads_only_user_files() {
+    let d = dirs();
+    write(&d.project, ".mcp.json", "{ not even json");
+    write(
+        &d.project,
+        ".switchboard/mcp.json",
+        r#"{"mcpServers": {"gh": {"command": "project"}}}"#,
+    );
+    write(
+        &d.home,
+        ".config/switchboard/mcp.json",
+        r#"{"mcpServers": {"gh": {"command": "user"}}}"#,
+    );
+    let claude = format!(
+        r#"{{"projects": {{"{}": {{"mcpServers": {{"local": {{"command": "x"}}}}}}}}}}"#,
+        d.project.display()
+    );
+    write(&d.home, ".claude.json", &claude);
+
+    let found = discover(&DiscoveryOptions {
+        project_configs: false,
+        ..options(&d)
+    });
+    assert_eq!(found.errors, []);
+    assert!(found.shadowed.is_empty());
+    let names: Vec<_> = found
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.config.command.as_deref()))
+        .collect();
+    // Claude's per-project ("local") entries live in the user's own file: kept.
+    assert_eq!(names, [("gh", Some("user")), ("local", Some("x"))]);
+    assert!(found.files_read.iter().all(|f| f.starts_with(&d.home)));
+}
+
+#[test]
+fn explicit_files_replace_discovery() {
+    let d = dirs();
+    write(&d.project, ".mcp.json", &stdio("discovered"));
+    write(
+        &d.project,
+        "first.json",
+        r#"{"mcpServers": {"x": {"command": "first"}}}"#,
+    );
+    write(
+        &d.project,
+        "second.toml",
+        "[mcp_servers.x]\ncommand = \"second\"\n[mcp_servers.y]\ncommand = \"y\"\n",
+    );
+    let found = discover(&DiscoveryOptions {
+        explicit_files: vec![
+            d.project.join("first.json"),
+            d.project.join("second.toml"),
+            d.project.join("missing.json"),
+        ],
+        ..options(&d)
+    });
+    let names: Vec<_> = found
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.config.command.as_deref()))
+        .collect();
+    assert_eq!(names, [("x", Some("first")), ("y", Some("y"))]);
+    assert!(found
+        .servers
+        .iter()
+        .all(|s| s.source.provider == "switchboard" && s.source.level == SourceLevel::User));
+    assert_eq!(found.shadowed.len(), 1);
+    // A missing explicit file is an error (it was asked for), not silence.
+    assert_eq!(found.errors.len(), 1);
+    assert!(found.errors[0].source.path.ends_with("missing.json"));
+}
+
+#[test]
+fn missing_files_and_home_are_silently_skipped() {
+    let d = dirs();
+    let found = discover(&options(&d));
+    assert_eq!(found, Discovered::default());
+    let found = discover(&DiscoveryOptions {
+        home_dir: None,
+        ..options(&d)
+    });
+    assert_eq!(found, Discovered::default());
+}
+
+#[test]
+fn disabled_and_denied_servers_are_reported_as_skipped() {
+    let d = dirs();
+    write(
+        &d.project,
+        ".mcp.json",
+        r#"{"mcpServers": {"off": {"command": "x", "enabled": false}, "exa": {"command": "x"}, "web": {"url": "https://mcp.exa.ai/mcp"}, "on": {"command": "x"}}}"#,
+    );
+    let found = discover(&DiscoveryOptions {
+        deny: DenyList::exa(),
+        ..options(&d)
+    });
+    let names: Vec<_> = found.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["on"]);
+    let skipped: Vec<_> = found
+        .skipped
+        .iter()
+        .map(|s| (s.server.as_str(), s.reason.clone()))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            (
+                "exa",
+                SkipReason::DeniedName {
+                    pattern: "exa".into()
+                }
+            ),
+            ("off", SkipReason::Disabled),
+            (
+                "web",
+                SkipReason::DeniedUrl {
+                    pattern: "*.exa.ai*".into()
+                }
+            ),
+        ]
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn an_unreadable_file_is_an_error_and_the_rest_still_loads() {
+    let d = dirs();
+    // A directory where a file is expected cannot be read as one.
+    fs::create_dir_all(d.project.join(".mcp.json")).unwrap();
+    write(&d.home, ".cursor/mcp.json", &stdio("ok"));
+    let found = discover(&options(&d));
+    assert_eq!(found.servers.len(), 1);
+    assert_eq!(found.errors.len(), 1);
+    assert!(
+        matches!(&found.errors[0].error, ConfigError::Document { message, .. } if message.starts_with("cannot read"))
+    );
+}

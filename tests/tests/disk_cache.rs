@@ -1,0 +1,227 @@
+//! The disk tool cache: round trips, every kind of miss (TTL, another config, another version,
+//! corruption), and atomic writes under concurrent writers.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard::cache::{ToolCache, DEFAULT_TTL};
+use switchboard_core::{CacheKey, ToolDef};
+
+const NOW: u64 = 1_700_000_000_000;
+
+fn key(server: &str, hash: &str) -> CacheKey {
+    CacheKey {
+        server: server.to_string(),
+        config_hash: hash.to_string(),
+    }
+}
+
+const HASH_A: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+/// Shares HASH_A's first 16 hex digits, so both keys map to the same file.
+const HASH_A2: &str = "0123456789abcdefffffffffffffffffffffffffffffffffffffffffffffffff";
+
+fn tools(names: &[&str]) -> Vec<ToolDef> {
+    names
+        .iter()
+        .map(|n| {
+            let mut t = ToolDef::named(*n);
+            t.description = Some(format!("the {n} tool").into());
+            t
+        })
+        .collect()
+}
+
+#[test]
+fn stored_tools_load_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path().join("tools"));
+    let k = key("git hub", HASH_A);
+    assert_eq!(cache.load(&k, NOW), None, "empty cache is a miss");
+    let stored = tools(&["search", "open_issue"]);
+    cache.store(&k, &stored, NOW).unwrap();
+    assert_eq!(cache.load(&k, NOW + 1), Some(stored.clone()));
+
+    // The file is the documented format.
+    let path = cache.path_for(&k);
+    assert_eq!(
+        path.file_name().unwrap().to_str().unwrap(),
+        "git_hub-0123456789abcdef.json"
+    );
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(file["version"], 1);
+    assert_eq!(file["server"], "git hub");
+    assert_eq!(file["config_hash"], HASH_A);
+    assert_eq!(file["written_at_unix_ms"], NOW);
+    assert_eq!(file["tools"].as_array().unwrap().len(), 2);
+
+    // A second store replaces the entry.
+    let newer = tools(&["search"]);
+    cache.store(&k, &newer, NOW + 5).unwrap();
+    assert_eq!(cache.load(&k, NOW + 6), Some(newer));
+}
+
+#[test]
+fn entries_older_than_the_ttl_are_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    assert_eq!(cache.ttl(), DEFAULT_TTL);
+    let k = key("s", HASH_A);
+    cache.store(&k, &tools(&["t"]), NOW).unwrap();
+    let ttl_ms = DEFAULT_TTL.as_millis() as u64;
+    assert!(
+        cache.load(&k, NOW + ttl_ms).is_some(),
+        "exactly the TTL old"
+    );
+    assert_eq!(cache.load(&k, NOW + ttl_ms + 1), None, "older than the TTL");
+    assert!(
+        cache.load(&k, NOW - 10_000).is_some(),
+        "clock went back: still fresh"
+    );
+
+    let short = ToolCache::new(dir.path()).with_ttl(Duration::from_secs(60));
+    assert!(short.load(&k, NOW + 60_000).is_some());
+    assert_eq!(short.load(&k, NOW + 60_001), None);
+}
+
+#[test]
+fn another_config_hash_or_server_is_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    cache.store(&key("s", HASH_A), &tools(&["t"]), NOW).unwrap();
+    // Same file name (same 16-digit prefix), different full hash.
+    assert_eq!(
+        cache.path_for(&key("s", HASH_A)),
+        cache.path_for(&key("s", HASH_A2))
+    );
+    assert_eq!(cache.load(&key("s", HASH_A2), NOW), None);
+    // Different prefix: different file, also a miss.
+    assert_eq!(cache.load(&key("s", &"f".repeat(64)), NOW), None);
+    // Servers whose names sanitize alike never see each other's tools.
+    assert_eq!(
+        cache.path_for(&key("s", HASH_A)),
+        cache.path_for(&key("s", HASH_A))
+    );
+    cache
+        .store(&key("a.b", HASH_A), &tools(&["dot"]), NOW)
+        .unwrap();
+    assert_eq!(cache.load(&key("a_b", HASH_A), NOW), None);
+    assert_eq!(cache.load(&key("a.b", HASH_A), NOW), Some(tools(&["dot"])));
+}
+
+#[test]
+fn entries_of_another_version_are_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    let k = key("s", HASH_A);
+    let entry = serde_json::json!({
+        "version": 2,
+        "server": "s",
+        "config_hash": HASH_A,
+        "written_at_unix_ms": NOW,
+        "tools": [{"name": "t", "inputSchema": {"type": "object"}}],
+    });
+    std::fs::write(cache.path_for(&k), serde_json::to_vec(&entry).unwrap()).unwrap();
+    assert_eq!(cache.load(&k, NOW), None);
+}
+
+#[test]
+fn corrupt_or_unreadable_files_are_misses_not_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    let k = key("s", HASH_A);
+    cache.store(&k, &tools(&["t"]), NOW).unwrap();
+    let path = cache.path_for(&k);
+    let good = std::fs::read(&path).unwrap();
+
+    for bad in [
+        &good[..good.len() / 2],
+        b"not json at all".as_slice(),
+        b"".as_slice(),
+        br#"{"version":1,"server":"s","config_hash":"x","tools":"nope"}"#.as_slice(),
+        br#"[1,2,3]"#.as_slice(),
+    ] {
+        std::fs::write(&path, bad).unwrap();
+        assert_eq!(
+            cache.load(&k, NOW),
+            None,
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+
+    // A directory where the file should be: unreadable, still a miss.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    assert_eq!(cache.load(&k, NOW), None);
+    assert!(cache.store(&k, &tools(&["t"]), NOW).is_err());
+    // The failed store left no temp file behind.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn concurrent_writers_never_leave_a_torn_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    let k = key("busy", HASH_A);
+    // Each writer stores its own internally consistent list, big enough that a torn write
+    // would be visible.
+    let list_for = |writer: usize| -> Vec<ToolDef> {
+        (0..40)
+            .map(|i| {
+                let mut t = ToolDef::named(format!("w{writer}_tool{i}"));
+                t.description = Some(format!("writer {writer} ").repeat(50).into());
+                t
+            })
+            .collect()
+    };
+    cache.store(&k, &list_for(0), NOW).unwrap();
+
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (cache, k, done) = (cache.clone(), k.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0u32;
+            while !done.load(Ordering::Relaxed) || reads < 10 {
+                let got = cache
+                    .load(&k, NOW)
+                    .expect("an entry exists from the start: every read must see a whole one");
+                let writer = got[0].name.split('_').next().unwrap().to_string();
+                assert_eq!(got.len(), 40);
+                assert!(got
+                    .iter()
+                    .all(|t| t.name.starts_with(&format!("{writer}_"))));
+                reads += 1;
+            }
+            reads
+        })
+    };
+    let writers: Vec<_> = (1..=6)
+        .map(|w| {
+            let (cache, k) = (cache.clone(), k.clone());
+            let list = list_for(w);
+            std::thread::spawn(move || {
+                for i in 0..40 {
+                    cache.store(&k, &list, NOW + i).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    let reads = reader.join().unwrap();
+    assert!(reads >= 10);
+
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["busy-0123456789abcdef.json".to_string()]);
+}

@@ -1,0 +1,344 @@
+//! The policies beyond the seed (DESIGN.md, "Beyond the seed"): reconnect with backoff and a
+//! burst breaker, health pings, progress-aware call timeouts, `tools/list_changed`, and `Sync`
+//! reconciliation — each decided in the core and shown here as a scripted trace.
+
+use crate::script::*;
+use crate::support::with_snapshots;
+use serde_json::json;
+use switchboard_core::config::ServerConfig;
+use switchboard_core::manager::{
+    CallId, CallOutcome, ConnId, HealthPolicy, Input, ManagerOptions, Output, ReconnectPolicy,
+    ServerStatus, TransportEvent,
+};
+use switchboard_core::ServerSpec;
+
+fn closed(s: &mut Script, ms: u64, server: &str) {
+    let conn = s.conn(server);
+    s.at(
+        ms,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "process exited (exit status: 1)".into(),
+            },
+        },
+    );
+}
+
+fn opens_of(s: &Script, server: &str) -> Vec<(usize, ConnId)> {
+    s.outputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| match o {
+            Output::OpenTransport {
+                conn, server: n, ..
+            } if n == server => Some((i, *conn)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn connected(s: &mut Script, server: &str, tools: &[&str]) {
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio(server)],
+        },
+    );
+    s.cache(1, server, None);
+    s.ready(10, server, tools);
+}
+
+#[test]
+fn unexpected_close_reconnects_with_deferred_tools_and_waiting_calls_succeed() {
+    let mut s = Script::new();
+    connected(&mut s, "a", &["echo"]);
+    s.call(100, 1, "mcp_a_echo", json!({"text": "in flight"}));
+    closed(&mut s, 200, "a");
+    // The call that was on the dead connection fails; the server is reconnecting.
+    assert!(
+        matches!(s.outcome(1)[..], [CallOutcome::Err(ref e)] if e.contains("connection closed"))
+    );
+    assert_eq!(s.m.status("a"), ServerStatus::Connecting);
+    assert_eq!(s.tool_names(), vec!["mcp_a_echo (deferred)"]);
+    let st = s.m.server_state("a").unwrap();
+    assert_eq!(st.reconnect_attempt, 1);
+    let next = st.next_attempt_at.expect("a scheduled attempt");
+    let delay = next.as_millis() - 200;
+    assert!(
+        (400..=600).contains(&delay),
+        "first delay 500 ms ± 20%, got {delay}"
+    );
+    // A call made while reconnecting waits for the connection.
+    s.call(300, 2, "mcp_a_echo", json!({"text": "waited"}));
+    s.advance_to(next.as_millis() + 1);
+    assert_eq!(opens_of(&s, "a").len(), 2, "one new attempt");
+    s.ready(next.as_millis() + 5, "a", &["echo"]);
+    s.reply(
+        next.as_millis() + 6,
+        "a",
+        "tools/call",
+        json!({"content": [{"type": "text", "text": "waited"}]}),
+    );
+    assert!(matches!(s.outcome(2)[..], [CallOutcome::Ok(ref r)] if r.render_text() == "waited"));
+    assert_eq!(s.m.status("a"), ServerStatus::Connected);
+    assert_eq!(s.tool_names(), vec!["mcp_a_echo"]);
+    assert_eq!(s.m.counters().reconnects_succeeded, 1);
+    with_snapshots(|| insta::assert_snapshot!("policy_reconnect", s.finish()));
+}
+
+#[test]
+fn backoff_delays_follow_the_ladder_within_jitter_up_to_the_cap() {
+    let mut s = Script::with(ManagerOptions { seed: 7, ..opts() });
+    connected(&mut s, "a", &["echo"]);
+    closed(&mut s, 100, "a");
+    let mut expected = 500u64;
+    for attempt in 1..=12u32 {
+        let st = s.m.server_state("a").unwrap();
+        assert_eq!(st.reconnect_attempt, attempt);
+        let at = st.next_attempt_at.unwrap().as_nanos();
+        let from = s.now.as_nanos();
+        let delay_ms = (at - from) as f64 / 1e6;
+        let base = expected.min(300_000) as f64;
+        assert!(
+            delay_ms >= base * 0.8 - 1.0 && delay_ms <= base * 1.2 + 1.0,
+            "attempt {attempt}: delay {delay_ms} ms outside {base} ± 20%"
+        );
+        expected *= 2;
+        // The attempt starts, and fails at once (spawn failure).
+        s.advance_to(st.next_attempt_at.unwrap().as_millis() + 1);
+        let conn = s.conn("a");
+        let now = s.now.as_millis();
+        s.at(
+            now,
+            Input::Transport {
+                conn,
+                event: TransportEvent::Failed {
+                    error: "spawn failed".into(),
+                },
+            },
+        );
+    }
+    assert_eq!(
+        s.m.status("a"),
+        ServerStatus::Connecting,
+        "a down server is retried forever"
+    );
+    assert_eq!(s.tool_names(), vec!["mcp_a_echo (deferred)"]);
+}
+
+#[test]
+fn the_breaker_trips_after_more_than_five_unexpected_closes_within_30_s() {
+    let mut s = Script::new();
+    connected(&mut s, "a", &["echo"]);
+    let mut t = 100;
+    for round in 0..6 {
+        closed(&mut s, t, "a");
+        if round == 5 {
+            break;
+        }
+        let at =
+            s.m.server_state("a")
+                .unwrap()
+                .next_attempt_at
+                .unwrap()
+                .as_millis()
+                + 1;
+        s.advance_to(at);
+        s.ready(at + 1, "a", &["echo"]);
+        t = at + 100;
+    }
+    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
+    assert!(s.tool_names().is_empty(), "tools withdrawn");
+    let err = s.m.server_state("a").unwrap().last_error.unwrap();
+    assert!(
+        err.contains("automatic reconnects stopped after 6 unexpected closes within 30 s"),
+        "{err}"
+    );
+    let opens = opens_of(&s, "a").len();
+    s.advance_to(t + 600_000);
+    assert_eq!(
+        opens_of(&s, "a").len(),
+        opens,
+        "no attempt after the breaker tripped"
+    );
+    // An explicit Connect starts it again.
+    s.at(
+        t + 600_001,
+        Input::Connect {
+            servers: vec![stdio("a")],
+        },
+    );
+    assert_eq!(opens_of(&s, "a").len(), opens + 1);
+    with_snapshots(|| insta::assert_snapshot!("policy_breaker", s.finish()));
+}
+
+#[test]
+fn no_reconnect_ever_follows_an_explicit_disconnect() {
+    let mut s = Script::new();
+    connected(&mut s, "a", &["echo"]);
+    closed(&mut s, 100, "a");
+    s.at(150, Input::Disconnect { server: "a".into() });
+    s.advance_to(3_600_000);
+    assert_eq!(opens_of(&s, "a").len(), 1);
+    assert_eq!(s.m.poll_timeout(), None, "no timer left behind");
+}
+
+#[test]
+fn health_pings_detect_a_stalled_server_and_reconnect_it() {
+    let mut s = Script::with(ManagerOptions {
+        health: Some(HealthPolicy {
+            interval: ms(1000),
+            timeout: ms(300),
+            misses: 2,
+        }),
+        ..opts()
+    });
+    connected(&mut s, "a", &["echo"]);
+    let first = s.conn("a");
+    // The first ping is answered.
+    s.advance_to(1010);
+    s.reply(1020, "a", "ping", json!({}));
+    // Then the server stalls: two pings in a row go unanswered.
+    s.advance_to(2700);
+    assert_eq!(s.m.counters().ping_timeouts, 2);
+    assert_eq!(
+        s.count(|o| matches!(o, Output::CloseTransport { conn } if *conn == first)),
+        1,
+        "the stalled connection is closed"
+    );
+    assert_eq!(s.m.status("a"), ServerStatus::Connecting);
+    let err = s.m.server_state("a").unwrap().last_error.unwrap();
+    assert!(err.contains("2 pings in a row went unanswered"), "{err}");
+    let at = s.m.server_state("a").unwrap().next_attempt_at.unwrap();
+    s.advance_to(at.as_millis() + 1);
+    assert_eq!(opens_of(&s, "a").len(), 2, "reconnected");
+    with_snapshots(|| insta::assert_snapshot!("policy_health_ping", s.finish()));
+}
+
+#[test]
+fn progress_resets_a_call_timeout_but_never_past_the_ceiling() {
+    let mut s = Script::with(ManagerOptions {
+        reset_timeout_on_progress: true,
+        max_call_time: ms(2500),
+        ..opts()
+    });
+    connected(&mut s, "a", &["slow"]);
+    s.at(
+        100,
+        Input::CallTool {
+            call: CallId(1),
+            tool: "mcp_a_slow".into(),
+            arguments: None,
+            timeout: Some(ms(1000)),
+        },
+    );
+    let sent = s.outputs.iter().rev().find_map(|o| match o {
+        Output::Send { frame, .. } => Some(String::from_utf8_lossy(frame).into_owned()),
+        _ => None,
+    });
+    assert!(sent.unwrap().contains(r#""_meta":{"progressToken":1}"#));
+    let conn = s.conn("a");
+    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": 1, "progress": 1}});
+    for t in [900, 1800, 2500] {
+        s.frame_on(t, conn, progress.clone());
+        assert!(s.outcome(1).is_empty(), "still running at {t} ms");
+    }
+    // The ceiling: 100 ms + 2500 ms, whatever progress says.
+    s.advance_to(2599);
+    assert!(s.outcome(1).is_empty());
+    s.advance_to(2600);
+    assert!(matches!(s.outcome(1)[..], [CallOutcome::Err(_)]));
+    assert_eq!(s.m.counters().progress_resets, 2);
+}
+
+#[test]
+fn list_changed_is_ignored_unless_the_server_declared_it() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a")],
+        },
+    );
+    s.cache(1, "a", None);
+    s.opened(5, "a");
+    s.reply(
+        6,
+        "a",
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}}),
+    );
+    s.reply(7, "a", "tools/list", tools_json(&["one"]));
+    let conn = s.conn("a");
+    let mark = s.outputs.len();
+    s.frame_on(
+        20,
+        conn,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    );
+    assert!(!s.outputs[mark..]
+        .iter()
+        .any(|o| matches!(o, Output::Send { .. })));
+}
+
+#[test]
+fn sync_restarts_only_changed_servers_and_leaves_the_rest_untouched() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("keep"), stdio("change"), stdio("drop")],
+        },
+    );
+    for n in ["keep", "change", "drop"] {
+        s.cache(1, n, None);
+        s.ready(10, n, &["t"]);
+    }
+    let keep = s.conn("keep");
+    s.call(50, 1, "mcp_keep_t", json!({}));
+    let mark = s.outputs.len();
+    let changed = ServerSpec::new("change", ServerConfig::stdio("change-server", &["--v2"]));
+    s.at(
+        100,
+        Input::Sync {
+            servers: vec![stdio("keep"), changed, stdio("new")],
+        },
+    );
+    let after = &s.outputs[mark..];
+    assert!(!after
+        .iter()
+        .any(|o| matches!(o, Output::CloseTransport { conn } if *conn == keep)));
+    assert!(!after
+        .iter()
+        .any(|o| matches!(o, Output::OpenTransport { server, .. } if server == "keep")));
+    assert!(after
+        .iter()
+        .any(|o| matches!(o, Output::OpenTransport { server, .. } if server == "change")));
+    assert!(after
+        .iter()
+        .any(|o| matches!(o, Output::OpenTransport { server, .. } if server == "new")));
+    assert_eq!(s.m.status("drop"), ServerStatus::Disconnected);
+    assert_eq!(s.m.status("keep"), ServerStatus::Connected);
+    assert!(
+        s.outcome(1).is_empty(),
+        "the kept server's call is still in flight"
+    );
+    s.reply(120, "keep", "tools/call", json!({"content": []}));
+    assert!(matches!(s.outcome(1)[..], [CallOutcome::Ok(_)]));
+    with_snapshots(|| insta::assert_snapshot!("policy_sync", s.finish()));
+}
+
+#[test]
+fn reconnect_can_be_switched_off() {
+    let mut s = Script::with(ManagerOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..opts()
+    });
+    connected(&mut s, "a", &["echo"]);
+    closed(&mut s, 100, "a");
+    s.advance_to(600_000);
+    assert_eq!(opens_of(&s, "a").len(), 1);
+    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
+}

@@ -1,0 +1,194 @@
+//! Secrets at connect time: `!command` values, their cache, their failures (which never show
+//! the value), cancellation, and bearer tokens from a credential provider.
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use switchboard::secrets::{resolve_secrets, CredentialProvider, SecretCache};
+use switchboard::stdio::ProcessRegistry;
+use switchboard_core::TransportConfig;
+
+fn stdio_with_env(env: &[(&str, &str)]) -> TransportConfig {
+    TransportConfig::Stdio {
+        command: "server".into(),
+        args: vec![],
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        cwd: None,
+    }
+}
+
+fn env_of(config: &TransportConfig) -> &BTreeMap<String, String> {
+    match config {
+        TransportConfig::Stdio { env, .. } => env,
+        other => panic!("not stdio: {other:?}"),
+    }
+}
+
+#[test]
+fn bang_values_run_once_and_are_trimmed() {
+    smol::block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = dir.path().join("runs");
+        let cmd = format!("echo run >> '{}'; printf '  s3cret \\n'", counter.display());
+        let cache = SecretCache::new();
+        let config = stdio_with_env(&[
+            ("TOKEN", &format!("!{cmd}")),
+            ("PLAIN", "value"),
+            ("LITERAL", "!!not a command"),
+        ]);
+        let resolved = resolve_secrets("s", config.clone(), None, None, &cache)
+            .await
+            .unwrap();
+        assert_eq!(env_of(&resolved)["TOKEN"], "s3cret");
+        assert_eq!(env_of(&resolved)["PLAIN"], "value");
+        assert_eq!(env_of(&resolved)["LITERAL"], "!not a command");
+        let again = resolve_secrets("other", config, None, None, &cache)
+            .await
+            .unwrap();
+        assert_eq!(env_of(&again)["TOKEN"], "s3cret");
+        let runs = std::fs::read_to_string(&counter).unwrap();
+        assert_eq!(runs.lines().count(), 1, "the command ran once");
+    });
+}
+
+#[test]
+fn a_failing_secret_command_is_a_clear_error_without_the_value() {
+    smol::block_on(async {
+        let cache = SecretCache::new();
+        let config = stdio_with_env(&[("K", "!echo hunter2; echo 'vault locked' >&2; exit 3")]);
+        let err = resolve_secrets("s", config, None, None, &cache)
+            .await
+            .unwrap_err();
+        assert!(
+            err.starts_with(
+                "secret command \"echo hunter2; echo 'vault locked' >&2; exit 3\" failed:"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("exit status: 3"), "{err}");
+        assert!(err.contains("vault locked"), "{err}");
+        assert!(err.contains("env K"), "{err}");
+        assert!(
+            !err.contains("hunter2\n") && !err.ends_with("hunter2"),
+            "{err}"
+        );
+
+        let empty = stdio_with_env(&[("K", "!true")]);
+        let err = resolve_secrets("s", empty, None, None, &cache)
+            .await
+            .unwrap_err();
+        assert!(err.contains("printed nothing"), "{err}");
+    });
+}
+
+#[test]
+fn a_secret_command_that_hangs_times_out_and_is_killed() {
+    smol::block_on(async {
+        let registry = ProcessRegistry::new();
+        let cache = SecretCache::new()
+            .with_registry(registry.clone())
+            .with_timeout(Duration::from_millis(300));
+        let config = stdio_with_env(&[("K", "!sleep 1000 & sleep 1000")]);
+        let err = resolve_secrets("s", config, None, None, &cache)
+            .await
+            .unwrap_err();
+        assert!(err.contains("timed out"), "{err}");
+        assert!(registry.is_empty(), "the command's group was killed");
+    });
+}
+
+#[test]
+fn cancelling_a_resolution_kills_the_secret_command() {
+    smol::block_on(async {
+        let registry = ProcessRegistry::new();
+        let cache = SecretCache::new().with_registry(registry.clone());
+        let config = stdio_with_env(&[("K", "!sleep 1000")]);
+        let resolution = resolve_secrets("s", config, None, None, &cache);
+        // Poll it until the command is running, then drop it (the driver cancelling an
+        // attempt that is still opening).
+        let start = Instant::now();
+        let mut resolution = Box::pin(resolution);
+        while registry.is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(30));
+            let _ = smol::future::poll_once(&mut resolution).await;
+            smol::Timer::after(Duration::from_millis(10)).await;
+        }
+        drop(resolution);
+        assert!(registry.is_empty());
+    });
+}
+
+struct Tokens;
+
+impl CredentialProvider for Tokens {
+    fn bearer_token(&self, server: &str, auth: &Value) -> Result<Option<String>, String> {
+        match (server, auth.get("kind").and_then(Value::as_str)) {
+            (_, Some("oauth")) => Ok(Some(format!("tok-{server}"))),
+            (_, Some("broken")) => Err("refresh failed".into()),
+            _ => Ok(None),
+        }
+    }
+}
+
+#[test]
+fn provider_tokens_become_env_or_authorization_header() {
+    smol::block_on(async {
+        let cache = SecretCache::new();
+        let oauth = json!({"kind": "oauth"});
+
+        let stdio = resolve_secrets(
+            "gh",
+            stdio_with_env(&[]),
+            Some(&oauth),
+            Some(&Tokens),
+            &cache,
+        )
+        .await
+        .unwrap();
+        assert_eq!(env_of(&stdio)["OAUTH_ACCESS_TOKEN"], "tok-gh");
+
+        let http = TransportConfig::Http {
+            url: "https://example.invalid/mcp".into(),
+            headers: BTreeMap::from([
+                ("authorization".to_string(), "Basic old".to_string()),
+                ("X-Key".to_string(), "!echo k".to_string()),
+            ]),
+        };
+        let resolved = resolve_secrets("api", http, Some(&oauth), Some(&Tokens), &cache)
+            .await
+            .unwrap();
+        let TransportConfig::Http { headers, .. } = resolved else {
+            panic!("http stays http");
+        };
+        assert_eq!(
+            headers,
+            BTreeMap::from([
+                ("Authorization".to_string(), "Bearer tok-api".to_string()),
+                ("X-Key".to_string(), "k".to_string()),
+            ])
+        );
+
+        // No auth section: the provider is not asked.
+        let plain = resolve_secrets("gh", stdio_with_env(&[]), None, Some(&Tokens), &cache)
+            .await
+            .unwrap();
+        assert!(env_of(&plain).is_empty());
+
+        let err = resolve_secrets(
+            "gh",
+            stdio_with_env(&[]),
+            Some(&json!({"kind": "broken"})),
+            Some(&Tokens),
+            &cache,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "credential provider failed for server \"gh\": refresh failed"
+        );
+    });
+}
