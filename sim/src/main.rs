@@ -84,7 +84,7 @@ fn main() -> ExitCode {
                 if !quiet {
                     println!("  {name:<34} {n:>9}  {doc}");
                 }
-                if n == 0 {
+                if n == 0 && !switchboard_sim::coverage::NOT_DRIVEN_YET.contains(&name.as_str()) {
                     unreached.push(name);
                 }
             }

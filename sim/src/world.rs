@@ -891,22 +891,21 @@ impl<'a> World<'a> {
                 level,
                 message,
             } => {
-                if level == Level::Error {
-                    let late = message.starts_with("failed after startup:");
-                    let lost = message.starts_with("connection lost:");
-                    if late || lost {
-                        if late {
-                            self.cov.late_failures_after_gate += 1;
-                        } else {
-                            self.cov.connections_lost += 1;
-                        }
-                        if let Some(i) =
-                            server.as_ref().and_then(|s| self.obs.index.get(s).copied())
-                        {
-                            self.obs.withdrawn[i] = true;
-                            if let Some(c) = self.obs.latest_conn[i] {
-                                self.failure_reported(c, "as a late failure");
-                            }
+                // With reconnects on, a lost connection is a warning ("...; reconnecting"):
+                // counted, but not a failure report (the attempt goes on).
+                let lost = message.starts_with("connection lost:");
+                if lost {
+                    self.cov.connections_lost += 1;
+                }
+                let late = message.starts_with("failed after startup:");
+                if level == Level::Error && (late || lost) {
+                    if late {
+                        self.cov.late_failures_after_gate += 1;
+                    }
+                    if let Some(i) = server.as_ref().and_then(|s| self.obs.index.get(s).copied()) {
+                        self.obs.withdrawn[i] = true;
+                        if let Some(c) = self.obs.latest_conn[i] {
+                            self.failure_reported(c, "as a late failure");
                         }
                     }
                 }
