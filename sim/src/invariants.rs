@@ -306,6 +306,21 @@ pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
                 ))
             }
         }
+        // The rich state agrees with the view (count and deferred flag).
+        let n = ctx
+            .after
+            .tools
+            .iter()
+            .filter(|u| u.server == t.server)
+            .count();
+        if let Some(st) = ctx.m.server_state(&t.server) {
+            if st.tool_count != n || st.deferred != t.deferred {
+                return Err(format!(
+                    "server_state({}) says {} tools, deferred={}, but the view has {n}, deferred={}",
+                    t.server, st.tool_count, st.deferred, t.deferred
+                ));
+            }
+        }
         last = Some(t.server.as_str());
     }
     Ok(())
