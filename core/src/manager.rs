@@ -676,7 +676,13 @@ impl Manager {
 
     /// The seed's `#pendingConnections`.
     pub fn pending_connections(&self) -> Vec<&str> {
-        self.names_in(|p| matches!(p, Phase::Opening { .. } | Phase::Initializing { .. }))
+        // A server waiting to reconnect is `Connecting`, so it is a pending connection too.
+        self.names_in(|p| {
+            matches!(
+                p,
+                Phase::Opening { .. } | Phase::Initializing { .. } | Phase::Backoff { .. }
+            )
+        })
     }
 
     /// The seed's `#pendingToolLoads`.

@@ -1,0 +1,677 @@
+//! The safety invariants, checked after every step of a run, and the observations they read.
+//!
+//! The simulator does not re-decide what the manager should have done: it observes the
+//! manager's outputs and public getters and checks the promises DESIGN.md and the seed make.
+//! Each invariant is one function; a violation names it.
+
+use crate::world::CallObs;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+use switchboard_core::manager::{
+    CallId, CallOutcome, ConnId, Manager, ServerStatus, StartupReport,
+};
+use switchboard_core::names::{NameTable, MAX_NAME_LEN};
+use switchboard_core::Instant;
+
+/// One tool of the view, as observed (the definition itself is not needed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewTool {
+    pub qualified: String,
+    pub server: String,
+    pub raw: String,
+    pub deferred: bool,
+}
+
+/// What the getters show after a step.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    /// `status()` of every scenario server, by index.
+    pub status: Vec<ServerStatus>,
+    pub tools: Vec<ViewTool>,
+    pub calls: Vec<CallId>,
+    pub conns: Vec<ConnId>,
+    pub rounds: Vec<u64>,
+}
+
+impl View {
+    pub fn observe(m: &Manager, names: &[String]) -> View {
+        View {
+            status: names.iter().map(|n| m.status(n)).collect(),
+            tools: m
+                .tools()
+                .into_iter()
+                .map(|t| ViewTool {
+                    qualified: t.qualified_name,
+                    server: t.server,
+                    raw: t.def.name,
+                    deferred: t.deferred,
+                })
+                .collect(),
+            calls: m.calls_in_flight(),
+            conns: m.open_conns(),
+            rounds: m.open_rounds(),
+        }
+    }
+
+    /// The (server, raw tool) pairs one server has in the view.
+    pub fn pairs_of(&self, server: &str) -> Vec<(&str, &str)> {
+        self.tools
+            .iter()
+            .filter(|t| t.server == server)
+            .map(|t| (t.server.as_str(), t.raw.as_str()))
+            .collect()
+    }
+}
+
+/// What kind of step this was, and which server it concerned.
+#[derive(Debug, Clone, Default)]
+pub struct StepInfo {
+    pub timer: bool,
+    /// The one server an event concerned (transport event, cache answer, disconnect, refresh).
+    pub scope: Option<usize>,
+    /// A transport event for a connection the manager no longer has (or never had).
+    pub stale: bool,
+    pub disconnect: Option<usize>,
+    pub disconnect_all: bool,
+    pub outputs: usize,
+    pub reports: Vec<StartupReport>,
+    /// Every server's status at the moment each report was emitted (the status before the
+    /// step, updated by the `StatusChanged` events that preceded the report).
+    pub report_status: Vec<Vec<ServerStatus>>,
+    /// Status as of the latest output drained (see `report_status`).
+    pub running_status: Vec<ServerStatus>,
+    pub completed: Vec<(CallId, CallOutcome)>,
+    /// Violations spotted while draining outputs: (invariant, detail).
+    pub output_violations: Vec<(&'static str, String)>,
+    /// The last `StatusChanged` of each server in this step.
+    pub status_events: BTreeMap<String, ServerStatus>,
+    /// Servers named by a `ToolsChanged` in this step.
+    pub tools_changed: BTreeSet<String>,
+}
+
+/// A startup round as the simulator saw it begin.
+#[derive(Debug, Clone)]
+pub struct RoundObs {
+    pub id: u64,
+    pub started: Instant,
+    pub gate_at: Instant,
+    /// Members by server index, with the attempt the round started.
+    pub members: BTreeMap<usize, ConnId>,
+    /// Servers of the request whose config is invalid (they must be in `errors`).
+    pub invalid: Vec<usize>,
+    pub reported: bool,
+}
+
+/// Per-attempt facts the simulator observed.
+#[derive(Debug, Clone, Default)]
+pub struct ConnObs {
+    pub server: usize,
+    /// `StatusChanged Connected` was seen while this was the server's attempt.
+    pub ready: bool,
+    /// This attempt's failure was reported (in a round's `errors` or as a late diagnostic).
+    pub failure_reports: u32,
+    /// The cache lookup issued with this attempt, and whether it answered with tools.
+    pub cache_hit: Option<bool>,
+    pub load_cache: bool,
+}
+
+/// The simulator's bookkeeping the invariants read.
+#[derive(Debug, Clone, Default)]
+pub struct Observer {
+    pub names: Vec<String>,
+    pub index: BTreeMap<String, usize>,
+    pub conns: BTreeMap<ConnId, ConnObs>,
+    pub latest_conn: Vec<Option<ConnId>>,
+    /// Attempts the manager has open: opened, not closed by it, not reported gone.
+    pub mirror: BTreeSet<ConnId>,
+    pub rounds: BTreeMap<u64, RoundObs>,
+    pub max_round: u64,
+    pub calls: BTreeMap<CallId, CallObs>,
+    /// Servers that must show no tools until their next attempt starts (disconnected, or
+    /// their late failure was reported).
+    pub withdrawn: Vec<bool>,
+    /// The pairs whose names were last checked against a fresh `NameTable`.
+    pub names_checked: Vec<(String, String, String)>,
+}
+
+pub struct Ctx<'a> {
+    pub m: &'a Manager,
+    pub obs: &'a Observer,
+    pub before: &'a View,
+    pub after: &'a View,
+    pub step: &'a StepInfo,
+    pub now: Instant,
+    pub gate: Duration,
+    pub uncached_wait: Option<Duration>,
+    pub double_underscore: bool,
+}
+
+pub type Check = fn(&Ctx) -> Result<(), String>;
+
+/// Every safety invariant, in order, with its name.
+pub const SAFETY: &[(&str, Check)] = &[
+    (
+        "1 status agrees with registries",
+        status_agrees_with_registries,
+    ),
+    (
+        "2 exposed tools belong to live servers",
+        exposed_tools_belong_to_live_servers,
+    ),
+    (
+        "3 qualified names are valid, unique and sorted",
+        qualified_names_are_valid,
+    ),
+    (
+        "4 startup complete once per round and on time",
+        startup_complete_once_and_on_time,
+    ),
+    ("5 stale events change nothing", stale_events_change_nothing),
+    (
+        "6 every open is closed exactly once",
+        every_open_is_closed_exactly_once,
+    ),
+    ("7 one server's failure is isolated", failures_are_isolated),
+    (
+        "8 calls complete exactly once and correctly",
+        calls_complete_once_and_correctly,
+    ),
+    ("9 late failures are logged once", late_failures_logged_once),
+    (
+        "10 disconnect withdraws exactly that server's tools",
+        disconnect_withdraws_by_identity,
+    ),
+    (
+        "11 the client speaks valid JSON-RPC",
+        client_speaks_valid_json_rpc,
+    ),
+];
+
+fn output_violation(ctx: &Ctx, name: &str) -> Result<(), String> {
+    match ctx.step.output_violations.iter().find(|(n, _)| *n == name) {
+        Some((_, d)) => Err(d.clone()),
+        None => Ok(()),
+    }
+}
+
+/// `status()` is Connected iff in `connections()`, Connecting iff pending, else Disconnected,
+/// and no server is in two exclusive registries.
+pub fn status_agrees_with_registries(ctx: &Ctx) -> Result<(), String> {
+    let c = ctx.m.connections();
+    let pc = ctx.m.pending_connections();
+    let pt = ctx.m.pending_tool_loads();
+    for n in c.iter().chain(&pc).chain(&pt) {
+        if !ctx.obs.index.contains_key(*n) {
+            return Err(format!("registry holds unknown server {n:?}"));
+        }
+    }
+    for (i, name) in ctx.obs.names.iter().enumerate() {
+        let n = name.as_str();
+        let (a, b, d) = (c.contains(&n), pc.contains(&n), pt.contains(&n));
+        if u8::from(a) + u8::from(b) + u8::from(d) > 1 {
+            return Err(format!("{n} is in two registries (connections={a}, pending connections={b}, pending tool loads={d})"));
+        }
+        let derived = if a {
+            ServerStatus::Connected
+        } else if b || d {
+            ServerStatus::Connecting
+        } else {
+            ServerStatus::Disconnected
+        };
+        if ctx.after.status[i] != derived {
+            return Err(format!(
+                "status({n}) = {:?} but the registries say {derived:?}",
+                ctx.after.status[i]
+            ));
+        }
+        match ctx.step.status_events.get(n) {
+            Some(e) if *e != ctx.after.status[i] => {
+                return Err(format!(
+                    "the last StatusChanged for {n} says {e:?} but status() is {:?}",
+                    ctx.after.status[i]
+                ))
+            }
+            None if ctx.before.status[i] != ctx.after.status[i] => {
+                return Err(format!(
+                    "{n} went {:?} -> {:?} without a StatusChanged",
+                    ctx.before.status[i], ctx.after.status[i]
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Every exposed tool belongs to a connected server or a pending one with deferred tools, and
+/// never to one that was disconnected or whose late failure was reported; a change of a
+/// server's slice is announced (`ToolsChanged` or `StartupComplete`) unless its round is open.
+pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
+    if ctx.before.tools != ctx.after.tools && ctx.step.reports.is_empty() {
+        for (i, name) in ctx.obs.names.iter().enumerate() {
+            if ctx.step.tools_changed.contains(name)
+                || ctx.before.pairs_of(name) == ctx.after.pairs_of(name)
+            {
+                continue;
+            }
+            let in_open_round = ctx.obs.rounds.values().any(|r| {
+                !r.reported
+                    && r.members
+                        .get(&i)
+                        .is_some_and(|c| ctx.obs.latest_conn[i] == Some(*c))
+            });
+            if !in_open_round {
+                return Err(format!("{name}'s tools changed without a ToolsChanged"));
+            }
+        }
+    }
+    let mut last: Option<&str> = None;
+    for t in &ctx.after.tools {
+        if last == Some(t.server.as_str()) {
+            continue;
+        }
+        let Some(&i) = ctx.obs.index.get(&t.server) else {
+            return Err(format!(
+                "tool {} belongs to unknown server {}",
+                t.qualified, t.server
+            ));
+        };
+        if ctx.obs.withdrawn[i] {
+            return Err(format!(
+                "tool {} of {} is exposed after the server was disconnected or its failure reported",
+                t.qualified, t.server
+            ));
+        }
+        match ctx.after.status[i] {
+            ServerStatus::Connected => {
+                if t.deferred {
+                    return Err(format!(
+                        "tool {} is deferred but {} is connected",
+                        t.qualified, t.server
+                    ));
+                }
+            }
+            ServerStatus::Connecting => {
+                if !t.deferred {
+                    return Err(format!(
+                        "tool {} is live but {} is still connecting",
+                        t.qualified, t.server
+                    ));
+                }
+            }
+            ServerStatus::Disconnected => {
+                return Err(format!(
+                    "tool {} is exposed but {} is disconnected",
+                    t.qualified, t.server
+                ))
+            }
+        }
+        // The rich state agrees with the view (count and deferred flag).
+        let n = ctx
+            .after
+            .tools
+            .iter()
+            .filter(|u| u.server == t.server)
+            .count();
+        if let Some(st) = ctx.m.server_state(&t.server) {
+            if st.tool_count != n || st.deferred != t.deferred {
+                return Err(format!(
+                    "server_state({}) says {} tools, deferred={}, but the view has {n}, deferred={}",
+                    t.server, st.tool_count, st.deferred, t.deferred
+                ));
+            }
+        }
+        last = Some(t.server.as_str());
+    }
+    Ok(())
+}
+
+/// Whether the view's pairs differ from the ones last checked against a fresh `NameTable`.
+pub fn names_need_fresh_check(obs: &Observer, view: &View) -> bool {
+    obs.names_checked.len() != view.tools.len()
+        || obs
+            .names_checked
+            .iter()
+            .zip(&view.tools)
+            .any(|((q, s, r), t)| *q != t.qualified || *s != t.server || *r != t.raw)
+}
+
+/// Qualified names are unique, at most 64 characters of `[a-z0-9_]`, sorted, route back to
+/// their pair, and equal what a fresh `NameTable` builds from the same pairs.
+pub fn qualified_names_are_valid(ctx: &Ctx) -> Result<(), String> {
+    let tools = &ctx.after.tools;
+    for w in tools.windows(2) {
+        if w[0].qualified >= w[1].qualified {
+            return Err(format!(
+                "view not strictly sorted: {:?} then {:?}",
+                w[0].qualified, w[1].qualified
+            ));
+        }
+    }
+    for t in tools {
+        let q = &t.qualified;
+        if q.is_empty()
+            || q.len() > MAX_NAME_LEN
+            || !q
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return Err(format!("invalid qualified name {q:?}"));
+        }
+    }
+    if !names_need_fresh_check(ctx.obs, ctx.after) {
+        return Ok(());
+    }
+    for t in tools {
+        if ctx.m.resolve_tool(&t.qualified) != Some((t.server.as_str(), t.raw.as_str())) {
+            return Err(format!(
+                "{} does not route to ({}, {})",
+                t.qualified, t.server, t.raw
+            ));
+        }
+    }
+    // Independent of arrival order: a table built from scratch, servers in reverse order.
+    let scheme = if ctx.double_underscore {
+        switchboard_core::NamingScheme::DoubleUnderscore
+    } else {
+        switchboard_core::NamingScheme::Seed
+    };
+    let mut fresh = NameTable::new(scheme);
+    let mut by_server: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for t in tools {
+        by_server.entry(&t.server).or_default().push(&t.raw);
+    }
+    for (server, raws) in by_server.iter().rev() {
+        fresh.set_server_tools(server, raws.iter().rev().copied());
+    }
+    let rebuilt: Vec<(&str, &str, &str)> = fresh.iter().collect();
+    let seen: Vec<(&str, &str, &str)> = tools
+        .iter()
+        .map(|t| (t.qualified.as_str(), t.server.as_str(), t.raw.as_str()))
+        .collect();
+    if rebuilt != seen {
+        return Err(format!(
+            "names depend on arrival order: view {seen:?}, fresh table {rebuilt:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// `StartupComplete` comes exactly once per round; when every still-pending member had a
+/// cache hit it comes no later than the gate; it never omits a member that had settled.
+pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, "4")?;
+    for (k, r) in ctx.step.reports.iter().enumerate() {
+        let at_report = ctx.step.report_status.get(k).unwrap_or(&ctx.after.status);
+        let Some(round) = ctx.obs.rounds.get(&r.round) else {
+            return Err(format!("StartupComplete for unknown round {}", r.round));
+        };
+        if r.elapsed != ctx.now - round.started {
+            return Err(format!(
+                "round {} reports elapsed {:?} but it began {:?} ago",
+                r.round,
+                r.elapsed,
+                ctx.now - round.started
+            ));
+        }
+        for (&i, &conn) in &round.members {
+            let name = &ctx.obs.names[i];
+            if ctx.obs.latest_conn[i] != Some(conn) || ctx.m.server_state(name).is_none() {
+                continue; // restarted in a later round, or disconnected: settled elsewhere
+            }
+            let lists = [
+                ("connected", r.connected.contains(name)),
+                ("errors", r.errors.contains_key(name)),
+                ("deferred", r.deferred.contains(name)),
+                ("pending", r.pending.contains(name)),
+            ];
+            let hits: Vec<&str> = lists.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
+            let want: &[&str] = match at_report[i] {
+                ServerStatus::Connected => &["connected"],
+                ServerStatus::Disconnected => &["errors"],
+                // Waiting to reconnect after its attempt in this round failed: an error.
+                ServerStatus::Connecting
+                    if ctx
+                        .m
+                        .server_state(name)
+                        .is_some_and(|s| s.phase == "backoff") =>
+                {
+                    &["errors"]
+                }
+                ServerStatus::Connecting => &["deferred", "pending"],
+            };
+            if hits.len() != 1 || !want.contains(&hits[0]) {
+                return Err(format!(
+                    "round {} report lists {name} under {hits:?}, but it is {:?}",
+                    r.round, at_report[i]
+                ));
+            }
+        }
+        for &i in &round.invalid {
+            let name = &ctx.obs.names[i];
+            if !r.errors.contains_key(name) {
+                return Err(format!(
+                    "round {} report omits the invalid config of {name}",
+                    r.round
+                ));
+            }
+        }
+    }
+    for round in ctx.obs.rounds.values().filter(|r| !r.reported) {
+        if !ctx.after.rounds.contains(&round.id) {
+            return Err(format!(
+                "round {} closed without a StartupComplete",
+                round.id
+            ));
+        }
+        let pending: Vec<(usize, ConnId)> = round
+            .members
+            .iter()
+            .filter(|(&i, &c)| {
+                ctx.obs.latest_conn[i] == Some(c) && ctx.after.status[i] == ServerStatus::Connecting
+            })
+            .map(|(&i, &c)| (i, c))
+            .collect();
+        if pending.is_empty() {
+            return Err(format!(
+                "every member of round {} settled but no StartupComplete",
+                round.id
+            ));
+        }
+        if ctx.now >= round.gate_at
+            && pending
+                .iter()
+                .all(|(_, c)| ctx.obs.conns.get(c).and_then(|o| o.cache_hit) == Some(true))
+        {
+            return Err(format!(
+                "round {}: the gate passed and every pending member had a cache entry, but no StartupComplete",
+                round.id
+            ));
+        }
+        if let Some(w) = ctx.uncached_wait {
+            if ctx.now >= round.gate_at + w {
+                return Err(format!(
+                    "round {}: the uncached wait ran out but no StartupComplete",
+                    round.id
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A transport event for an old `ConnId` produces no output and changes no state.
+pub fn stale_events_change_nothing(ctx: &Ctx) -> Result<(), String> {
+    if !ctx.step.stale {
+        return Ok(());
+    }
+    if ctx.step.outputs > 0 {
+        return Err(format!(
+            "a stale event produced {} outputs",
+            ctx.step.outputs
+        ));
+    }
+    if ctx.before != ctx.after {
+        return Err("a stale event changed the manager's state".into());
+    }
+    Ok(())
+}
+
+/// Every `OpenTransport` is matched by exactly one close (ours or the process's own exit), no
+/// command goes to a closed connection, and the manager tracks exactly the open attempts.
+pub fn every_open_is_closed_exactly_once(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, "6")?;
+    let mirror: Vec<ConnId> = ctx.obs.mirror.iter().copied().collect();
+    if mirror != ctx.after.conns {
+        return Err(format!(
+            "the manager tracks attempts {:?} but the open, unclosed ones are {mirror:?} (an attempt was dropped without a close)",
+            ctx.after.conns
+        ));
+    }
+    Ok(())
+}
+
+/// An event about one server never changes another server's status, tools or calls.
+pub fn failures_are_isolated(ctx: &Ctx) -> Result<(), String> {
+    let Some(x) = ctx.step.scope else {
+        return Ok(());
+    };
+    let deferred_now: BTreeSet<&str> = ctx
+        .step
+        .reports
+        .iter()
+        .flat_map(|r| r.deferred.iter().map(String::as_str))
+        .collect();
+    for (i, name) in ctx.obs.names.iter().enumerate() {
+        if i == x {
+            continue;
+        }
+        if ctx.before.status[i] != ctx.after.status[i] {
+            return Err(format!(
+                "an event for {} changed {name}'s status {:?} -> {:?}",
+                ctx.obs.names[x], ctx.before.status[i], ctx.after.status[i]
+            ));
+        }
+        if !deferred_now.contains(name.as_str())
+            && ctx.before.pairs_of(name) != ctx.after.pairs_of(name)
+        {
+            return Err(format!(
+                "an event for {} changed {name}'s tools",
+                ctx.obs.names[x]
+            ));
+        }
+    }
+    for (call, _) in &ctx.step.completed {
+        if let Some(obs) = ctx.obs.calls.get(call) {
+            if obs.server.is_some_and(|s| s != x) {
+                return Err(format!(
+                    "an event for {} completed call {} of another server",
+                    ctx.obs.names[x], call.0
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every call completes exactly once; a deferred call is sent only after its server connected;
+/// a call failed by its server's failure names that failure.
+pub fn calls_complete_once_and_correctly(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, "8")?;
+    let done: BTreeSet<CallId> = ctx.step.completed.iter().map(|(c, _)| *c).collect();
+    let ours: Vec<CallId> = ctx
+        .obs
+        .calls
+        .keys()
+        .copied()
+        .filter(|c| !done.contains(c))
+        .collect();
+    if ours != ctx.after.calls {
+        return Err(format!(
+            "calls in flight {:?}, but issued and not completed: {ours:?}",
+            ctx.after.calls
+        ));
+    }
+    for (call, outcome) in &ctx.step.completed {
+        let CallOutcome::Err(msg) = outcome else {
+            continue;
+        };
+        let Some(i) = ctx.obs.calls.get(call).and_then(|o| o.server) else {
+            continue;
+        };
+        if ctx.after.status[i] != ServerStatus::Disconnected
+            || ctx.before.status[i] == ServerStatus::Disconnected
+        {
+            continue;
+        }
+        let name = &ctx.obs.names[i];
+        if ctx.step.timer && msg.contains("timed out") {
+            continue;
+        }
+        let ok = match ctx.m.server_state(name) {
+            // The call names the failure; the server's last error may add to it (e.g. that
+            // automatic reconnects stopped).
+            Some(s) => s.last_error.as_ref().is_some_and(|e| {
+                msg.strip_prefix("MCP error: ")
+                    .is_some_and(|body| !body.is_empty() && e.starts_with(body))
+            }),
+            None => msg.contains(&format!("server \"{name}\" was disconnected")),
+        };
+        if !ok {
+            return Err(format!(
+                "call {} failed with {msg:?}, which does not name why {name} went down",
+                call.0
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A late failure is logged once per attempt, and never for an error already reported.
+pub fn late_failures_logged_once(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, "9")
+}
+
+/// Disconnect removes exactly that server's tools (by identity), calls and registry entries.
+pub fn disconnect_withdraws_by_identity(ctx: &Ctx) -> Result<(), String> {
+    if let Some(x) = ctx.step.disconnect {
+        let name = &ctx.obs.names[x];
+        if ctx.after.tools.iter().any(|t| t.server == *name) {
+            return Err(format!("{name} still has tools after Disconnect"));
+        }
+        if ctx.after.status[x] != ServerStatus::Disconnected {
+            return Err(format!(
+                "{name} is {:?} after Disconnect",
+                ctx.after.status[x]
+            ));
+        }
+        let done: BTreeSet<CallId> = ctx.step.completed.iter().map(|(c, _)| *c).collect();
+        if ctx
+            .obs
+            .calls
+            .iter()
+            .any(|(id, c)| c.server == Some(x) && !done.contains(id))
+        {
+            return Err(format!("{name} still has calls in flight after Disconnect"));
+        }
+    }
+    if ctx.step.disconnect_all
+        && (!ctx.after.tools.is_empty()
+            || !ctx.after.calls.is_empty()
+            || !ctx.after.conns.is_empty()
+            || ctx
+                .after
+                .status
+                .iter()
+                .any(|s| *s != ServerStatus::Disconnected))
+    {
+        return Err("DisconnectAll left tools, calls, attempts or a live status behind".into());
+    }
+    Ok(())
+}
+
+/// Every frame the manager sends is JSON, and every server request gets a well-formed answer
+/// (`ping` → `{}`, `roots/list` → roots, anything else → -32601).
+pub fn client_speaks_valid_json_rpc(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, "11")
+}

@@ -1,0 +1,601 @@
+//! Scenarios are data: the servers and how each of their attempts misbehaves, the tool cache's
+//! contents, the embedder's timed actions and the manager's options. Proptest strategies
+//! generate them (so a failing scenario shrinks toward a small, calm one), and a bare seed maps
+//! to one scenario deterministically through a ChaCha `TestRng` seeded from it.
+//!
+//! Swarm testing: the seed first picks a [`FaultMix`] (which fault classes are on in this run
+//! and how often they strike), so some runs are calm and some are storms.
+
+use proptest::prelude::*;
+use proptest::strategy::{Union, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde::{Deserialize, Serialize};
+
+/// Everything one simulated run needs. Same scenario, same trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    pub options: SimOptions,
+    pub mix: FaultMix,
+    pub servers: Vec<ServerPlan>,
+    /// The embedder's actions, ordered by time. The first one is always a `Connect`.
+    pub actions: Vec<Action>,
+    /// Seeds the world's own choices at run time (frame jitter, per-call faults, chatter).
+    pub world_seed: u64,
+}
+
+/// The manager's options, as the scenario sets them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimOptions {
+    pub gate_ms: u64,
+    pub uncached_wait_ms: Option<u64>,
+    pub call_timeout_ms: u64,
+    pub request_timeout_ms: u64,
+    pub double_underscore: bool,
+    pub roots: bool,
+    pub max_frame_len: usize,
+}
+
+/// Which fault classes are on in this run, and their rates (percent per opportunity).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultMix {
+    /// Weight of a faulty choice against a healthy one (0 = calm run) for attempt plans.
+    pub attempt_faults: u32,
+    /// Percent of tool calls that misbehave.
+    pub call_fault_pct: u8,
+    /// Percent of answers followed by a server-initiated message.
+    pub chatter_pct: u8,
+    /// Percent of answers that come with a garbage, duplicate or unknown-id frame.
+    pub frame_fault_pct: u8,
+    /// Percent of events for a dead process that the OS delivers anyway (stale events).
+    pub stale_pct: u8,
+    /// Extra latency per frame, at most this many ms (reorders answers).
+    pub jitter_ms: u64,
+}
+
+/// A simulated MCP server and how it behaves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerPlan {
+    pub name: String,
+    /// Config that fails validation (no transport opened; an error in the report).
+    pub invalid: bool,
+    /// Connect timeout in ms (`None`: the default 30 s).
+    pub timeout_ms: Option<i64>,
+    /// Raw tool names of the first `tools/list`.
+    pub tools: Vec<String>,
+    /// Raw tool names after a `list_changed` (or a refresh).
+    pub alt_tools: Vec<String>,
+    pub cache: CachePlan,
+    pub cache_latency_ms: u64,
+    /// Attempt `k` behaves as `attempts[min(k, len - 1)]`; after the heal, every attempt is
+    /// healthy.
+    pub attempts: Vec<AttemptPlan>,
+    /// Typical latency of a tool call.
+    pub call_latency_ms: u64,
+}
+
+/// What the tool cache holds for a server when the run starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum CachePlan {
+    Absent,
+    /// An entry for the server's base config with these tools.
+    Hit(Vec<String>),
+    /// An entry for another config hash (answered as a miss).
+    Stale(Vec<String>),
+    /// An unreadable entry (answered as a miss).
+    Corrupt,
+}
+
+/// How one connection attempt goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptPlan {
+    pub spawn: Spawn,
+    pub init: Init,
+    pub list: List,
+    /// The process exits this long after its first tools/list answer.
+    pub drop_after_ready_ms: Option<u64>,
+    /// The process exits when it receives its first `tools/call`.
+    pub drop_on_call: bool,
+    /// An oversized frame this long after the transport opened.
+    pub oversized_after_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Spawn {
+    Ok {
+        open_ms: u64,
+    },
+    /// The process cannot be started.
+    Fail {
+        after_ms: u64,
+    },
+    /// The transport never finishes opening.
+    NeverOpens,
+    /// The process exits before the transport is open.
+    DropBeforeOpen {
+        after_ms: u64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Init {
+    Ok {
+        ms: u64,
+    },
+    /// Answers `initialize` without the tools capability.
+    NoTools {
+        ms: u64,
+    },
+    Error {
+        ms: u64,
+    },
+    Hang,
+    Unsupported {
+        ms: u64,
+    },
+    /// Exits while `initialize` is outstanding.
+    Drop {
+        ms: u64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum List {
+    /// Answers in `pages` pages (1 = no cursor).
+    Ok {
+        ms: u64,
+        pages: u8,
+    },
+    /// A JSON-RPC error after `initialize` succeeded (a late failure if past the gate).
+    Error {
+        ms: u64,
+    },
+    Hang,
+    /// Pages forever with the same cursor.
+    RepeatedCursor {
+        ms: u64,
+    },
+    /// A result without a `tools` array.
+    Malformed {
+        ms: u64,
+    },
+    /// Exits while `tools/list` is outstanding.
+    Drop {
+        ms: u64,
+    },
+}
+
+/// One thing the embedder does, at a virtual time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    pub at_ms: u64,
+    pub kind: ActionKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ActionKind {
+    /// Connect these servers (index, config variant: 0 is the base config the cache knows, 1
+    /// and 2 change it, 3 disables the server).
+    Connect(Vec<(usize, u8)>),
+    Reload(Vec<(usize, u8)>),
+    Sync(Vec<(usize, u8)>),
+    Disconnect(usize),
+    DisconnectAll,
+    RefreshTools(usize),
+    CallTool {
+        target: CallTarget,
+        pick: usize,
+        timeout_ms: Option<u64>,
+    },
+    /// Cancel the `pick`-th outstanding call (by id order).
+    CancelCall(usize),
+}
+
+/// Which tool the embedder calls, resolved against the view at the time of the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CallTarget {
+    Live,
+    Deferred,
+    Unknown,
+    /// A name that was in the view once and is not any more.
+    Withdrawn,
+}
+
+/// Knobs of the generator.
+#[derive(Debug, Clone, Copy)]
+pub struct GenParams {
+    pub min_servers: usize,
+    pub max_servers: usize,
+    pub max_actions: usize,
+    /// Actions happen in `0..horizon_ms`.
+    pub horizon_ms: u64,
+}
+
+impl Default for GenParams {
+    fn default() -> Self {
+        GenParams {
+            min_servers: 6,
+            max_servers: 10,
+            max_actions: 40,
+            horizon_ms: 6_000,
+        }
+    }
+}
+
+/// Server names that stress sanitizing, prefixes shared by identity, digits and length.
+const NAMES: &[&str] = &[
+    "github",
+    "git",
+    "git_hub",
+    "Git-Hub",
+    "s3",
+    "s",
+    "fs",
+    "files.v2",
+    "a",
+    "a_b",
+    "A.B",
+    "search",
+    "slack",
+    "db",
+    "x9",
+    "postgres-prod",
+    "very-long-server-name-that-goes-on-and-on-forever-and-ever-yes",
+    "ok",
+    "web",
+    "mail",
+];
+
+const TOOLS: &[&str] = &[
+    "echo",
+    "search",
+    "fetch",
+    "read_file",
+    "github_create_issue",
+    "Create Issue",
+    "create-issue",
+    "list",
+    "s3_put",
+    "get",
+    "a_b_c",
+    "UPPER",
+    "tool-with-a-name-long-enough-to-push-the-qualified-name-past-sixty-four",
+    "run",
+];
+
+fn tool_list() -> impl Strategy<Value = Vec<String>> {
+    proptest::sample::subsequence(TOOLS, 0..=5)
+        .prop_map(|v| v.into_iter().map(str::to_string).collect())
+}
+
+fn weighted<T: std::fmt::Debug + Clone + 'static>(
+    options: Vec<(u32, BoxedStrategy<T>)>,
+) -> BoxedStrategy<T> {
+    let options: Vec<_> = options.into_iter().filter(|(w, _)| *w > 0).collect();
+    Union::new_weighted(options).boxed()
+}
+
+fn spawn_strategy(f: u32) -> BoxedStrategy<Spawn> {
+    weighted(vec![
+        (
+            100,
+            (0u64..60).prop_map(|open_ms| Spawn::Ok { open_ms }).boxed(),
+        ),
+        (
+            f / 3,
+            (0u64..50)
+                .prop_map(|after_ms| Spawn::Fail { after_ms })
+                .boxed(),
+        ),
+        (f / 6, Just(Spawn::NeverOpens).boxed()),
+        (
+            f / 6,
+            (0u64..50)
+                .prop_map(|after_ms| Spawn::DropBeforeOpen { after_ms })
+                .boxed(),
+        ),
+    ])
+}
+
+fn init_strategy(f: u32) -> BoxedStrategy<Init> {
+    weighted(vec![
+        (100, (0u64..80).prop_map(|ms| Init::Ok { ms }).boxed()),
+        // Slow past the gate: the deferred path.
+        (f, (200u64..2_500).prop_map(|ms| Init::Ok { ms }).boxed()),
+        (
+            f / 4,
+            (0u64..80).prop_map(|ms| Init::NoTools { ms }).boxed(),
+        ),
+        (f / 3, (0u64..600).prop_map(|ms| Init::Error { ms }).boxed()),
+        (f / 4, Just(Init::Hang).boxed()),
+        (
+            f / 5,
+            (0u64..400).prop_map(|ms| Init::Unsupported { ms }).boxed(),
+        ),
+        (f / 5, (0u64..600).prop_map(|ms| Init::Drop { ms }).boxed()),
+    ])
+}
+
+fn list_strategy(f: u32) -> BoxedStrategy<List> {
+    weighted(vec![
+        (
+            100,
+            (0u64..60, 1u8..=1)
+                .prop_map(|(ms, pages)| List::Ok { ms, pages })
+                .boxed(),
+        ),
+        (
+            f / 2,
+            (0u64..300, 2u8..=4)
+                .prop_map(|(ms, pages)| List::Ok { ms, pages })
+                .boxed(),
+        ),
+        (
+            f / 2,
+            (0u64..1_500).prop_map(|ms| List::Error { ms }).boxed(),
+        ),
+        (f / 5, Just(List::Hang).boxed()),
+        (
+            f / 5,
+            (0u64..200)
+                .prop_map(|ms| List::RepeatedCursor { ms })
+                .boxed(),
+        ),
+        (
+            f / 6,
+            (0u64..200).prop_map(|ms| List::Malformed { ms }).boxed(),
+        ),
+        (
+            f / 4,
+            (0u64..1_000).prop_map(|ms| List::Drop { ms }).boxed(),
+        ),
+    ])
+}
+
+fn attempt_strategy(f: u32) -> impl Strategy<Value = AttemptPlan> {
+    let drop_after = weighted(vec![
+        (100, Just(None).boxed()),
+        (f / 3, (0u64..3_000).prop_map(Some).boxed()),
+    ]);
+    let oversized = weighted(vec![
+        (100, Just(None).boxed()),
+        (f / 8, (0u64..2_000).prop_map(Some).boxed()),
+    ]);
+    let drop_on_call = weighted(vec![
+        (100, Just(false).boxed()),
+        (f / 8, Just(true).boxed()),
+    ]);
+    (
+        spawn_strategy(f),
+        init_strategy(f),
+        list_strategy(f),
+        drop_after,
+        drop_on_call,
+        oversized,
+    )
+        .prop_map(
+            |(spawn, init, list, drop_after_ready_ms, drop_on_call, oversized_after_ms)| {
+                AttemptPlan {
+                    spawn,
+                    init,
+                    list,
+                    drop_after_ready_ms,
+                    drop_on_call,
+                    oversized_after_ms,
+                }
+            },
+        )
+}
+
+fn cache_strategy(f: u32) -> BoxedStrategy<CachePlan> {
+    weighted(vec![
+        (50, Just(CachePlan::Absent).boxed()),
+        (60, tool_list().prop_map(CachePlan::Hit).boxed()),
+        (10 + f / 4, tool_list().prop_map(CachePlan::Stale).boxed()),
+        (5 + f / 6, Just(CachePlan::Corrupt).boxed()),
+    ])
+}
+
+fn server_strategy(f: u32) -> impl Strategy<Value = ServerPlan> {
+    (
+        weighted(vec![
+            (100, Just(false).boxed()),
+            (f / 20 + 1, Just(true).boxed()),
+        ]),
+        weighted(vec![
+            (60, Just(None).boxed()),
+            (40, (300i64..4_000).prop_map(Some).boxed()),
+        ]),
+        tool_list(),
+        tool_list(),
+        cache_strategy(f),
+        weighted(vec![
+            (80, (0u64..60).boxed()),
+            (10 + f / 3, (200u64..1_200).boxed()),
+        ]),
+        prop::collection::vec(attempt_strategy(f), 1..=3),
+        0u64..400,
+    )
+        .prop_map(
+            |(invalid, timeout_ms, tools, alt_tools, cache, cache_latency_ms, attempts, call)| {
+                ServerPlan {
+                    name: String::new(),
+                    invalid,
+                    timeout_ms,
+                    tools,
+                    alt_tools,
+                    cache,
+                    cache_latency_ms,
+                    attempts,
+                    call_latency_ms: call,
+                }
+            },
+        )
+}
+
+fn subset(n: usize) -> impl Strategy<Value = Vec<(usize, u8)>> {
+    // Variants 1 and 2 change the config (new hash); 3 disables the server. Duplicates are
+    // kept now and then: the manager must use the first and warn.
+    (
+        prop::collection::vec(
+            (
+                0..n,
+                prop_oneof![16 => Just(0u8), 4 => 1u8..3, 1 => Just(3u8)],
+            ),
+            0..=n,
+        ),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(|(mut v, keep_duplicates)| {
+            v.sort_by_key(|(i, _)| *i);
+            if !keep_duplicates {
+                v.dedup_by_key(|(i, _)| *i);
+            }
+            v
+        })
+}
+
+fn action_kind_strategy(n: usize) -> impl Strategy<Value = ActionKind> {
+    let target = prop_oneof![
+        5 => Just(CallTarget::Live),
+        4 => Just(CallTarget::Deferred),
+        1 => Just(CallTarget::Unknown),
+        1 => Just(CallTarget::Withdrawn),
+    ];
+    let timeout = prop_oneof![
+        3 => Just(None),
+        2 => (50u64..2_000).prop_map(Some),
+    ];
+    prop_oneof![
+        24 => (target, 0usize..64, timeout).prop_map(|(target, pick, timeout_ms)| {
+            ActionKind::CallTool { target, pick, timeout_ms }
+        }),
+        4 => (0usize..8).prop_map(ActionKind::CancelCall),
+        3 => subset(n).prop_map(ActionKind::Connect),
+        1 => subset(n).prop_map(ActionKind::Reload),
+        1 => subset(n).prop_map(ActionKind::Sync),
+        3 => (0..n).prop_map(ActionKind::Disconnect),
+        1 => Just(ActionKind::DisconnectAll),
+        3 => (0..n).prop_map(ActionKind::RefreshTools),
+    ]
+}
+
+fn options_strategy() -> impl Strategy<Value = SimOptions> {
+    (
+        prop_oneof![6 => Just(250u64), 2 => 20u64..600],
+        prop_oneof![3 => Just(None), 1 => (50u64..2_000).prop_map(Some)],
+        prop_oneof![1 => Just(60_000u64), 2 => 300u64..5_000],
+        prop_oneof![1 => Just(30_000u64), 2 => 300u64..5_000],
+        prop::bool::weighted(0.3),
+        prop::bool::weighted(0.5),
+    )
+        .prop_map(
+            |(gate_ms, uncached_wait_ms, call_timeout_ms, request_timeout_ms, du, roots)| {
+                SimOptions {
+                    gate_ms,
+                    uncached_wait_ms,
+                    call_timeout_ms,
+                    request_timeout_ms,
+                    double_underscore: du,
+                    roots,
+                    max_frame_len: 4096,
+                }
+            },
+        )
+}
+
+fn mix_strategy() -> impl Strategy<Value = FaultMix> {
+    (
+        prop_oneof![2 => Just(0u32), 3 => 5u32..60, 2 => 60u32..200],
+        prop_oneof![1 => Just(0u8), 2 => 5u8..60],
+        prop_oneof![1 => Just(0u8), 2 => 5u8..40],
+        prop_oneof![2 => Just(0u8), 1 => 2u8..25],
+        prop_oneof![1 => Just(0u8), 1 => 10u8..80],
+        prop_oneof![1 => Just(0u64), 2 => 1u64..120],
+    )
+        .prop_map(
+            |(
+                attempt_faults,
+                call_fault_pct,
+                chatter_pct,
+                frame_fault_pct,
+                stale_pct,
+                jitter_ms,
+            )| {
+                FaultMix {
+                    attempt_faults,
+                    call_fault_pct,
+                    chatter_pct,
+                    frame_fault_pct,
+                    stale_pct,
+                    jitter_ms,
+                }
+            },
+        )
+}
+
+/// The scenario strategy: a fault mix first, then servers and actions shaped by it.
+pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
+    (mix_strategy(), p.min_servers..=p.max_servers)
+        .prop_flat_map(move |(mix, n)| {
+            let f = mix.attempt_faults;
+            (
+                Just(mix),
+                options_strategy(),
+                proptest::sample::subsequence(NAMES, n),
+                prop::collection::vec(server_strategy(f), n),
+                prop::collection::vec(
+                    (0..p.horizon_ms, action_kind_strategy(n)),
+                    0..=p.max_actions,
+                ),
+                any::<u64>(),
+            )
+        })
+        .prop_map(|(mix, options, names, mut servers, actions, world_seed)| {
+            for (s, n) in servers.iter_mut().zip(names) {
+                s.name = n.to_string();
+            }
+            let n = servers.len();
+            let mut actions: Vec<Action> = actions
+                .into_iter()
+                .map(|(at_ms, kind)| Action { at_ms, kind })
+                .collect();
+            actions.sort_by_key(|a| a.at_ms);
+            actions.insert(
+                0,
+                Action {
+                    at_ms: 0,
+                    kind: ActionKind::Connect((0..n).map(|i| (i, 0)).collect()),
+                },
+            );
+            Scenario {
+                options,
+                mix,
+                servers,
+                actions,
+                world_seed,
+            }
+        })
+}
+
+/// The proptest value tree of the scenario a seed stands for (for shrinking).
+pub fn tree_for_seed(seed: u64, p: GenParams) -> Box<dyn ValueTree<Value = Scenario>> {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(b"swtchbrd");
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let config = Config {
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    match scenario_strategy(p).new_tree(&mut runner) {
+        Ok(t) => Box::new(t),
+        // Generation never rejects (no filters), so this is unreachable in practice.
+        Err(e) => panic!("scenario generation rejected seed {seed}: {e}"),
+    }
+}
+
+/// The scenario a seed stands for.
+pub fn scenario_for_seed(seed: u64) -> Scenario {
+    tree_for_seed(seed, GenParams::default()).current()
+}

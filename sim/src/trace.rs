@@ -1,0 +1,116 @@
+//! Human-readable trace lines: virtual time, inputs, outputs, checks. Only virtual time and
+//! ordered collections appear, so the same scenario gives a byte-identical trace.
+
+use crate::scenario::Scenario;
+use switchboard_core::config::ServerSpec;
+use switchboard_core::manager::{CallOutcome, Input, Output, TransportEvent};
+
+const MAX_FRAME_SHOWN: usize = 400;
+
+fn frame_text(frame: &[u8]) -> String {
+    if frame.len() > MAX_FRAME_SHOWN {
+        return format!("<{} bytes>", frame.len());
+    }
+    String::from_utf8_lossy(frame).into_owned()
+}
+
+fn names(servers: &[ServerSpec]) -> String {
+    let v: Vec<String> = servers
+        .iter()
+        .map(|s| {
+            if s.config.args.is_empty() && s.config.headers.is_empty() {
+                s.name.clone()
+            } else {
+                format!("{}(changed)", s.name)
+            }
+        })
+        .collect();
+    format!("{v:?}")
+}
+
+/// One-line summary of a scenario (printed before a run, VOPR style).
+pub fn summary(sc: &Scenario) -> String {
+    format!(
+        "{} servers, {} actions, gate {}ms, uncached wait {:?}, call timeout {}ms, request timeout {}ms, faults {:?}",
+        sc.servers.len(),
+        sc.actions.len(),
+        sc.options.gate_ms,
+        sc.options.uncached_wait_ms,
+        sc.options.call_timeout_ms,
+        sc.options.request_timeout_ms,
+        sc.mix
+    )
+}
+
+pub fn input(i: &Input) -> String {
+    match i {
+        Input::Connect { servers } => format!("Connect {}", names(servers)),
+        Input::Reload { servers } => format!("Reload {}", names(servers)),
+        Input::Sync { servers } => format!("Sync {}", names(servers)),
+        Input::Disconnect { server } => format!("Disconnect {server}"),
+        Input::DisconnectAll => "DisconnectAll".into(),
+        Input::RefreshTools { server } => format!("RefreshTools {server}"),
+        Input::Transport { conn, event } => match event {
+            TransportEvent::Opened => format!("#{} Opened", conn.0),
+            TransportEvent::Frame(f) => format!("#{} Frame {}", conn.0, frame_text(f)),
+            TransportEvent::Closed { reason } => format!("#{} Closed {reason:?}", conn.0),
+            TransportEvent::Failed { error } => format!("#{} Failed {error:?}", conn.0),
+        },
+        Input::CacheLoaded { server, tools, .. } => match tools {
+            Some(t) => format!(
+                "CacheLoaded {server} hit {:?}",
+                t.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
+            ),
+            None => format!("CacheLoaded {server} miss"),
+        },
+        Input::CallTool {
+            call,
+            tool,
+            timeout,
+            ..
+        } => format!("CallTool c{} {tool} timeout={timeout:?}", call.0),
+        Input::CancelCall { call } => format!("CancelCall c{}", call.0),
+    }
+}
+
+pub fn output(o: &Output) -> String {
+    match o {
+        Output::OpenTransport { conn, server, .. } => format!("OpenTransport #{} {server}", conn.0),
+        Output::Send { conn, frame } => format!("Send #{} {}", conn.0, frame_text(frame)),
+        Output::CloseTransport { conn } => format!("CloseTransport #{}", conn.0),
+        Output::LoadCache { server, .. } => format!("LoadCache {server}"),
+        Output::StoreCache { server, tools, .. } => format!(
+            "StoreCache {server} {:?}",
+            tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
+        ),
+        Output::StartupComplete(r) => format!(
+            "StartupComplete round={} elapsed={:?} tools={:?} errors={:?} connected={:?} deferred={:?} pending={:?} skipped={:?}",
+            r.round,
+            r.elapsed,
+            r.tools
+                .iter()
+                .map(|t| if t.deferred { format!("{}*", t.qualified_name) } else { t.qualified_name.clone() })
+                .collect::<Vec<_>>(),
+            r.errors,
+            r.connected,
+            r.deferred,
+            r.pending,
+            r.skipped
+        ),
+        Output::ToolsChanged { servers } => format!("ToolsChanged {servers:?}"),
+        Output::StatusChanged { server, status } => format!("StatusChanged {server} {status:?}"),
+        Output::CallCompleted { call, outcome } => match outcome {
+            CallOutcome::Ok(r) => format!("CallCompleted c{} ok {:?}", call.0, r.render_text()),
+            CallOutcome::Err(e) => format!("CallCompleted c{} err {e:?}", call.0),
+            CallOutcome::Cancelled => format!("CallCompleted c{} cancelled", call.0),
+        },
+        Output::Diagnostic {
+            server,
+            level,
+            message,
+        } => format!(
+            "Diagnostic {level:?} {}: {message}",
+            server.as_deref().unwrap_or("-")
+        ),
+    }
+}

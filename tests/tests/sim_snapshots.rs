@@ -1,0 +1,369 @@
+//! Curated simulator scenarios, snapshotted: one per row of the seed's failure table and one
+//! per known flaw of the described system (DESIGN.md), driven by the simulator with every
+//! invariant checked after every step. The traces use virtual time only.
+
+use crate::support::with_snapshots;
+use switchboard_sim::scenario::{
+    Action, ActionKind, AttemptPlan, CachePlan, CallTarget, FaultMix, Init, List, Scenario,
+    ServerPlan, SimOptions, Spawn,
+};
+use switchboard_sim::{run_scenario, RunResult};
+
+fn ok_attempt() -> AttemptPlan {
+    AttemptPlan {
+        spawn: Spawn::Ok { open_ms: 10 },
+        init: Init::Ok { ms: 10 },
+        list: List::Ok { ms: 10, pages: 1 },
+        drop_after_ready_ms: None,
+        drop_on_call: false,
+        oversized_after_ms: None,
+    }
+}
+
+fn server(name: &str, tools: &[&str]) -> ServerPlan {
+    ServerPlan {
+        name: name.into(),
+        invalid: false,
+        timeout_ms: None,
+        tools: tools.iter().map(|t| t.to_string()).collect(),
+        alt_tools: Vec::new(),
+        cache: CachePlan::Absent,
+        cache_latency_ms: 2,
+        attempts: vec![ok_attempt()],
+        call_latency_ms: 20,
+    }
+}
+
+fn with(mut s: ServerPlan, f: impl FnOnce(&mut AttemptPlan)) -> ServerPlan {
+    f(&mut s.attempts[0]);
+    s
+}
+
+fn cached(mut s: ServerPlan, tools: &[&str]) -> ServerPlan {
+    s.cache = CachePlan::Hit(tools.iter().map(|t| t.to_string()).collect());
+    s
+}
+
+fn calm() -> FaultMix {
+    FaultMix {
+        attempt_faults: 0,
+        call_fault_pct: 0,
+        chatter_pct: 0,
+        frame_fault_pct: 0,
+        stale_pct: 0,
+        jitter_ms: 0,
+    }
+}
+
+fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenario {
+    let n = servers.len();
+    let mut all = vec![Action {
+        at_ms: 0,
+        kind: ActionKind::Connect((0..n).map(|i| (i, 0)).collect()),
+    }];
+    all.extend(
+        actions
+            .into_iter()
+            .map(|(at_ms, kind)| Action { at_ms, kind }),
+    );
+    Scenario {
+        options: SimOptions {
+            gate_ms: 250,
+            uncached_wait_ms: None,
+            call_timeout_ms: 60_000,
+            request_timeout_ms: 30_000,
+            double_underscore: false,
+            roots: false,
+            max_frame_len: 4096,
+        },
+        mix: calm(),
+        servers,
+        actions: all,
+        world_seed: 7,
+    }
+}
+
+fn call(target: CallTarget, pick: usize) -> ActionKind {
+    ActionKind::CallTool {
+        target,
+        pick,
+        timeout_ms: None,
+    }
+}
+
+/// Run, require every invariant to hold, snapshot the trace.
+fn run(name: &str, sc: &Scenario) -> RunResult {
+    let r = run_scenario(sc, true);
+    let trace = r.trace.clone().unwrap_or_default();
+    assert!(r.violation.is_none(), "{name}: {:?}\n{trace}", r.violation);
+    with_snapshots(|| insta::assert_snapshot!(name, trace));
+    r
+}
+
+fn core(r: &RunResult, counter: &str) -> u64 {
+    r.coverage.core.get(counter).copied().unwrap_or(0)
+}
+
+fn trace(r: &RunResult) -> &str {
+    r.trace.as_deref().unwrap_or("")
+}
+
+// ----- the seed's failure table ---------------------------------------------------------------
+
+#[test]
+fn sim_seed_01_discovery_failure_gives_an_empty_tool_set_at_once() {
+    let r = run("sim_seed_01_discovery_failure", &scenario(vec![], vec![]));
+    assert!(trace(&r).contains("StartupComplete round=1 elapsed=0ns tools=[]"));
+}
+
+#[test]
+fn sim_seed_02_invalid_config_is_reported_and_others_continue() {
+    let mut bad = server("bad", &["x"]);
+    bad.invalid = true;
+    let r = run(
+        "sim_seed_02_invalid_config",
+        &scenario(vec![server("good", &["echo"]), bad], vec![]),
+    );
+    assert!(trace(&r)
+        .contains(r#"errors={"bad": "Server \"bad\": both \"command\" and \"url\" are set"}"#));
+    assert!(!trace(&r).contains("OpenTransport #1 bad"));
+}
+
+#[test]
+fn sim_seed_03_connect_timeout_and_init_failure_are_isolated() {
+    let mut hangs = with(server("hangs", &["h"]), |a| a.init = Init::Hang);
+    hangs.timeout_ms = Some(1_000);
+    let refuses = with(server("refuses", &["r"]), |a| {
+        a.init = Init::Error { ms: 15 }
+    });
+    let r = run(
+        "sim_seed_03_connect_timeout_and_init_failure",
+        &scenario(vec![server("ok", &["echo"]), refuses, hangs], vec![]),
+    );
+    assert_eq!(core(&r, "connect_timeouts"), 1);
+    assert!(trace(&r).contains("connected=[\"ok\"]"));
+}
+
+#[test]
+fn sim_seed_04_pending_server_with_cache_serves_deferred_tools() {
+    let slow = cached(
+        with(server("slow", &["search", "fetch"]), |a| {
+            a.init = Init::Ok { ms: 900 }
+        }),
+        &["search"],
+    );
+    let r = run(
+        "sim_seed_04_deferred_tools",
+        &scenario(
+            vec![server("fast", &["echo"]), slow],
+            vec![(300, call(CallTarget::Deferred, 0))],
+        ),
+    );
+    assert!(trace(&r).contains("deferred=[\"slow\"]"));
+    assert_eq!(r.coverage.deferred_call_succeeded, 1);
+}
+
+#[test]
+fn sim_seed_05_pending_server_without_cache_is_waited_for() {
+    let slow = with(server("slow", &["search"]), |a| {
+        a.init = Init::Ok { ms: 900 }
+    });
+    let r = run(
+        "sim_seed_05_uncached_wait",
+        &scenario(vec![server("fast", &["echo"]), slow], vec![]),
+    );
+    assert!(trace(&r).contains("StartupComplete round=1 elapsed=920ms"));
+}
+
+#[test]
+fn sim_seed_06_late_failure_is_logged_once_and_withdraws_deferred_tools() {
+    let late = cached(
+        with(server("late", &["search"]), |a| {
+            a.init = Init::Ok { ms: 400 };
+            a.list = List::Error { ms: 500 };
+        }),
+        &["search"],
+    );
+    let r = run(
+        "sim_seed_06_late_failure",
+        &scenario(
+            vec![server("fast", &["echo"]), late],
+            vec![(300, call(CallTarget::Deferred, 0))],
+        ),
+    );
+    assert_eq!(core(&r, "late_failures"), 1);
+    assert_eq!(trace(&r).matches("failed after startup").count(), 1);
+}
+
+#[test]
+fn sim_seed_07_dropped_transport_fails_the_call_and_disconnects() {
+    let drops = with(server("drops", &["run"]), |a| a.drop_on_call = true);
+    let r = run(
+        "sim_seed_07_dropped_transport",
+        &scenario(
+            vec![server("fast", &["echo"]), drops],
+            vec![(100, call(CallTarget::Live, 0))],
+        ),
+    );
+    assert!(trace(&r).contains("connection lost"));
+}
+
+#[test]
+fn sim_seed_08_all_healthy_returns_live_tools_before_the_gate() {
+    let r = run(
+        "sim_seed_08_all_healthy",
+        &scenario(
+            vec![
+                server("alpha", &["echo", "search"]),
+                server("beta", &["fetch"]),
+                server("gamma", &["run"]),
+            ],
+            vec![(100, call(CallTarget::Live, 2))],
+        ),
+    );
+    assert!(trace(&r).contains("StartupComplete round=1 elapsed=30ms"));
+    assert_eq!(r.coverage.calls_ok, 1);
+}
+
+// ----- the known flaws (DESIGN.md) --------------------------------------------------------------
+
+#[test]
+fn sim_flaw_01_late_connect_after_disconnect_leaks_nothing() {
+    let slow = with(server("slow", &["x"]), |a| {
+        a.spawn = Spawn::Ok { open_ms: 200 }
+    });
+    let mut sc = scenario(vec![slow], vec![(50, ActionKind::Disconnect(0))]);
+    sc.mix.stale_pct = 100;
+    let r = run("sim_flaw_01_late_connect_after_disconnect", &sc);
+    assert_eq!(core(&r, "stale_opened_closed"), 1);
+}
+
+#[test]
+fn sim_flaw_02_timed_out_connect_is_closed_even_if_it_later_succeeds() {
+    let mut slow = with(server("slow", &["x"]), |a| a.init = Init::Ok { ms: 2_000 });
+    slow.timeout_ms = Some(500);
+    let r = run(
+        "sim_flaw_02_connect_timeout_then_success",
+        &scenario(vec![slow], vec![]),
+    );
+    assert_eq!(core(&r, "connect_timeouts"), 1);
+}
+
+#[test]
+fn sim_flaw_03_connecting_one_server_keeps_the_others_tools() {
+    let r = run(
+        "sim_flaw_03_connect_keeps_other_tools",
+        &scenario(
+            vec![server("a", &["one"]), server("b", &["two"])],
+            vec![(500, ActionKind::Connect(vec![(1, 1)]))],
+        ),
+    );
+    assert!(trace(&r).contains("skipped=[\"b\"]"));
+}
+
+#[test]
+fn sim_flaw_04_disconnect_withdraws_by_identity_not_prefix() {
+    let r = run(
+        "sim_flaw_04_withdraw_by_identity",
+        &scenario(
+            vec![
+                server("git", &["status"]),
+                server("git_hub", &["status"]),
+                server("Git-Hub", &["status"]),
+                server("github", &["github_create_issue"]),
+            ],
+            vec![
+                (500, ActionKind::Disconnect(0)),
+                (600, ActionKind::Disconnect(1)),
+            ],
+        ),
+    );
+    assert!(trace(&r).contains("Disconnect git_hub"));
+}
+
+#[test]
+fn sim_flaw_05_names_keep_digits_limit_length_and_resolve_collisions() {
+    let r = run(
+        "sim_flaw_05_names",
+        &scenario(
+            vec![
+                server("s3", &["s3_put", "Create Issue", "create-issue"]),
+                server(
+                    "very-long-server-name-that-goes-on-and-on-forever-and-ever-yes",
+                    &["tool-with-a-name-long-enough-to-push-the-qualified-name-past-sixty-four"],
+                ),
+            ],
+            vec![(500, call(CallTarget::Live, 0))],
+        ),
+    );
+    assert_eq!(r.coverage.suffixed_names, 3);
+}
+
+#[test]
+fn sim_flaw_06_tools_list_failure_after_initialize_fails_the_server() {
+    let broken = with(server("broken", &["x"]), |a| {
+        a.list = List::Error { ms: 10 }
+    });
+    let r = run(
+        "sim_flaw_06_list_failure_fails_server",
+        &scenario(vec![server("ok", &["echo"]), broken], vec![]),
+    );
+    assert!(trace(&r).contains("tools/list failed"));
+}
+
+#[test]
+fn sim_flaw_07_list_changed_relists_and_server_requests_get_answers() {
+    let mut chatty = server("chatty", &["one"]);
+    chatty.alt_tools = vec!["two".into()];
+    let mut sc = scenario(vec![chatty], vec![]);
+    sc.mix.chatter_pct = 100;
+    sc.world_seed = 3;
+    let r = run("sim_flaw_07_list_changed_and_peer_requests", &sc);
+    assert!(r.coverage.peer_answers_checked + r.coverage.list_changed_sent >= 1);
+}
+
+#[test]
+fn sim_flaw_08_uncached_wait_bounds_the_startup_wait() {
+    let slow = with(server("slow", &["x"]), |a| a.init = Init::Ok { ms: 5_000 });
+    let mut sc = scenario(vec![server("fast", &["echo"]), slow], vec![]);
+    sc.options.uncached_wait_ms = Some(500);
+    let r = run("sim_flaw_08_bounded_uncached_wait", &sc);
+    assert!(trace(&r).contains("StartupComplete round=1 elapsed=750ms"));
+}
+
+#[test]
+fn sim_flaw_09_disconnect_all_aborts_pending_connects() {
+    let slow = with(server("slow", &["x"]), |a| a.init = Init::Ok { ms: 2_000 });
+    let hang = with(server("hang", &["y"]), |a| a.spawn = Spawn::NeverOpens);
+    let r = run(
+        "sim_flaw_09_disconnect_all_aborts_pending",
+        &scenario(vec![slow, hang], vec![(100, ActionKind::DisconnectAll)]),
+    );
+    assert!(trace(&r).contains("CloseTransport #1"));
+}
+
+#[test]
+fn sim_flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
+    let mut slow = server("slow", &["think"]);
+    slow.call_latency_ms = 5_000;
+    let r = run(
+        "sim_flaw_10_cancel_notifications",
+        &scenario(
+            vec![slow],
+            vec![
+                (
+                    100,
+                    ActionKind::CallTool {
+                        target: CallTarget::Live,
+                        pick: 0,
+                        timeout_ms: Some(1_000),
+                    },
+                ),
+                (200, call(CallTarget::Live, 0)),
+                (300, ActionKind::CancelCall(1)),
+            ],
+        ),
+    );
+    assert_eq!(r.coverage.call_timeout_with_cancel, 1);
+    assert_eq!(r.coverage.cancel_notifications_received, 2);
+}
