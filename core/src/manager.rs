@@ -836,20 +836,9 @@ impl Manager {
         match reason {
             // The round check after the loop acts on gates.
             TimerReason::Gate { .. } => self.counters.gates_by_timer += 1,
-            TimerReason::UncachedWait { round } => {
-                if let Some(r) = self.rounds.get(&round) {
-                    let members: Vec<String> = r.members.iter().cloned().collect();
-                    let waiting = members.iter().any(|m| {
-                        self.servers
-                            .get(m)
-                            .is_some_and(|s| s.phase.in_flight() && s.round == Some(round))
-                    });
-                    if waiting {
-                        self.counters.uncached_waits_expired += 1;
-                    }
-                    self.complete_round(round);
-                }
-            }
+            // Acted on by the round check after every due timer has run, so a connect timeout
+            // due at the same instant is reported as that server's error, not as pending.
+            TimerReason::UncachedWait { .. } => {}
             TimerReason::Connect { server, conn } => {
                 let timeout = self
                     .servers
@@ -1084,7 +1073,14 @@ impl Manager {
                 }
             }
             let gate_passed = self.now >= r.gate_at;
+            let wait_over = self
+                .opts
+                .uncached_wait
+                .is_some_and(|w| self.now >= r.gate_at + w);
             if all_settled || (gate_passed && !uncached_pending) {
+                self.complete_round(id);
+            } else if gate_passed && wait_over {
+                self.counters.uncached_waits_expired += 1;
                 self.complete_round(id);
             } else if gate_passed {
                 // The seed's correctness wait, bounded when the embedder asked for it.

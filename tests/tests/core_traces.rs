@@ -651,3 +651,32 @@ fn flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
     assert_eq!(s.outcome(1).len(), 1);
     snap("flaw_10_cancel_notifications", &s);
 }
+
+#[test]
+fn a_connect_timeout_due_with_the_uncached_wait_is_reported_as_an_error_not_pending() {
+    // Found by the simulator: when the bounded wait and a member's connect timeout fall due at
+    // the same instant, the report must see the timeout (every due timer runs before the round
+    // is judged).
+    let mut s = Script::with(ManagerOptions {
+        uncached_wait: Some(ms(1000)),
+        ..opts()
+    });
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![with_timeout(stdio("slow"), 1250)],
+        },
+    );
+    s.cache(1, "slow", None);
+    s.opened(10, "slow");
+    s.advance_to(1250);
+    let r = startup_reports(&s);
+    assert_eq!(r.len(), 1);
+    assert!(r[0].pending.is_empty(), "{:?}", r[0]);
+    assert_eq!(r[0].errors["slow"], "connect timed out after 1250 ms");
+    assert_eq!(
+        s.count(|o| matches!(o, Output::Diagnostic { .. })),
+        0,
+        "reported once, in the report, not again as a late failure"
+    );
+}
