@@ -10,4 +10,12 @@ if [ -x scripts/install-peers.sh ]; then
 fi
 
 export CI="${CI:-}"
-cargo test --workspace --locked
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --locked 2>&1 | tee "$log" || status=$?
+# One closing line for the whole run (cargo prints one `test result` per test target, and the
+# last of them is usually a crate without doc tests).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
