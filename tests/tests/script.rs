@@ -320,46 +320,9 @@ fn names(servers: &[ServerSpec]) -> Vec<&str> {
     servers.iter().map(|s| s.name.as_str()).collect()
 }
 
+/// Outputs render exactly as in the simulator's traces (one vocabulary for both drivers).
 pub fn render_output(o: &Output) -> String {
-    match o {
-        Output::OpenTransport { conn, server, .. } => format!("OpenTransport #{} {server}", conn.0),
-        Output::Send { conn, frame } => format!("Send #{} {}", conn.0, frame_text(frame)),
-        Output::CloseTransport { conn } => format!("CloseTransport #{}", conn.0),
-        Output::LoadCache { server, .. } => format!("LoadCache {server}"),
-        Output::StoreCache { server, tools, .. } => format!(
-            "StoreCache {server} {:?}",
-            tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
-        ),
-        Output::StartupComplete(r) => format!(
-            "StartupComplete round={} elapsed={:?} tools={:?} errors={:?} connected={:?} deferred={:?} pending={:?} skipped={:?}",
-            r.round,
-            r.elapsed,
-            r.tools
-                .iter()
-                .map(|t| if t.deferred { format!("{}*", t.qualified_name) } else { t.qualified_name.clone() })
-                .collect::<Vec<_>>(),
-            r.errors,
-            r.connected,
-            r.deferred,
-            r.pending,
-            r.skipped
-        ),
-        Output::ToolsChanged { servers } => format!("ToolsChanged {servers:?}"),
-        Output::StatusChanged { server, status } => format!("StatusChanged {server} {status:?}"),
-        Output::CallCompleted { call, outcome } => match outcome {
-            CallOutcome::Ok(r) => format!("CallCompleted c{} ok {:?}", call.0, r.render_text()),
-            CallOutcome::Err(e) => format!("CallCompleted c{} err {e:?}", call.0),
-            CallOutcome::Cancelled => format!("CallCompleted c{} cancelled", call.0),
-        },
-        Output::Diagnostic {
-            server,
-            level,
-            message,
-        } => format!(
-            "Diagnostic {level:?} {}: {message}",
-            server.as_deref().unwrap_or("-")
-        ),
-    }
+    switchboard_sim::trace::output(o)
 }
 
 pub fn ms(n: u64) -> Duration {
