@@ -291,3 +291,30 @@ fn watch_json_shows_a_crashed_server_reconnected_and_its_tools_back() {
     assert_eq!(last["event"], "stopped");
     assert_eq!(last["processes_left"], 0);
 }
+
+#[test]
+fn status_and_call_work_against_the_reference_typescript_server() {
+    if !crate::demo_server::peers_enabled("cli against server-everything") {
+        return;
+    }
+    let p = Project::new(&[]);
+    let entry = crate::support::repo_root()
+        .join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let config = json!({"mcpServers": {"everything": {"command": "node", "args": [entry.to_string_lossy(), "stdio"]}}});
+    std::fs::write(p.path().join("everything.json"), config.to_string()).unwrap();
+    let out = p.run_with_configs(&["everything.json"], &["status", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v = json_stdout(&out);
+    assert_eq!(v["servers"][0]["status"], "connected", "{v}");
+    assert!(v["servers"][0]["tools"].as_u64().unwrap() >= 10, "{v}");
+    let out = p.run_with_configs(
+        &["everything.json"],
+        &[
+            "call",
+            "mcp_everything_echo",
+            r#"{"message": "from the CLI"}"#,
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Echo: from the CLI");
+}
