@@ -17,6 +17,7 @@ fn ok_attempt() -> AttemptPlan {
         drop_after_ready_ms: None,
         drop_on_call: false,
         oversized_after_ms: None,
+        deaf_after_ms: None,
     }
 }
 
@@ -31,6 +32,7 @@ fn server(name: &str, tools: &[&str]) -> ServerPlan {
         cache_latency_ms: 2,
         attempts: vec![ok_attempt()],
         call_latency_ms: 20,
+        crash_loop: None,
     }
 }
 
@@ -75,6 +77,9 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             double_underscore: false,
             roots: false,
             max_frame_len: 4096,
+            health: None,
+            reset_timeout_on_progress: false,
+            max_call_time_ms: 600_000,
         },
         mix: calm(),
         servers,
