@@ -569,7 +569,7 @@ fn options_strategy() -> impl Strategy<Value = SimOptions> {
             3 => (200u64..2_000, 50u64..800, 1u32..4).prop_map(Some),
         ],
         prop::bool::weighted(0.35),
-        prop_oneof![1 => Just(600_000u64), 2 => 500u64..8_000],
+        prop_oneof![1 => Just(600_000u64), 2 => 500u64..5_000],
     )
         .prop_map(
             |(

@@ -1064,6 +1064,10 @@ impl<'a> World<'a> {
             if !p.alive() || p.reported || !p.open_lists.is_empty() || p.changed_in_flight > 0 {
                 continue;
             }
+            // Without the tools capability it never declared tools.listChanged either.
+            if matches!(p.plan.init, Init::NoTools { .. }) {
+                continue;
+            }
             match p.view_version {
                 None => {}
                 Some(x) if x == p.version => {
@@ -2071,8 +2075,11 @@ impl<'a> World<'a> {
             // A slow call that reports progress, each report within its timeout of the last.
             Some(0) if call_timeout.is_some_and(|t| t <= 3_000) => {
                 let t = call_timeout.unwrap_or(0);
-                let n = 1 + self.rng.below(4);
+                let n = 1 + self.rng.below(6);
                 let step = t * 6 / 10;
+                // Now and then it never answers: it times out at its extended deadline or at
+                // max_call_time.
+                let answers = self.rng.below(3) != 0;
                 self.cov.slow_calls_with_progress += 1;
                 for k in 1..=n {
                     self.cov.progress_sent += 1;
@@ -2081,9 +2088,9 @@ impl<'a> World<'a> {
                 }
                 (
                     n * step + t / 2,
-                    Some(
-                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "slow but alive"}]}}),
-                    ),
+                    answers.then(|| {
+                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "slow but alive"}]}})
+                    }),
                 )
             }
             Some(0) => {
