@@ -465,6 +465,9 @@ struct Server {
     closes: VecDeque<Instant>,
     /// Unanswered health pings in a row.
     ping_misses: u32,
+    /// A `tools/list_changed` arrived while the first listing was under way: its answer may
+    /// predate the change, so list again once connected.
+    relist_when_ready: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -989,6 +992,7 @@ impl Manager {
             retry_attempt: 0,
             closes: VecDeque::new(),
             ping_misses: 0,
+            relist_when_ready: false,
         });
         if s.hash != hash {
             s.cache = CacheState::Unknown;
@@ -1011,6 +1015,7 @@ impl Manager {
         s.last_error = None;
         s.round = round;
         s.init = None;
+        s.relist_when_ready = false;
         let deadline = self.now + s.spec.config.connect_timeout();
         let need_cache = matches!(s.cache, CacheState::Unknown);
         if need_cache {
@@ -1471,6 +1476,13 @@ impl Manager {
             self.arm(at, TimerReason::Ping { conn });
         }
         self.flush_waiting_calls(server, conn);
+        let relist = self
+            .servers
+            .get_mut(server)
+            .is_some_and(|s| std::mem::take(&mut s.relist_when_ready));
+        if relist {
+            self.refresh(server);
+        }
     }
 
     // ----- refresh / list_changed ------------------------------------------------------------
@@ -1518,6 +1530,10 @@ impl Manager {
             );
         } else if matches!(s.phase, Phase::Connected { .. }) {
             self.refresh(server);
+        } else if matches!(s.phase, Phase::Listing { .. }) {
+            if let Some(s) = self.servers.get_mut(server) {
+                s.relist_when_ready = true;
+            }
         }
     }
 

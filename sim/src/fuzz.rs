@@ -229,6 +229,7 @@ pub fn manager_inputs(data: &[u8]) {
                         server,
                         deferred: false,
                         withdrawn_target: false,
+                        timing: None,
                     },
                 );
                 Some(Input::CallTool {
@@ -303,6 +304,9 @@ pub fn manager_inputs(data: &[u8]) {
             gate: Duration::from_millis(100),
             uncached_wait: None,
             double_underscore: false,
+            settled: &[],
+            reset_on_progress: false,
+            max_call_time: Duration::from_secs(600),
         };
         for (name, check) in [
             (

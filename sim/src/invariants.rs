@@ -5,10 +5,10 @@
 //! Each invariant is one function; a violation names it.
 
 use crate::world::CallObs;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, Manager, ServerStatus, StartupReport,
+    CallId, CallOutcome, ConnId, Manager, ReconnectPolicy, ServerStatus, StartupReport,
 };
 use switchboard_core::names::{NameTable, MAX_NAME_LEN};
 use switchboard_core::Instant;
@@ -87,6 +87,32 @@ pub struct StepInfo {
     pub status_events: BTreeMap<String, ServerStatus>,
     /// Servers named by a `ToolsChanged` in this step.
     pub tools_changed: BTreeSet<String>,
+    /// An embedder `Connect`, `Reload` or `Sync`: servers it opens are started explicitly.
+    pub explicit_start: bool,
+    /// Any embedder lifecycle request (those above, `Disconnect`, `DisconnectAll`).
+    pub lifecycle: bool,
+    /// Servers explicitly stopped by this request (before any restart in the same request).
+    pub removed: Vec<usize>,
+    /// Servers a `Sync` lists with the config they run now.
+    pub sync_unchanged: Vec<usize>,
+    /// Servers with an `OpenTransport` / a `CloseTransport` in this step.
+    pub opened: BTreeSet<usize>,
+    pub closed: BTreeSet<usize>,
+}
+
+/// What the simulator tracks of one server's reconnect policy.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyObs {
+    /// Explicitly disconnected and not explicitly started since.
+    pub explicit_off: bool,
+    /// Unexpected closes of its established connections (pruned to the burst window).
+    pub closes: VecDeque<Instant>,
+    /// The breaker tripped and no explicit start came since.
+    pub tripped: bool,
+    /// The reconnect scheduled: (when the close happened, attempt number, when it starts).
+    pub backoff: Option<(Instant, u32, Instant)>,
+    /// The attempt number of the latest scheduled reconnect (0 after a success).
+    pub retry_n: u32,
 }
 
 /// A startup round as the simulator saw it begin.
@@ -132,6 +158,8 @@ pub struct Observer {
     pub withdrawn: Vec<bool>,
     /// The pairs whose names were last checked against a fresh `NameTable`.
     pub names_checked: Vec<(String, String, String)>,
+    /// Per server, by index.
+    pub policy: Vec<PolicyObs>,
 }
 
 pub struct Ctx<'a> {
@@ -144,6 +172,11 @@ pub struct Ctx<'a> {
     pub gate: Duration,
     pub uncached_wait: Option<Duration>,
     pub double_underscore: bool,
+    /// Servers whose tool listing settled, with the tools they offer now (`None`: their set
+    /// changed and was announced since the last complete listing, and no re-list is under way).
+    pub settled: &'a [(usize, Option<Vec<String>>)],
+    pub reset_on_progress: bool,
+    pub max_call_time: Duration,
 }
 
 pub type Check = fn(&Ctx) -> Result<(), String>;
@@ -184,6 +217,30 @@ pub const SAFETY: &[(&str, Check)] = &[
     (
         "11 the client speaks valid JSON-RPC",
         client_speaks_valid_json_rpc,
+    ),
+    (
+        "12 no reconnect after an explicit disconnect",
+        no_reconnect_after_explicit_disconnect,
+    ),
+    (
+        "13 backoff delays follow the ladder",
+        backoff_follows_the_ladder,
+    ),
+    (
+        "14 the breaker trips exactly past the burst limit",
+        breaker_trips_exactly_past_the_limit,
+    ),
+    (
+        "15 sync leaves unchanged servers alone",
+        sync_keeps_unchanged_servers,
+    ),
+    (
+        "16 settled list_changed shows the current tools",
+        list_changed_settles_to_current_tools,
+    ),
+    (
+        "17 call timeouts honour their deadlines",
+        call_timeouts_honour_deadlines,
     ),
 ];
 
@@ -674,4 +731,356 @@ pub fn disconnect_withdraws_by_identity(ctx: &Ctx) -> Result<(), String> {
 /// (`ping` → `{}`, `roots/list` → roots, anything else → -32601).
 pub fn client_speaks_valid_json_rpc(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, "11")
+}
+
+// ----- policies (issue 7) ---------------------------------------------------------------------
+
+/// How a call completed by its timeout is worded (the manager's `Call` timer).
+pub const CALL_TIMEOUT_PREFIX: &str = "MCP error: tool call timed out after";
+
+fn ladder_ok(policy: &ReconnectPolicy, delay: Duration, n: u32) -> Result<(), String> {
+    let base = policy.base_delay(n).as_nanos() as f64;
+    let (lo, hi) = (base * (1.0 - policy.jitter), base * (1.0 + policy.jitter));
+    let d = delay.as_nanos() as f64;
+    // One microsecond of slack for float rounding.
+    if d + 1_000.0 < lo || d > hi + 1_000.0 {
+        return Err(format!(
+            "attempt {n}: delay {delay:?} is outside {:?} x [{:.1}, {:.1}]",
+            policy.base_delay(n),
+            1.0 - policy.jitter,
+            1.0 + policy.jitter
+        ));
+    }
+    Ok(())
+}
+
+fn recent_closes(o: &PolicyObs, now: Instant, window: Duration) -> usize {
+    o.closes
+        .iter()
+        .filter(|t| now.saturating_duration_since(**t) <= window)
+        .count()
+}
+
+/// No reconnect attempt (`OpenTransport`) follows an explicit disconnect of a server until it
+/// is started explicitly again.
+pub fn no_reconnect_after_explicit_disconnect(ctx: &Ctx) -> Result<(), String> {
+    if ctx.step.explicit_start {
+        return Ok(());
+    }
+    for &i in &ctx.step.opened {
+        if ctx.obs.policy[i].explicit_off {
+            return Err(format!(
+                "{} was explicitly disconnected, yet an attempt started by itself",
+                ctx.obs.names[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A reconnect attempt n starts exactly when scheduled, base(n) x [0.8, 1.2] (capped) after the
+/// close that scheduled it; the attempt number climbs 1, 2, 3... from a lost connection.
+pub fn backoff_follows_the_ladder(ctx: &Ctx) -> Result<(), String> {
+    let policy = &ctx.m.options().reconnect;
+    if !ctx.step.explicit_start {
+        for &i in &ctx.step.opened {
+            let name = &ctx.obs.names[i];
+            let Some((closed, n, at)) = ctx.obs.policy[i].backoff else {
+                return Err(format!(
+                    "{name}: an attempt started by itself with no reconnect scheduled"
+                ));
+            };
+            if ctx.now != at {
+                return Err(format!(
+                    "{name}: reconnect attempt {n} started at {}ns, scheduled for {}ns",
+                    ctx.now.as_nanos(),
+                    at.as_nanos()
+                ));
+            }
+            ladder_ok(policy, ctx.now.saturating_duration_since(closed), n)
+                .map_err(|e| format!("{name}: {e}"))?;
+        }
+    }
+    for (i, name) in ctx.obs.names.iter().enumerate() {
+        if ctx.after.status[i] != ServerStatus::Connecting {
+            continue;
+        }
+        let Some(st) = ctx.m.server_state(name) else {
+            continue;
+        };
+        if st.phase != "backoff" {
+            continue;
+        }
+        let Some(at) = st.next_attempt_at else {
+            return Err(format!(
+                "{name} waits to reconnect but next_attempt_at is None"
+            ));
+        };
+        let o = &ctx.obs.policy[i];
+        if o.backoff.is_some_and(|b| b.2 == at) && !ctx.step.opened.contains(&i) {
+            continue; // the same wait as before
+        }
+        let n = if ctx.before.status[i] == ServerStatus::Connected {
+            1
+        } else {
+            o.retry_n + 1
+        };
+        if o.explicit_off || o.tripped {
+            return Err(format!(
+                "{name} scheduled a reconnect after an explicit disconnect or a tripped breaker"
+            ));
+        }
+        if st.reconnect_attempt != n {
+            return Err(format!(
+                "{name}: reconnect attempt {} scheduled, but the ladder is at {n}",
+                st.reconnect_attempt
+            ));
+        }
+        ladder_ok(policy, at.saturating_duration_since(ctx.now), n)
+            .map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// More than `burst_limit` unexpected closes within `burst_window` trip the breaker — exactly
+/// then: the server is Disconnected, its tools withdrawn, its error says so; no attempt starts
+/// until an explicit start. Fewer closes schedule a reconnect.
+pub fn breaker_trips_exactly_past_the_limit(ctx: &Ctx) -> Result<(), String> {
+    let policy = &ctx.m.options().reconnect;
+    if !ctx.step.explicit_start {
+        for &i in &ctx.step.opened {
+            if ctx.obs.policy[i].tripped {
+                return Err(format!(
+                    "{}: an attempt started after the breaker tripped",
+                    ctx.obs.names[i]
+                ));
+            }
+        }
+    }
+    if ctx.step.lifecycle || !policy.enabled {
+        return Ok(());
+    }
+    for (i, name) in ctx.obs.names.iter().enumerate() {
+        if ctx.before.status[i] != ServerStatus::Connected
+            || ctx.after.status[i] == ServerStatus::Connected
+        {
+            continue;
+        }
+        let count = recent_closes(&ctx.obs.policy[i], ctx.now, policy.burst_window) + 1;
+        let st = ctx.m.server_state(name);
+        if count > policy.burst_limit {
+            let said = st
+                .as_ref()
+                .and_then(|s| s.last_error.as_deref())
+                .is_some_and(|e| e.contains("automatic reconnects stopped"));
+            if ctx.after.status[i] != ServerStatus::Disconnected
+                || !said
+                || ctx.after.tools.iter().any(|t| t.server == *name)
+            {
+                return Err(format!(
+                    "{name}: unexpected close {count} within {:?} must trip the breaker, but it is {:?} (error {:?})",
+                    policy.burst_window,
+                    ctx.after.status[i],
+                    st.and_then(|s| s.last_error)
+                ));
+            }
+        } else if st.as_ref().map(|s| s.phase) != Some("backoff") {
+            return Err(format!(
+                "{name}: unexpected close {count} within {:?} must schedule a reconnect, but the phase is {:?}",
+                policy.burst_window,
+                st.map(|s| s.phase)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A `Sync` never closes the transport of, restarts or changes a server whose config it lists
+/// unchanged.
+pub fn sync_keeps_unchanged_servers(ctx: &Ctx) -> Result<(), String> {
+    for &i in &ctx.step.sync_unchanged {
+        let name = &ctx.obs.names[i];
+        if ctx.step.closed.contains(&i) || ctx.step.opened.contains(&i) {
+            return Err(format!(
+                "Sync restarted {name}, whose config did not change"
+            ));
+        }
+        // A round that completes in this step may expose its deferred tools (its other
+        // members were removed or restarted): that is the round's report, not the Sync.
+        let reported_deferred = ctx.step.reports.iter().any(|r| r.deferred.contains(name));
+        if ctx.before.status[i] != ctx.after.status[i]
+            || (!reported_deferred && ctx.before.pairs_of(name) != ctx.after.pairs_of(name))
+        {
+            return Err(format!(
+                "Sync changed {name} ({:?} -> {:?}), whose config did not change",
+                ctx.before.status[i], ctx.after.status[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Once `list_changed` settles (connected, nothing listed or announced in flight), the view
+/// holds exactly the server's current tools.
+pub fn list_changed_settles_to_current_tools(ctx: &Ctx) -> Result<(), String> {
+    for (i, want) in ctx.settled {
+        let name = &ctx.obs.names[*i];
+        let Some(want) = want else {
+            return Err(format!(
+                "{name} announced a new tool set (list_changed) and it was never listed again"
+            ));
+        };
+        let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
+        want.sort_unstable();
+        want.dedup();
+        let mut got: Vec<&str> = ctx
+            .after
+            .tools
+            .iter()
+            .filter(|t| t.server == *name)
+            .map(|t| t.raw.as_str())
+            .collect();
+        got.sort_unstable();
+        if got != want {
+            return Err(format!(
+                "{name} settled with tools {got:?} in the view, but it offers {want:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A call completed by its timeout completes exactly at its (possibly progress-extended)
+/// deadline — never before it, never after `max_call_time` — and no call outlives it.
+pub fn call_timeouts_honour_deadlines(ctx: &Ctx) -> Result<(), String> {
+    for (call, outcome) in &ctx.step.completed {
+        let CallOutcome::Err(msg) = outcome else {
+            continue;
+        };
+        if !msg.starts_with(CALL_TIMEOUT_PREFIX) {
+            continue;
+        }
+        let Some(t) = ctx.obs.calls.get(call).and_then(|c| c.timing) else {
+            continue;
+        };
+        if !ctx.step.timer || ctx.now != t.deadline {
+            return Err(format!(
+                "call {} timed out at {}ns, its deadline is {}ns",
+                call.0,
+                ctx.now.as_nanos(),
+                t.deadline.as_nanos()
+            ));
+        }
+        let ceiling = t.started
+            + t.timeout.max(if ctx.reset_on_progress {
+                ctx.max_call_time
+            } else {
+                t.timeout
+            });
+        if ctx.now > ceiling {
+            return Err(format!(
+                "call {} timed out {:?} after it started, past max_call_time",
+                call.0,
+                ctx.now.saturating_duration_since(t.started)
+            ));
+        }
+    }
+    for call in &ctx.after.calls {
+        if let Some(t) = ctx.obs.calls.get(call).and_then(|c| c.timing) {
+            if ctx.now > t.deadline {
+                return Err(format!(
+                    "call {} is still in flight past its deadline ({}ns > {}ns)",
+                    call.0,
+                    ctx.now.as_nanos(),
+                    t.deadline.as_nanos()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What [`update_policy`] saw, for the coverage counters.
+#[derive(Debug, Default)]
+pub struct PolicyCounts {
+    pub backoffs: u64,
+    pub trips: u64,
+    pub sync_restart_and_keep: u64,
+}
+
+/// After a step passed every check: advance the per-server policy observations.
+pub fn update_policy(
+    obs: &mut Observer,
+    step: &StepInfo,
+    before: &View,
+    after: &View,
+    m: &Manager,
+    now: Instant,
+) -> PolicyCounts {
+    let policy = &m.options().reconnect;
+    let mut c = PolicyCounts::default();
+    for &i in &step.removed {
+        obs.policy[i] = PolicyObs {
+            explicit_off: true,
+            ..PolicyObs::default()
+        };
+    }
+    for &i in &step.opened {
+        if step.explicit_start {
+            obs.policy[i] = PolicyObs::default();
+        } else {
+            obs.policy[i].backoff = None;
+        }
+    }
+    if !step.sync_unchanged.is_empty()
+        && !step.opened.is_empty()
+        && step
+            .sync_unchanged
+            .iter()
+            .any(|&i| after.status[i] == ServerStatus::Connected)
+    {
+        c.sync_restart_and_keep += 1;
+    }
+    for (i, name) in obs.names.iter().enumerate() {
+        let o = &mut obs.policy[i];
+        if !step.lifecycle
+            && policy.enabled
+            && before.status[i] == ServerStatus::Connected
+            && after.status[i] != ServerStatus::Connected
+        {
+            o.closes.push_back(now);
+            while o
+                .closes
+                .front()
+                .is_some_and(|t| now.saturating_duration_since(*t) > policy.burst_window)
+            {
+                o.closes.pop_front();
+            }
+            if o.closes.len() > policy.burst_limit {
+                o.tripped = true;
+                o.closes.clear();
+                o.retry_n = 0;
+                o.backoff = None;
+                c.trips += 1;
+            }
+        }
+        match after.status[i] {
+            ServerStatus::Connected => o.retry_n = 0,
+            ServerStatus::Disconnected => o.backoff = None,
+            ServerStatus::Connecting => {
+                if let Some(st) = m.server_state(name) {
+                    if st.phase == "backoff" {
+                        if let Some(at) = st.next_attempt_at {
+                            if o.backoff.is_none_or(|b| b.2 != at) {
+                                o.backoff = Some((now, st.reconnect_attempt, at));
+                                o.retry_n = st.reconnect_attempt;
+                                c.backoffs += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    c
 }

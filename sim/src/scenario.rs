@@ -33,6 +33,19 @@ pub struct SimOptions {
     pub double_underscore: bool,
     pub roots: bool,
     pub max_frame_len: usize,
+    /// Periodic health pings: (interval, timeout, misses). `None`: off (the default).
+    #[serde(default)]
+    pub health: Option<(u64, u64, u32)>,
+    /// `reset_timeout_on_progress`: progress for a call pushes its deadline out.
+    #[serde(default)]
+    pub reset_timeout_on_progress: bool,
+    /// `max_call_time` in ms (the ceiling progress can push a call's deadline to).
+    #[serde(default = "default_max_call_time")]
+    pub max_call_time_ms: u64,
+}
+
+fn default_max_call_time() -> u64 {
+    600_000
 }
 
 /// Which fault classes are on in this run, and their rates (percent per opportunity).
@@ -71,6 +84,17 @@ pub struct ServerPlan {
     pub attempts: Vec<AttemptPlan>,
     /// Typical latency of a tool call.
     pub call_latency_ms: u64,
+    /// Crashes again and again after it is ready (overrides `drop_after_ready_ms`).
+    #[serde(default)]
+    pub crash_loop: Option<CrashLoop>,
+}
+
+/// A server that exits `after_ready_ms` after every first tools/list answer: for its first
+/// `recover_after` crashes (then it stays up), or until the heal (`None`: never recovers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashLoop {
+    pub after_ready_ms: u64,
+    pub recover_after: Option<u32>,
 }
 
 /// What the tool cache holds for a server when the run starts.
@@ -97,6 +121,9 @@ pub struct AttemptPlan {
     pub drop_on_call: bool,
     /// An oversized frame this long after the transport opened.
     pub oversized_after_ms: Option<u64>,
+    /// Stops answering pings this long after it is ready; the transport stays open.
+    #[serde(default)]
+    pub deaf_after_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -364,6 +391,10 @@ fn attempt_strategy(f: u32) -> impl Strategy<Value = AttemptPlan> {
         (100, Just(false).boxed()),
         (f / 8, Just(true).boxed()),
     ]);
+    let deaf = weighted(vec![
+        (100, Just(None).boxed()),
+        (f / 4, (0u64..3_000).prop_map(Some).boxed()),
+    ]);
     (
         spawn_strategy(f),
         init_strategy(f),
@@ -371,9 +402,10 @@ fn attempt_strategy(f: u32) -> impl Strategy<Value = AttemptPlan> {
         drop_after,
         drop_on_call,
         oversized,
+        deaf,
     )
         .prop_map(
-            |(spawn, init, list, drop_after_ready_ms, drop_on_call, oversized_after_ms)| {
+            |(spawn, init, list, drop_after_ready_ms, drop_on_call, oversized_after_ms, deaf)| {
                 AttemptPlan {
                     spawn,
                     init,
@@ -381,6 +413,7 @@ fn attempt_strategy(f: u32) -> impl Strategy<Value = AttemptPlan> {
                     drop_after_ready_ms,
                     drop_on_call,
                     oversized_after_ms,
+                    deaf_after_ms: deaf,
                 }
             },
         )
@@ -414,9 +447,36 @@ fn server_strategy(f: u32) -> impl Strategy<Value = ServerPlan> {
         ]),
         prop::collection::vec(attempt_strategy(f), 1..=3),
         0u64..400,
+        weighted(vec![
+            (100, Just(None).boxed()),
+            (
+                f / 4,
+                (
+                    0u64..400,
+                    prop_oneof![2 => (1u32..4).prop_map(Some), 1 => Just(None)],
+                )
+                    .prop_map(|(after_ready_ms, recover_after)| {
+                        Some(CrashLoop {
+                            after_ready_ms,
+                            recover_after,
+                        })
+                    })
+                    .boxed(),
+            ),
+        ]),
     )
         .prop_map(
-            |(invalid, timeout_ms, tools, alt_tools, cache, cache_latency_ms, attempts, call)| {
+            |(
+                invalid,
+                timeout_ms,
+                tools,
+                alt_tools,
+                cache,
+                cache_latency_ms,
+                attempts,
+                call,
+                crash_loop,
+            )| {
                 ServerPlan {
                     name: String::new(),
                     invalid,
@@ -427,6 +487,7 @@ fn server_strategy(f: u32) -> impl Strategy<Value = ServerPlan> {
                     cache_latency_ms,
                     attempts,
                     call_latency_ms: call,
+                    crash_loop,
                 }
             },
         )
@@ -454,6 +515,21 @@ fn subset(n: usize) -> impl Strategy<Value = Vec<(usize, u8)>> {
         })
 }
 
+/// A `Sync` that mostly keeps the config (variant 0), sometimes changes it (1, 2), disables
+/// (3) or omits a server: same, changed args, removed, added (a server not running now).
+fn sync_edit(n: usize) -> impl Strategy<Value = Vec<(usize, u8)>> {
+    prop::collection::vec(
+        prop_oneof![14 => Just(Some(0u8)), 3 => (1u8..3).prop_map(Some), 1 => Just(Some(3u8)), 2 => Just(None)],
+        n,
+    )
+    .prop_map(|v| {
+        v.into_iter()
+            .enumerate()
+            .filter_map(|(i, x)| x.map(|x| (i, x)))
+            .collect()
+    })
+}
+
 fn action_kind_strategy(n: usize) -> impl Strategy<Value = ActionKind> {
     let target = prop_oneof![
         5 => Just(CallTarget::Live),
@@ -473,6 +549,7 @@ fn action_kind_strategy(n: usize) -> impl Strategy<Value = ActionKind> {
         3 => subset(n).prop_map(ActionKind::Connect),
         1 => subset(n).prop_map(ActionKind::Reload),
         1 => subset(n).prop_map(ActionKind::Sync),
+        2 => sync_edit(n).prop_map(ActionKind::Sync),
         3 => (0..n).prop_map(ActionKind::Disconnect),
         1 => Just(ActionKind::DisconnectAll),
         3 => (0..n).prop_map(ActionKind::RefreshTools),
@@ -487,9 +564,25 @@ fn options_strategy() -> impl Strategy<Value = SimOptions> {
         prop_oneof![1 => Just(30_000u64), 2 => 300u64..5_000],
         prop::bool::weighted(0.3),
         prop::bool::weighted(0.5),
+        prop_oneof![
+            7 => Just(None),
+            3 => (200u64..2_000, 50u64..800, 1u32..4).prop_map(Some),
+        ],
+        prop::bool::weighted(0.35),
+        prop_oneof![1 => Just(600_000u64), 2 => 500u64..5_000],
     )
         .prop_map(
-            |(gate_ms, uncached_wait_ms, call_timeout_ms, request_timeout_ms, du, roots)| {
+            |(
+                gate_ms,
+                uncached_wait_ms,
+                call_timeout_ms,
+                request_timeout_ms,
+                du,
+                roots,
+                health,
+                reset_timeout_on_progress,
+                max_call_time_ms,
+            )| {
                 SimOptions {
                     gate_ms,
                     uncached_wait_ms,
@@ -498,6 +591,9 @@ fn options_strategy() -> impl Strategy<Value = SimOptions> {
                     double_underscore: du,
                     roots,
                     max_frame_len: 4096,
+                    health,
+                    reset_timeout_on_progress,
+                    max_call_time_ms,
                 }
             },
         )

@@ -14,13 +14,14 @@ use crate::trace;
 use bytes::Bytes;
 use serde_json::{json, Value};
 use std::cmp::Reverse;
+use std::collections::BTreeSet;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt::Write as _;
 use std::time::Duration;
 use switchboard_core::config::{config_hash, ServerConfig, ServerSpec};
 use switchboard_core::manager::{
-    CacheKey, CallId, CallOutcome, ConnId, Input, Level, Manager, ManagerOptions, Output,
-    ServerStatus, TransportEvent,
+    CacheKey, CallId, CallOutcome, ConnId, HealthPolicy, Input, Level, Manager, ManagerOptions,
+    Output, ServerStatus, TransportEvent,
 };
 use switchboard_core::names::NamingScheme;
 use switchboard_core::protocol::Root;
@@ -67,6 +68,43 @@ pub struct CallObs {
     pub server: Option<usize>,
     pub deferred: bool,
     pub withdrawn_target: bool,
+    /// When it was issued, its timeout, and its deadline as progress pushed it (simulated).
+    pub timing: Option<CallTiming>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallTiming {
+    pub started: Instant,
+    pub timeout: Duration,
+    pub deadline: Instant,
+    /// Progress pushed the deadline out at least once.
+    pub extended: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListKind {
+    /// A page with a next cursor.
+    Page,
+    /// The last page of a listing of this tool-set version (`u64::MAX`: it changed meanwhile).
+    Final(u64),
+    /// An error or a malformed answer.
+    Failed,
+}
+
+/// What a frame from a simulated server carries, for the simulator's own bookkeeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    None,
+    /// An answer to `tools/list` request `id`; `Some(version)`: the final, healthy page of a
+    /// listing of tool-set `version` (`u64::MAX`: the set changed between pages).
+    ListAnswer {
+        id: u64,
+        kind: ListKind,
+    },
+    ListChanged,
+    Progress {
+        call: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -77,6 +115,7 @@ enum Ev {
         conn: ConnId,
         event: TransportEvent,
         exit: bool,
+        tag: Tag,
     },
     Cache {
         server: String,
@@ -128,6 +167,22 @@ struct Proc {
     peer_requests: BTreeMap<u64, &'static str>,
     /// Ids of the `tools/call` requests it received.
     call_ids: std::collections::BTreeSet<u64>,
+    /// Its tool set's version (bumped on every change, each announced by list_changed).
+    version: u64,
+    /// The version the first page of the listing under way was generated from.
+    list_version: Option<u64>,
+    /// tools/list requests received whose answer has not reached the manager (nor been
+    /// cancelled by it).
+    open_lists: BTreeSet<u64>,
+    /// list_changed notifications sent and not yet delivered.
+    changed_in_flight: u32,
+    /// The tool-set version the manager last received a complete listing of (`None`: unknown,
+    /// e.g. the last listing failed or was abandoned).
+    view_version: Option<u64>,
+    /// Stops answering pings from this time on.
+    deaf_at: Option<Instant>,
+    /// How the listing under way behaves (its later pages follow its first).
+    cur_list: Option<List>,
 }
 
 impl Proc {
@@ -151,6 +206,7 @@ fn healthy() -> AttemptPlan {
         drop_after_ready_ms: None,
         drop_on_call: false,
         oversized_after_ms: None,
+        deaf_after_ms: None,
     }
 }
 
@@ -206,6 +262,8 @@ pub struct World<'a> {
     step: StepInfo,
     /// Calls of the liveness phase that must succeed.
     expect_ok: std::collections::BTreeSet<CallId>,
+    /// Crash-loop crashes so far, per server.
+    crashes: Vec<u32>,
 }
 
 impl<'a> World<'a> {
@@ -232,6 +290,13 @@ impl<'a> World<'a> {
             },
             max_frame_len: o.max_frame_len,
             client_version: "sim".into(),
+            health: o.health.map(|(interval, timeout, misses)| HealthPolicy {
+                interval: Duration::from_millis(interval),
+                timeout: Duration::from_millis(timeout),
+                misses,
+            }),
+            reset_timeout_on_progress: o.reset_timeout_on_progress,
+            max_call_time: Duration::from_millis(o.max_call_time_ms),
             ..ManagerOptions::default()
         };
         let names: Vec<String> = sc.servers.iter().map(|s| s.name.clone()).collect();
@@ -266,6 +331,7 @@ impl<'a> World<'a> {
             names,
             latest_conn: vec![None; n],
             withdrawn: vec![false; n],
+            policy: vec![Default::default(); n],
             ..Observer::default()
         };
         World {
@@ -291,6 +357,7 @@ impl<'a> World<'a> {
             violation: None,
             step: StepInfo::default(),
             expect_ok: Default::default(),
+            crashes: vec![0; n],
         }
     }
 
@@ -574,12 +641,20 @@ impl<'a> World<'a> {
             let call = CallId(self.next_call);
             self.next_call += 1;
             self.expect_ok.insert(call);
+            let timeout = Duration::from_millis(sc.servers[i].call_latency_ms + 5_000);
+            let timing = Some(CallTiming {
+                started: self.now,
+                timeout,
+                deadline: self.now + timeout,
+                extended: false,
+            });
             self.obs.calls.insert(
                 call,
                 CallObs {
                     server: Some(i),
                     deferred: false,
                     withdrawn_target: false,
+                    timing,
                 },
             );
             self.input(
@@ -587,7 +662,7 @@ impl<'a> World<'a> {
                     call,
                     tool,
                     arguments: None,
-                    timeout: Some(Duration::from_millis(sc.servers[i].call_latency_ms + 5_000)),
+                    timeout: Some(timeout),
                 },
                 |s| s.scope = Some(i),
             );
@@ -651,6 +726,7 @@ impl<'a> World<'a> {
             ..StepInfo::default()
         };
         setup(&mut self.step);
+        self.note_lifecycle(&input);
         let round_kind = match &input {
             Input::Connect { servers } | Input::Reload { servers } => Some((
                 true,
@@ -670,6 +746,45 @@ impl<'a> World<'a> {
         };
         self.m.handle(now, input);
         self.drain_and_check(round_kind);
+    }
+
+    /// Which servers an embedder request explicitly starts, stops or keeps.
+    fn note_lifecycle(&mut self, input: &Input) {
+        let n = self.obs.names.len();
+        match input {
+            Input::Connect { .. } => self.step.explicit_start = true,
+            Input::Reload { .. } => {
+                self.step.explicit_start = true;
+                self.step.removed = (0..n).collect();
+            }
+            Input::DisconnectAll => self.step.removed = (0..n).collect(),
+            Input::Disconnect { server } => {
+                self.step.removed = self.obs.index.get(server).copied().into_iter().collect();
+            }
+            Input::Sync { servers } => {
+                self.step.explicit_start = true;
+                for i in 0..n {
+                    let name = &self.obs.names[i];
+                    let specs: Vec<&ServerSpec> =
+                        servers.iter().filter(|s| s.name == *name).collect();
+                    if !specs.iter().any(|s| s.config.enabled) {
+                        self.step.removed.push(i);
+                        continue;
+                    }
+                    let Some(current) = self.m.server_state(name).map(|s| s.config_hash) else {
+                        continue;
+                    };
+                    if specs
+                        .iter()
+                        .all(|s| s.config.enabled && config_hash(&s.config) == current)
+                    {
+                        self.step.sync_unchanged.push(i);
+                    }
+                }
+            }
+            _ => return,
+        }
+        self.step.lifecycle = true;
     }
 
     fn finish_step(&mut self) {
@@ -694,6 +809,12 @@ impl<'a> World<'a> {
             if let Output::OpenTransport { conn, server, .. } = &o {
                 if let Some(&i) = self.obs.index.get(server) {
                     opens.insert(i, *conn);
+                    self.step.opened.insert(i);
+                }
+            }
+            if let Output::CloseTransport { conn } = &o {
+                if let Some(p) = self.procs.get(conn) {
+                    self.step.closed.insert(p.server);
                 }
             }
             self.perform(o);
@@ -928,8 +1049,42 @@ impl<'a> World<'a> {
         }
     }
 
+    /// Servers whose tool listing has settled: connected, no listing and no list_changed in
+    /// flight. `Some(tools)`: the set the manager last listed is the current one; `None`: the
+    /// set changed (announced) since the last complete listing, and no re-list is under way.
+    fn settled(&self, after: &View) -> Vec<(usize, Option<Vec<String>>)> {
+        let mut v = Vec::new();
+        for (i, st) in after.status.iter().enumerate() {
+            if *st != ServerStatus::Connected {
+                continue;
+            }
+            let Some(p) = self.obs.latest_conn[i].and_then(|c| self.procs.get(&c)) else {
+                continue;
+            };
+            if !p.alive() || p.reported || !p.open_lists.is_empty() || p.changed_in_flight > 0 {
+                continue;
+            }
+            // Without the tools capability it never declared tools.listChanged either.
+            if matches!(p.plan.init, Init::NoTools { .. }) {
+                continue;
+            }
+            match p.view_version {
+                None => {}
+                Some(x) if x == p.version => {
+                    let s = &self.sc.servers[i];
+                    let tools = if p.alt_tools { &s.alt_tools } else { &s.tools };
+                    v.push((i, Some(tools.clone())));
+                }
+                Some(_) => v.push((i, None)),
+            }
+        }
+        v
+    }
+
     fn check(&mut self) {
         let after = View::observe(&self.m, &self.obs.names);
+        let settled = self.settled(&after);
+        self.cov.list_settled_checks += settled.len() as u64;
         // Completed calls leave the bookkeeping after the isolation check has read it.
         let ctx = Ctx {
             m: &self.m,
@@ -941,12 +1096,48 @@ impl<'a> World<'a> {
             gate: Duration::from_millis(self.sc.options.gate_ms),
             uncached_wait: self.sc.options.uncached_wait_ms.map(Duration::from_millis),
             double_underscore: self.sc.options.double_underscore,
+            settled: &settled,
+            reset_on_progress: self.sc.options.reset_timeout_on_progress,
+            max_call_time: Duration::from_millis(self.sc.options.max_call_time_ms),
         };
         let mut failed = None;
         for (name, f) in invariants::SAFETY {
             if let Err(d) = f(&ctx) {
                 failed = Some((*name, d));
                 break;
+            }
+        }
+        if failed.is_none() {
+            let c = invariants::update_policy(
+                &mut self.obs,
+                &self.step,
+                &self.view,
+                &after,
+                &self.m,
+                self.now,
+            );
+            self.cov.backoff_delays_checked += c.backoffs;
+            self.cov.breaker_trips_checked += c.trips;
+            self.cov.syncs_restart_and_keep += c.sync_restart_and_keep;
+            for (call, outcome) in &self.step.completed {
+                if let CallOutcome::Err(e) = outcome {
+                    if e.starts_with(invariants::CALL_TIMEOUT_PREFIX) {
+                        match self.obs.calls.get(call).and_then(|c| c.timing) {
+                            Some(t)
+                                if t.extended
+                                    && t.deadline
+                                        == t.started
+                                            + Duration::from_millis(
+                                                self.sc.options.max_call_time_ms,
+                                            ) =>
+                            {
+                                self.cov.calls_capped_by_max_call_time += 1
+                            }
+                            Some(t) if t.extended => self.cov.calls_timed_out_after_progress += 1,
+                            _ => {}
+                        }
+                    }
+                }
             }
         }
         let refresh_names = invariants::names_need_fresh_check(&self.obs, &after);
@@ -1009,11 +1200,16 @@ impl<'a> World<'a> {
                     });
                 }
             }
-            Ev::Deliver { conn, event, exit } => self.deliver(conn, event, exit),
+            Ev::Deliver {
+                conn,
+                event,
+                exit,
+                tag,
+            } => self.deliver(conn, event, exit, tag),
         }
     }
 
-    fn deliver(&mut self, conn: ConnId, event: TransportEvent, exit: bool) {
+    fn deliver(&mut self, conn: ConnId, event: TransportEvent, exit: bool, tag: Tag) {
         let Some(p) = self.procs.get_mut(&conn) else {
             return;
         };
@@ -1031,6 +1227,9 @@ impl<'a> World<'a> {
             self.cov.stale_events_delivered += 1;
         }
         let stale = !self.obs.mirror.contains(&conn);
+        if !stale {
+            self.note_tag(conn, server, tag);
+        }
         if matches!(
             event,
             TransportEvent::Closed { .. } | TransportEvent::Failed { .. }
@@ -1059,6 +1258,7 @@ impl<'a> World<'a> {
                             conn,
                             event: TransportEvent::Frame(Bytes::from(big)),
                             exit: false,
+                            tag: Tag::None,
                         },
                     );
                 }
@@ -1073,6 +1273,53 @@ impl<'a> World<'a> {
             s.scope = Some(server);
             s.stale = stale;
         });
+    }
+
+    /// The simulator's bookkeeping for a frame about to reach the manager.
+    fn note_tag(&mut self, conn: ConnId, server: usize, tag: Tag) {
+        match tag {
+            Tag::None => {}
+            Tag::ListAnswer { id, kind } => {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    if p.open_lists.remove(&id) {
+                        match kind {
+                            ListKind::Page => {}
+                            ListKind::Final(v) => p.view_version = Some(v),
+                            ListKind::Failed => p.view_version = None,
+                        }
+                    }
+                }
+            }
+            Tag::ListChanged => {
+                let connected = self.view.status[server] == ServerStatus::Connected;
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.changed_in_flight = p.changed_in_flight.saturating_sub(1);
+                    if connected && !p.open_lists.is_empty() {
+                        self.cov.list_changed_while_listing += 1;
+                    }
+                }
+            }
+            Tag::Progress { call } => {
+                let o = &self.sc.options;
+                if !o.reset_timeout_on_progress {
+                    return;
+                }
+                let max = Duration::from_millis(o.max_call_time_ms);
+                let now = self.now;
+                if let Some(t) = self
+                    .obs
+                    .calls
+                    .get_mut(&CallId(call))
+                    .and_then(|c| c.timing.as_mut())
+                {
+                    let new = (now + t.timeout).min(t.started + max);
+                    if new > t.deadline {
+                        t.deadline = new;
+                        t.extended = true;
+                    }
+                }
+            }
+        }
     }
 
     fn action(&mut self, idx: usize) {
@@ -1204,12 +1451,22 @@ impl<'a> World<'a> {
             .and_then(|(s, _)| self.obs.index.get(s).copied());
         let call = CallId(self.next_call);
         self.next_call += 1;
+        let timeout = timeout_ms.map_or(
+            Duration::from_millis(self.sc.options.call_timeout_ms),
+            Duration::from_millis,
+        );
         self.obs.calls.insert(
             call,
             CallObs {
                 server,
                 deferred,
                 withdrawn_target,
+                timing: Some(CallTiming {
+                    started: self.now,
+                    timeout,
+                    deadline: self.now + timeout,
+                    extended: false,
+                }),
             },
         );
         self.input(
@@ -1274,6 +1531,13 @@ impl<'a> World<'a> {
             next_peer_id: 0,
             peer_requests: BTreeMap::new(),
             call_ids: Default::default(),
+            version: 0,
+            list_version: None,
+            open_lists: BTreeSet::new(),
+            changed_in_flight: 0,
+            view_version: None,
+            deaf_at: None,
+            cur_list: None,
         };
         match plan.spawn {
             Spawn::Ok { open_ms } => {
@@ -1284,6 +1548,7 @@ impl<'a> World<'a> {
                         conn,
                         event: TransportEvent::Opened,
                         exit: false,
+                        tag: Tag::None,
                     },
                 );
             }
@@ -1299,6 +1564,7 @@ impl<'a> World<'a> {
                             error: format!("failed to start {server}: No such file or directory"),
                         },
                         exit: true,
+                        tag: Tag::None,
                     },
                 );
             }
@@ -1316,6 +1582,10 @@ impl<'a> World<'a> {
 
     /// Schedule a frame from the server `ms` from now (plus jitter), maybe with a frame fault.
     fn reply(&mut self, conn: ConnId, ms: u64, v: Value) {
+        self.reply_tagged(conn, ms, v, Tag::None);
+    }
+
+    fn reply_tagged(&mut self, conn: ConnId, ms: u64, v: Value, tag: Tag) {
         let frame = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
         let j = self.jitter();
         let at = self.after_ms(ms + j);
@@ -1346,12 +1616,20 @@ impl<'a> World<'a> {
             } else {
                 at
             };
+            // A duplicate carries what the original carries (a second progress resets too).
+            let extra_tag = if kind == 1 { tag } else { Tag::None };
+            if extra_tag == Tag::ListChanged {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.changed_in_flight += 1;
+                }
+            }
             self.push(
                 fat,
                 Ev::Deliver {
                     conn,
                     event: TransportEvent::Frame(extra),
                     exit: false,
+                    tag: extra_tag,
                 },
             );
         }
@@ -1361,6 +1639,7 @@ impl<'a> World<'a> {
                 conn,
                 event: TransportEvent::Frame(frame),
                 exit: false,
+                tag,
             },
         );
     }
@@ -1368,6 +1647,30 @@ impl<'a> World<'a> {
     fn exit_in(&mut self, conn: ConnId, ms: u64, why: &str) {
         let at = self.after_ms(ms);
         self.push(at, exit_event(conn, why));
+    }
+
+    /// Its tool set changes, announced by a burst of 1–4 `list_changed` notifications (the
+    /// set may change again between them).
+    fn storm(&mut self, conn: ConnId) {
+        let n = 1 + self.rng.below(4);
+        let flips: Vec<bool> = (0..n).map(|k| k == 0 || self.rng.below(2) == 0).collect();
+        let j = self.jitter();
+        if n > 1 {
+            self.cov.list_changed_storms += 1;
+        }
+        for (k, flip) in flips.into_iter().enumerate() {
+            let Some(p) = self.procs.get_mut(&conn) else {
+                return;
+            };
+            if flip {
+                p.alt_tools = !p.alt_tools;
+                p.version += 1;
+            }
+            p.changed_in_flight += 1;
+            self.cov.list_changed_sent += 1;
+            let v = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+            self.reply_tagged(conn, 1 + j + k as u64, v, Tag::ListChanged);
+        }
     }
 
     /// Maybe send one server-initiated message.
@@ -1391,9 +1694,8 @@ impl<'a> World<'a> {
                 json!({"jsonrpc": "2.0", "id": format!("srv-{id}"), "method": method})
             }
             3 => {
-                p.alt_tools = !p.alt_tools;
-                self.cov.list_changed_sent += 1;
-                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                self.storm(conn);
+                return;
             }
             4 => {
                 self.cov.progress_sent += 1;
@@ -1479,10 +1781,26 @@ impl<'a> World<'a> {
                 };
                 self.reply(conn, ms, r);
             }
-            (Some("tools/list"), Some(id)) => self.list(conn, i, &plan, id, &v),
+            (Some("tools/list"), Some(id)) => {
+                if let (Some(n), Some(p)) = (id.as_u64(), self.procs.get_mut(&conn)) {
+                    p.open_lists.insert(n);
+                }
+                self.list(conn, i, &plan, id, &v);
+            }
             (Some("tools/call"), Some(id)) => self.tool_call(conn, i, &plan, id, &v),
             (Some("ping"), Some(id)) => {
-                self.reply(conn, 1, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+                let now = self.now;
+                let deaf = !self.healed
+                    && self
+                        .procs
+                        .get(&conn)
+                        .and_then(|p| p.deaf_at)
+                        .is_some_and(|t| now >= t);
+                if deaf {
+                    self.cov.pings_unanswered += 1;
+                } else {
+                    self.reply(conn, 1, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+                }
             }
             (Some(m), Some(id)) => {
                 let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {m}")}});
@@ -1504,6 +1822,12 @@ impl<'a> World<'a> {
                 });
                 if timed_out && was_call {
                     self.cov.call_timeout_with_cancel += 1;
+                }
+                // An abandoned listing: the manager keeps what it had (unknown here).
+                if let (Some(r), Some(p)) = (rid, self.procs.get_mut(&conn)) {
+                    if p.open_lists.remove(&r) {
+                        p.view_version = None;
+                    }
                 }
             }
             (Some(_), None) => {}
@@ -1547,10 +1871,24 @@ impl<'a> World<'a> {
     }
 
     fn list(&mut self, conn: ConnId, i: usize, plan: &AttemptPlan, id: Value, req: &Value) {
-        let (first, alt) = match self.procs.get_mut(&conn) {
+        let has_cursor = req
+            .get("params")
+            .and_then(|p| p.get("cursor"))
+            .is_some_and(|c| !c.is_null());
+        let list_id = id.as_u64().unwrap_or(u64::MAX);
+        let (first, alt, version) = match self.procs.get_mut(&conn) {
             Some(p) => {
                 p.lists += 1;
-                (p.lists == 1, p.alt_tools)
+                if !has_cursor {
+                    p.list_version = Some(p.version);
+                } else if p.list_version != Some(p.version) {
+                    p.list_version = Some(u64::MAX);
+                }
+                (
+                    p.lists == 1,
+                    p.alt_tools,
+                    p.list_version.unwrap_or(u64::MAX),
+                )
             }
             None => return,
         };
@@ -1567,8 +1905,12 @@ impl<'a> World<'a> {
             .map(str::to_string);
         // Only the first listing of an attempt (all its pages) follows the plan; refreshes
         // answer healthily.
-        let behaviour = if first || cursor.is_some() {
+        let ongoing = self.procs.get(&conn).and_then(|p| p.cur_list.clone());
+        let behaviour = if first {
             plan.list.clone()
+        } else if let (Some(b), true) = (ongoing, cursor.is_some()) {
+            // Later pages of a listing behave as its first page did.
+            b
         } else {
             // A refresh (list_changed or RefreshTools) can misbehave too.
             let cf = self.sc.mix.call_fault_pct;
@@ -1583,6 +1925,11 @@ impl<'a> World<'a> {
                 List::Ok { ms: 5, pages: 1 }
             }
         };
+        if cursor.is_none() {
+            if let Some(p) = self.procs.get_mut(&conn) {
+                p.cur_list = Some(behaviour.clone());
+            }
+        }
         let page_json = |names: &[String]| -> Vec<Value> {
             names
                 .iter()
@@ -1604,19 +1951,43 @@ impl<'a> World<'a> {
                 let lo = (k * per).min(tools.len());
                 let hi = ((k + 1) * per).min(tools.len());
                 let mut result = json!({ "tools": page_json(&tools[lo..hi]) });
-                if k + 1 < pages {
+                let kind = if k + 1 < pages {
                     result["nextCursor"] = json!(format!("p{}", k + 1));
-                }
-                self.reply(
+                    ListKind::Page
+                } else {
+                    ListKind::Final(version)
+                };
+                self.reply_tagged(
                     conn,
                     ms,
                     json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                    Tag::ListAnswer { id: list_id, kind },
                 );
+                // Now and then the tool set changes while this listing is under way.
+                let cp = self.sc.mix.chatter_pct / 3;
+                if self.pct(cp) {
+                    self.cov.list_changed_during_list += 1;
+                    self.storm(conn);
+                }
                 if k + 1 >= pages {
-                    if let Some(ms) = plan.drop_after_ready_ms {
-                        if first || cursor.is_some() {
+                    let startup = first || cursor.is_some();
+                    let crash = self.sc.servers[i].crash_loop.clone().filter(|c| {
+                        !self.healed && c.recover_after.is_none_or(|k| self.crashes[i] < k)
+                    });
+                    if let (Some(c), true) = (crash, startup) {
+                        self.crashes[i] += 1;
+                        self.cov.crash_loop_crashes += 1;
+                        self.exit_in(conn, c.after_ready_ms + 1, "crashed again (crash loop)");
+                    } else if let Some(ms) = plan.drop_after_ready_ms {
+                        if startup {
                             self.cov.drops_after_ready += 1;
                             self.exit_in(conn, ms + 1, "exited after it was ready");
+                        }
+                    }
+                    if let (Some(ms), true) = (plan.deaf_after_ms, startup) {
+                        let at = self.after_ms(ms);
+                        if let Some(p) = self.procs.get_mut(&conn) {
+                            p.deaf_at = Some(at);
                         }
                     }
                     self.chatter(conn);
@@ -1625,7 +1996,11 @@ impl<'a> World<'a> {
             List::Error { ms } => {
                 self.cov.list_errors_after_init += 1;
                 let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "tools unavailable"}});
-                self.reply(conn, ms, r);
+                let tag = Tag::ListAnswer {
+                    id: list_id,
+                    kind: ListKind::Failed,
+                };
+                self.reply_tagged(conn, ms, r, tag);
             }
             List::Hang => self.cov.list_hangs += 1,
             List::RepeatedCursor { ms } => {
@@ -1633,12 +2008,20 @@ impl<'a> World<'a> {
                     self.cov.list_repeated_cursor += 1;
                 }
                 let r = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": page_json(&tools), "nextCursor": "again"}});
-                self.reply(conn, ms, r);
+                let tag = Tag::ListAnswer {
+                    id: list_id,
+                    kind: ListKind::Page,
+                };
+                self.reply_tagged(conn, ms, r, tag);
             }
             List::Malformed { ms } => {
                 self.cov.list_malformed += 1;
                 let r = json!({"jsonrpc": "2.0", "id": id, "result": {"items": []}});
-                self.reply(conn, ms, r);
+                let tag = Tag::ListAnswer {
+                    id: list_id,
+                    kind: ListKind::Failed,
+                };
+                self.reply_tagged(conn, ms, r, tag);
             }
             List::Drop { ms } => {
                 self.cov.drops_during_list += 1;
@@ -1670,6 +2053,18 @@ impl<'a> World<'a> {
             .unwrap_or("")
             .to_string();
         let lat = self.sc.servers[i].call_latency_ms;
+        // With `reset_timeout_on_progress` the call carries its id as a progress token.
+        let token = req
+            .get("params")
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("progressToken"))
+            .and_then(Value::as_u64);
+        let progress_tag = token.map_or(Tag::None, |call| Tag::Progress { call });
+        let token_json = token.map_or_else(|| id.clone(), |t| json!(t));
+        let call_timeout = token
+            .and_then(|t| self.obs.calls.get(&CallId(t)))
+            .and_then(|c| c.timing)
+            .map(|t| t.timeout.as_millis() as u64);
         let cf = self.sc.mix.call_fault_pct;
         let fault = if self.pct(cf) {
             Some(self.rng.below(4))
@@ -1677,6 +2072,27 @@ impl<'a> World<'a> {
             None
         };
         let r = match fault {
+            // A slow call that reports progress, each report within its timeout of the last.
+            Some(0) if call_timeout.is_some_and(|t| t <= 3_000) => {
+                let t = call_timeout.unwrap_or(0);
+                let n = 1 + self.rng.below(6);
+                let step = t * 6 / 10;
+                // Now and then it never answers: it times out at its extended deadline or at
+                // max_call_time.
+                let answers = self.rng.below(3) != 0;
+                self.cov.slow_calls_with_progress += 1;
+                for k in 1..=n {
+                    self.cov.progress_sent += 1;
+                    let p = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token_json, "progress": k, "total": n + 1}});
+                    self.reply_tagged(conn, k * step, p, progress_tag);
+                }
+                (
+                    n * step + t / 2,
+                    answers.then(|| {
+                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "slow but alive"}]}})
+                    }),
+                )
+            }
             Some(0) => {
                 self.cov.slow_calls += 1;
                 let ms = self.sc.options.call_timeout_ms + 100;
@@ -1719,8 +2135,8 @@ impl<'a> World<'a> {
         let cp = self.sc.mix.chatter_pct;
         if self.pct(cp) {
             self.cov.progress_sent += 1;
-            let n = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": id, "progress": 0.5}});
-            self.reply(conn, lat / 2, n);
+            let n = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token_json, "progress": 0.5}});
+            self.reply_tagged(conn, lat / 2, n, progress_tag);
         }
         if let (ms, Some(r)) = r {
             self.reply(conn, ms, r);
@@ -1735,6 +2151,7 @@ fn exit_event(conn: ConnId, why: &str) -> Ev {
             reason: why.to_string(),
         },
         exit: true,
+        tag: Tag::None,
     }
 }
 

@@ -342,3 +342,37 @@ fn reconnect_can_be_switched_off() {
     assert_eq!(opens_of(&s, "a").len(), 1);
     assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
 }
+
+/// Found by the simulator (invariant 16): a `list_changed` that arrived while the first
+/// `tools/list` was in flight was dropped, so the server connected with the tool set from
+/// before the change and kept it. It now lists again once connected.
+#[test]
+fn list_changed_during_the_first_listing_lists_again_once_connected() {
+    let mut s = Script::new();
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("a")],
+        },
+    );
+    s.cache(1, "a", None);
+    s.opened(5, "a");
+    s.reply(6, "a", "initialize", init_result());
+    let conn = s.conn("a");
+    // The server's tools change while its answer to the first tools/list is on the way.
+    s.frame_on(
+        7,
+        conn,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    );
+    let mark = s.outputs.len();
+    s.reply(8, "a", "tools/list", tools_json(&["old"]));
+    assert_eq!(s.m.status("a"), ServerStatus::Connected);
+    let relists = s.outputs[mark..]
+        .iter()
+        .filter(|o| matches!(o, Output::Send { frame, .. } if String::from_utf8_lossy(frame).contains("tools/list")))
+        .count();
+    assert_eq!(relists, 1, "one more tools/list once connected");
+    s.reply(9, "a", "tools/list", tools_json(&["old", "new"]));
+    assert_eq!(s.tool_names(), vec!["mcp_a_new", "mcp_a_old"]);
+}

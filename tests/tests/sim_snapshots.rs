@@ -4,8 +4,8 @@
 
 use crate::support::with_snapshots;
 use switchboard_sim::scenario::{
-    Action, ActionKind, AttemptPlan, CachePlan, CallTarget, FaultMix, Init, List, Scenario,
-    ServerPlan, SimOptions, Spawn,
+    Action, ActionKind, AttemptPlan, CachePlan, CallTarget, CrashLoop, FaultMix, Init, List,
+    Scenario, ServerPlan, SimOptions, Spawn,
 };
 use switchboard_sim::{run_scenario, RunResult};
 
@@ -17,6 +17,7 @@ fn ok_attempt() -> AttemptPlan {
         drop_after_ready_ms: None,
         drop_on_call: false,
         oversized_after_ms: None,
+        deaf_after_ms: None,
     }
 }
 
@@ -31,6 +32,7 @@ fn server(name: &str, tools: &[&str]) -> ServerPlan {
         cache_latency_ms: 2,
         attempts: vec![ok_attempt()],
         call_latency_ms: 20,
+        crash_loop: None,
     }
 }
 
@@ -75,6 +77,9 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             double_underscore: false,
             roots: false,
             max_frame_len: 4096,
+            health: None,
+            reset_timeout_on_progress: false,
+            max_call_time_ms: 600_000,
         },
         mix: calm(),
         servers,
@@ -366,4 +371,95 @@ fn sim_flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
     );
     assert_eq!(r.coverage.call_timeout_with_cancel, 1);
     assert_eq!(r.coverage.cancel_notifications_received, 2);
+}
+
+// ----- the policies of issue 7 ------------------------------------------------------------------
+
+#[test]
+fn sim_policy_reconnect_after_a_crash_on_the_ladder() {
+    let mut a = server("a", &["echo"]);
+    a.crash_loop = Some(CrashLoop {
+        after_ready_ms: 100,
+        recover_after: Some(2),
+    });
+    let r = run(
+        "sim_policy_reconnect",
+        &scenario(vec![a], vec![(2_500, call(CallTarget::Live, 0))]),
+    );
+    assert_eq!(r.coverage.crash_loop_crashes, 2);
+    assert_eq!(core(&r, "reconnects_succeeded"), 2);
+    assert_eq!(r.coverage.backoff_delays_checked, 2);
+    assert!(trace(&r).contains("reconnecting in"));
+}
+
+#[test]
+fn sim_policy_breaker_trips_after_six_closes_and_stops_attempts() {
+    let mut a = server("a", &["echo"]);
+    a.crash_loop = Some(CrashLoop {
+        after_ready_ms: 50,
+        recover_after: None,
+    });
+    let r = run(
+        "sim_policy_breaker",
+        &scenario(
+            vec![a, server("b", &["echo"])],
+            vec![(8_000, call(CallTarget::Live, 0))],
+        ),
+    );
+    assert_eq!(core(&r, "breakers_tripped"), 1);
+    assert_eq!(r.coverage.breaker_trips_checked, 1);
+    assert_eq!(r.coverage.crash_loop_crashes, 6);
+    assert!(trace(&r).contains("automatic reconnects stopped after 6 unexpected closes"));
+}
+
+#[test]
+fn sim_policy_health_ping_failure_closes_and_reconnects() {
+    let mut a = with(server("a", &["echo"]), |p| p.deaf_after_ms = Some(100));
+    a.attempts.push(ok_attempt());
+    let mut sc = scenario(vec![a], vec![(7_000, call(CallTarget::Live, 0))]);
+    sc.options.health = Some((5_000, 200, 2));
+    let r = run("sim_policy_health", &sc);
+    assert_eq!(core(&r, "ping_timeouts"), 2);
+    assert_eq!(core(&r, "health_failures"), 1);
+    assert_eq!(core(&r, "reconnects_succeeded"), 1);
+    assert!(trace(&r).contains("health check failed: 2 pings in a row went unanswered"));
+}
+
+#[test]
+fn sim_policy_list_changed_storm_settles_to_the_current_tools() {
+    let mut a = server("a", &["echo", "fetch"]);
+    a.alt_tools = vec!["search".into()];
+    let mut sc = scenario(
+        vec![a],
+        vec![
+            (300, ActionKind::RefreshTools(0)),
+            (320, ActionKind::RefreshTools(0)),
+            (600, ActionKind::RefreshTools(0)),
+            (900, ActionKind::RefreshTools(0)),
+        ],
+    );
+    sc.mix.chatter_pct = 100;
+    sc.world_seed = 11;
+    let r = run("sim_policy_list_changed_storm", &sc);
+    assert!(r.coverage.list_changed_storms >= 1, "{:?}", r.coverage);
+    assert!(r.coverage.list_settled_checks > 0);
+    assert!(core(&r, "list_changed_applied") >= 2);
+}
+
+#[test]
+fn sim_policy_sync_restarts_the_changed_and_keeps_the_rest() {
+    let mut sc = scenario(
+        vec![
+            server("keep", &["k"]),
+            server("change", &["c"]),
+            server("drop", &["d"]),
+            server("new", &["n"]),
+        ],
+        vec![(500, ActionKind::Sync(vec![(0, 0), (1, 1), (3, 0)]))],
+    );
+    sc.actions[0].kind = ActionKind::Connect(vec![(0, 0), (1, 0), (2, 0)]);
+    let r = run("sim_policy_sync", &sc);
+    assert_eq!(r.coverage.syncs_restart_and_keep, 1);
+    let t = trace(&r);
+    assert!(t.contains("Sync [\"keep\", \"change(changed)\", \"new\"]"));
 }
