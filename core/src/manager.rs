@@ -1637,7 +1637,7 @@ impl Manager {
                 s.closes.clear();
                 s.retry_attempt = 0;
                 let msg = format!(
-                    "{error}; automatic reconnects stopped after {n} unexpected closes within {} s (connect, reload or sync to try again)",
+                    "{error}; automatic reconnects stopped after {n} unexpected closes within {} s (connect or reload it, or sync a changed config, to try again)",
                     policy.burst_window.as_secs()
                 );
                 s.last_error = Some(msg.clone());
