@@ -1699,7 +1699,7 @@ impl<'a> World<'a> {
             }
             4 => {
                 self.cov.progress_sent += 1;
-                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 0.5, "total": 1.0}})
+                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "unsolicited", "progress": 0.5, "total": 1.0}})
             }
             _ => {
                 self.cov.log_messages_sent += 1;
