@@ -491,6 +491,9 @@ enum Req {
 struct Conn {
     server: String,
     tracker: RequestTracker<Req>,
+    /// The health timer armed for this connection (the next ping, or the answer's deadline),
+    /// so a pong or a close disarms it instead of leaving a wake-up behind.
+    ping_timer: Option<(Instant, TimerReason)>,
 }
 
 #[derive(Debug, Clone)]
@@ -1028,6 +1031,7 @@ impl Manager {
             Conn {
                 server: name.clone(),
                 tracker: RequestTracker::default(),
+                ping_timer: None,
             },
         );
         self.set_phase(&name, Phase::Opening { conn, deadline });
@@ -1176,11 +1180,11 @@ impl Manager {
             }
             TransportEvent::Frame(frame) => self.on_frame(conn, &server, &frame),
             TransportEvent::Closed { reason } => {
-                self.conns.remove(&conn);
+                self.remove_conn(conn);
                 self.transport_gone(&server, format!("connection closed: {reason}"));
             }
             TransportEvent::Failed { error } => {
-                self.conns.remove(&conn);
+                self.remove_conn(conn);
                 self.transport_gone(&server, error);
             }
         }
@@ -1473,7 +1477,7 @@ impl Manager {
         }
         if let Some(h) = &self.opts.health {
             let at = self.now + h.interval;
-            self.arm(at, TimerReason::Ping { conn });
+            self.arm_ping(conn, at, TimerReason::Ping { conn });
         }
         self.flush_waiting_calls(server, conn);
         let relist = self
@@ -1761,13 +1765,7 @@ impl Manager {
         };
         let phase = s.phase.clone();
         if let Some(conn) = phase.conn() {
-            if let Some(mut c) = self.conns.remove(&conn) {
-                for (id, req) in c.tracker.drain() {
-                    if let Req::ListTools = req {
-                        // Timers of list pages die with the connection.
-                        self.disarm_request(conn, id);
-                    }
-                }
+            if self.remove_conn(conn) {
                 if close {
                     self.out.push_back(Output::CloseTransport { conn });
                 }
@@ -1824,7 +1822,11 @@ impl Manager {
         };
         let (id, frame) = c.tracker.start("ping", None, Req::Ping);
         self.send(conn, frame);
-        self.arm(self.now + h.timeout, TimerReason::PingTimeout { conn, id });
+        self.arm_ping(
+            conn,
+            self.now + h.timeout,
+            TimerReason::PingTimeout { conn, id },
+        );
     }
 
     fn on_pong(&mut self, conn: ConnId, server: &str) {
@@ -1833,8 +1835,19 @@ impl Manager {
         }
         if let Some(h) = &self.opts.health {
             let at = self.now + h.interval;
-            self.arm(at, TimerReason::Ping { conn });
+            self.arm_ping(conn, at, TimerReason::Ping { conn });
         }
+    }
+
+    /// Arm `conn`'s one health timer, replacing the one it had (an answered ping's deadline).
+    fn arm_ping(&mut self, conn: ConnId, at: Instant, reason: TimerReason) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if let Some(old) = c.ping_timer.replace((at, reason.clone())) {
+            self.timers.remove(&old);
+        }
+        self.arm(at, reason);
     }
 
     fn on_ping_timeout(&mut self, conn: ConnId, id: u64) {
@@ -1894,6 +1907,23 @@ impl Manager {
             self.arm(new, TimerReason::Call { call });
             self.counters.progress_resets += 1;
         }
+    }
+
+    /// Forget a connection and disarm the timers that die with it (its health timer and its
+    /// list pages'); whether it was known.
+    fn remove_conn(&mut self, conn: ConnId) -> bool {
+        let Some(mut c) = self.conns.remove(&conn) else {
+            return false;
+        };
+        if let Some(t) = c.ping_timer.take() {
+            self.timers.remove(&t);
+        }
+        for (id, req) in c.tracker.drain() {
+            if let Req::ListTools = req {
+                self.disarm_request(conn, id);
+            }
+        }
+        true
     }
 
     fn disarm_request(&mut self, conn: ConnId, id: u64) {

@@ -441,8 +441,27 @@ impl<'a> World<'a> {
     }
 
     /// Step until nothing is left to do or `until` passes.
+    /// After the heal, nothing can happen any more but health pings: nothing is queued, the
+    /// manager has no work, and its only deadline (if any) is a periodic ping. Running on would
+    /// only repeat calm ping exchanges until the budget, so a run that is idle stops early.
+    fn idle_after_heal(&self) -> bool {
+        self.healed
+            && self.queue.is_empty()
+            && matches!(
+                self.m.next_timer(),
+                None | Some((_, switchboard_core::manager::TimerReason::Ping { .. }))
+            )
+            && self.m.calls_in_flight().is_empty()
+            && self.m.open_rounds().is_empty()
+            && self.m.pending_connections().is_empty()
+            && self.m.pending_tool_loads().is_empty()
+    }
+
     fn run_until(&mut self, until: Instant) {
         while self.violation.is_none() {
+            if self.idle_after_heal() {
+                return;
+            }
             let ev_at = self.queue.peek().map(|q| q.0.at);
             let timer = self.m.poll_timeout();
             let timer_first = match (timer, ev_at) {

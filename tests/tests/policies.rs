@@ -8,9 +8,9 @@ use serde_json::json;
 use switchboard_core::config::ServerConfig;
 use switchboard_core::manager::{
     CallId, CallOutcome, ConnId, HealthPolicy, Input, ManagerOptions, Output, ReconnectPolicy,
-    ServerStatus, TransportEvent,
+    ServerStatus, TimerReason, TransportEvent,
 };
-use switchboard_core::ServerSpec;
+use switchboard_core::{Instant, ServerSpec};
 
 fn closed(s: &mut Script, ms: u64, server: &str) {
     let conn = s.conn(server);
@@ -214,6 +214,37 @@ fn health_pings_detect_a_stalled_server_and_reconnect_it() {
     s.advance_to(at.as_millis() + 1);
     assert_eq!(opens_of(&s, "a").len(), 2, "reconnected");
     with_snapshots(|| insta::assert_snapshot!("policy_health_ping", s.finish()));
+}
+
+#[test]
+fn an_answered_ping_and_a_closed_connection_leave_no_health_timer_behind() {
+    let mut s = Script::with(ManagerOptions {
+        health: Some(HealthPolicy {
+            interval: ms(1000),
+            timeout: ms(300),
+            misses: 2,
+        }),
+        ..opts()
+    });
+    connected(&mut s, "a", &["echo"]);
+    let conn = s.conn("a");
+    s.advance_to(1010);
+    s.reply(1020, "a", "ping", json!({}));
+    // The answer disarms its deadline: the only timer left is the next ping.
+    assert_eq!(
+        s.m.next_timer(),
+        Some((Instant::from_millis(2020), TimerReason::Ping { conn }))
+    );
+    // A crash takes the health timer with it: what is left is the reconnect attempt.
+    closed(&mut s, 1500, "a");
+    let next = s.m.next_timer();
+    assert!(
+        matches!(next, Some((_, TimerReason::Reconnect { .. }))),
+        "{next:?}"
+    );
+    // And an explicit disconnect leaves nothing to wake the shell.
+    s.at(1600, Input::Disconnect { server: "a".into() });
+    assert_eq!(s.m.next_timer(), None, "no timer outlives the server");
 }
 
 #[test]
