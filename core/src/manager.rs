@@ -1765,10 +1765,8 @@ impl Manager {
         };
         let phase = s.phase.clone();
         if let Some(conn) = phase.conn() {
-            if self.remove_conn(conn) {
-                if close {
-                    self.out.push_back(Output::CloseTransport { conn });
-                }
+            if self.remove_conn(conn) && close {
+                self.out.push_back(Output::CloseTransport { conn });
             }
             if let Phase::Opening { deadline, .. } | Phase::Initializing { deadline, .. } = phase {
                 self.disarm(
