@@ -133,7 +133,9 @@ fn status_json_lists_every_server_with_its_source_state_and_error() {
 
 #[test]
 fn tools_json_marks_deferred_tools_and_filters_by_server() {
-    let project = Project::new(&[("fast", &[]), ("slow", &["--init-delay-ms", "1500"])]);
+    // The slow server's delay is far above the 250 ms gate, so a loaded machine still reaches
+    // the warm run's gate before it answers.
+    let project = Project::new(&[("fast", &[]), ("slow", &["--init-delay-ms", "4000"])]);
     // Cold: the slow server is waited for (no cache), and its tools are cached.
     let cold = project.run(&["tools", "--json"]);
     assert_eq!(code(&cold), 0, "stderr:\n{}", stderr(&cold));
@@ -251,11 +253,14 @@ fn no_colour_codes_when_output_is_not_a_terminal() {
 
 #[test]
 fn watch_json_shows_a_crashed_server_reconnected_and_its_tools_back() {
+    // Both timers start with the processes: long enough for a loaded machine to finish startup
+    // and subscribe before they fire, and a watch long enough for the crash, the reconnect
+    // backoff (~500 ms) and the reconnect to fit with room to spare.
     let p = Project::new(&[
-        ("crashy", &["--crash-after-ms", "700"]),
-        ("steady", &["--list-changed-after-ms", "900"]),
+        ("crashy", &["--crash-after-ms", "1500"]),
+        ("steady", &["--list-changed-after-ms", "1500"]),
     ]);
-    let out = p.run(&["watch", "--json", "--for-ms", "2500"]);
+    let out = p.run(&["watch", "--json", "--for-ms", "6000"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let lines: Vec<Value> = stdout(&out)
         .lines()

@@ -139,21 +139,28 @@ fn demo_server_cancelled_sleep_gets_no_response_while_echo_does() {
     let mut server = DemoServer::spawn(&[]);
     server.initialize();
     let started = Instant::now();
+    // Long enough that a loaded machine still gets the echo, the ping and the cancellation
+    // in well before the sleep would end.
+    let sleep = Duration::from_millis(4000);
     let sleep_id = server.start_request(
         "tools/call",
-        json!({"name": "sleep", "arguments": {"ms": 1500}}),
+        json!({"name": "sleep", "arguments": {"ms": sleep.as_millis() as u64}}),
     );
     // The long sleep does not block other calls or pings.
     let echo = call(&mut server, "echo", json!({"text": "not blocked"}));
     assert_eq!(text_of(&echo), "not blocked");
     server.request("ping", json!({}));
-    assert!(started.elapsed() < Duration::from_millis(1000));
+    assert!(started.elapsed() < Duration::from_millis(3000));
 
     server.notify(
         "notifications/cancelled",
         json!({"requestId": sleep_id, "reason": "test"}),
     );
-    assert_eq!(server.response(sleep_id, Duration::from_millis(2500)), None);
+    // No answer, even well past the moment the sleep would have ended.
+    assert_eq!(
+        server.response(sleep_id, sleep + Duration::from_millis(1000)),
+        None
+    );
     let stderr = server.wait_stderr("cancelled", ANSWER_TIMEOUT);
     assert!(stderr.contains("cancelled"), "{stderr}");
 
@@ -202,18 +209,20 @@ fn demo_server_hang_init_never_answers_initialize() {
 
 #[test]
 fn demo_server_delays_hold_answers_back_without_blocking_ping() {
-    let mut server = DemoServer::spawn(&["--init-delay-ms", "300", "--list-delay-ms", "300"]);
+    // The init delay is long so that a ping answered well before it proves ping is not
+    // blocked, even on a loaded machine.
+    let mut server = DemoServer::spawn(&["--init-delay-ms", "3000", "--list-delay-ms", "300"]);
     let started = Instant::now();
     let id = server.start_request("initialize", initialize_params("2025-11-25"));
     server.request("ping", json!({}));
     assert!(
-        started.elapsed() < Duration::from_millis(250),
+        started.elapsed() < Duration::from_millis(2500),
         "ping blocked by init delay"
     );
     server
         .response(id, ANSWER_TIMEOUT)
         .expect("delayed initialize");
-    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(started.elapsed() >= Duration::from_millis(3000));
     server.notify("notifications/initialized", json!({}));
     let listed = Instant::now();
     server.request("tools/list", json!({}));
@@ -231,9 +240,11 @@ fn demo_server_crash_after_ms_exits_one_with_a_message() {
 
 #[test]
 fn demo_server_stall_after_ms_stops_answering_and_ignores_eof() {
-    let mut server = DemoServer::spawn(&["--stall-after-ms", "200"]);
+    // The stall timer starts with the process: leave a loaded machine ample time to finish
+    // initialize first, then wait past it (measured from after initialize, so surely past).
+    let mut server = DemoServer::spawn(&["--stall-after-ms", "1500"]);
     server.initialize();
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(1600));
     let id = server.start_request("ping", json!({}));
     assert_eq!(server.response(id, SHORT), None);
     server.close_stdin();

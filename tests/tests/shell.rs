@@ -45,8 +45,10 @@ async fn wait_for(rx: &async_channel::Receiver<Event>, f: impl Fn(&Event) -> boo
 fn warm_cache_serves_deferred_tools_at_the_gate_and_the_deferred_call_succeeds() {
     let cache = tempfile::tempdir().unwrap();
     smol::block_on(async {
-        // Cold: the slow server has no cache entry, so startup waits for it.
-        let slow = demo("slow", &["--init-delay-ms", "1500"]);
+        // Cold: the slow server has no cache entry, so startup waits for it. Its delay is far
+        // above the warm run's bounds below, so those prove startup did not wait for it even
+        // on a loaded machine.
+        let slow = demo("slow", &["--init-delay-ms", "4000"]);
         let (sb, report) = Builder::servers(vec![demo("fast", &[]), slow.clone()])
             .cache_dir(cache.path())
             .start()
@@ -55,7 +57,7 @@ fn warm_cache_serves_deferred_tools_at_the_gate_and_the_deferred_call_succeeds()
         assert_eq!(report.connected, vec!["fast", "slow"]);
         assert!(report.deferred.is_empty());
         assert!(
-            report.elapsed >= Duration::from_millis(1400),
+            report.elapsed >= Duration::from_millis(3900),
             "{:?}",
             report.elapsed
         );
@@ -78,12 +80,12 @@ fn warm_cache_serves_deferred_tools_at_the_gate_and_the_deferred_call_succeeds()
             report.elapsed
         );
         assert!(
-            report.elapsed < Duration::from_millis(1000),
+            report.elapsed < Duration::from_millis(3000),
             "{:?}",
             report.elapsed
         );
         assert!(
-            gate_wall < Duration::from_millis(1200),
+            gate_wall < Duration::from_millis(3500),
             "returned at the gate, took {gate_wall:?}"
         );
         let echo = report
@@ -110,7 +112,8 @@ fn uncached_wait_bounds_startup_when_a_server_is_slow() {
     smol::block_on(async {
         let (sb, report) = Builder::servers(vec![
             demo("fast", &[]),
-            demo("slow", &["--init-delay-ms", "3000"]),
+            // Far above the upper bound below, so that bound proves startup did not wait.
+            demo("slow", &["--init-delay-ms", "6000"]),
         ])
         .no_cache()
         .uncached_wait(Duration::from_millis(200))
@@ -123,7 +126,7 @@ fn uncached_wait_bounds_startup_when_a_server_is_slow() {
             report.elapsed
         );
         assert!(
-            report.elapsed < Duration::from_millis(2500),
+            report.elapsed < Duration::from_millis(4500),
             "{:?}",
             report.elapsed
         );
@@ -202,7 +205,9 @@ fn a_crash_mid_call_fails_that_call_and_leaves_the_others_working() {
     smol::block_on(async {
         let (sb, _) = Builder::servers(vec![
             demo("good", &[]),
-            demo("crashy", &["--crash-after-ms", "600"]),
+            // The crash timer starts with the process: long enough for a loaded machine to
+            // finish startup and send the call first.
+            demo("crashy", &["--crash-after-ms", "1500"]),
         ])
         .no_cache()
         // The seed's behaviour (no reconnect), to see the crash itself.
@@ -323,7 +328,10 @@ fn no_orphan_after_dropping_the_handle_without_shutdown() {
 #[test]
 fn a_crashed_server_is_reconnected_and_its_tools_come_back() {
     smol::block_on(async {
-        let (sb, report) = Builder::servers(vec![demo("crashy", &["--crash-after-ms", "700"])])
+        // The crash timer starts with the process: long enough for a loaded machine to finish
+        // startup and subscribe to events before it fires (and the reconnected process to be
+        // checked before it crashes again).
+        let (sb, report) = Builder::servers(vec![demo("crashy", &["--crash-after-ms", "1500"])])
             .no_cache()
             .start()
             .await
@@ -409,7 +417,9 @@ fn the_disk_cache_is_ignored_when_the_config_changes_and_survives_a_corrupt_file
 fn health_pings_catch_a_stalled_server_and_reconnect_it() {
     use switchboard::core::manager::HealthPolicy;
     smol::block_on(async {
-        let (sb, report) = Builder::servers(vec![demo("stally", &["--stall-after-ms", "400"])])
+        // The stall timer starts with the process: long enough for a loaded machine to finish
+        // startup and subscribe to events before it fires.
+        let (sb, report) = Builder::servers(vec![demo("stally", &["--stall-after-ms", "1500"])])
             .no_cache()
             .manager_options(|o| {
                 o.health = Some(HealthPolicy {
