@@ -8,7 +8,7 @@ use crate::names::{NameTable, NamingScheme};
 use crate::protocol::{self, Incoming, InitializeResult, RequestTracker, Root, ServerNotification};
 use crate::rng::SplitMix64;
 use crate::time::Instant;
-use crate::tool::{Tool, ToolDef, ToolResult};
+use crate::tool::{Tool, ToolDef, ToolRef, ToolResult};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -714,6 +714,12 @@ impl Manager {
 
     /// The tool view, ordered by qualified name.
     pub fn tools(&self) -> Vec<Tool> {
+        self.tool_refs().iter().map(ToolRef::to_tool).collect()
+    }
+
+    /// The tool view borrowed, sorted by qualified name: what [`Manager::tools`] returns,
+    /// without copying a name or a definition.
+    pub fn tool_refs(&self) -> Vec<ToolRef<'_>> {
         let mut out = Vec::with_capacity(self.names.len());
         for (name, s) in &self.servers {
             let Some(deferred) = s.exposed else {
@@ -726,16 +732,16 @@ impl Manager {
             };
             for def in list {
                 if let Some(q) = self.names.qualified(name, &def.name) {
-                    out.push(Tool {
-                        qualified_name: q.to_string(),
-                        server: name.clone(),
-                        def: def.clone(),
+                    out.push(ToolRef {
+                        qualified_name: q,
+                        server: name,
+                        def,
                         deferred,
                     });
                 }
             }
         }
-        out.sort_unstable_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
+        out.sort_unstable_by(|a, b| a.qualified_name.cmp(b.qualified_name));
         out
     }
 

@@ -147,7 +147,8 @@ pub struct NameTable {
     suffix_digits: usize,
     /// base name → every pair that wants it. Its keys are the names suffixes must avoid.
     bases: BTreeMap<String, BTreeSet<Raw>>,
-    entries: BTreeMap<Raw, Entry>,
+    /// server → raw tool → entry (two levels, so a lookup by `&str` allocates nothing).
+    entries: BTreeMap<String, BTreeMap<String, Entry>>,
     by_name: BTreeMap<String, Raw>,
     by_server: BTreeMap<String, BTreeSet<String>>,
     /// suffixed candidate → the suffixed pairs that reached it (hold it or skipped it).
@@ -239,8 +240,8 @@ impl NameTable {
                 self.dirty.insert(holder.clone());
             }
         }
-        self.entries.insert(
-            raw.clone(),
+        self.entries.entry(raw.0.clone()).or_default().insert(
+            raw.1.clone(),
             Entry {
                 base,
                 name: None,
@@ -252,9 +253,15 @@ impl NameTable {
 
     /// Drop a pair and mark whoever its departure can move.
     fn detach(&mut self, raw: Raw) {
-        let Some(entry) = self.entries.remove(&raw) else {
+        let Some(tools) = self.entries.get_mut(&raw.0) else {
             return;
         };
+        let Some(entry) = tools.remove(&raw.1) else {
+            return;
+        };
+        if tools.is_empty() {
+            self.entries.remove(&raw.0);
+        }
         self.dirty.remove(&raw);
         self.unclaim(&raw, &entry.claimed);
         if let Some(name) = entry.name {
@@ -315,7 +322,7 @@ impl NameTable {
     /// per call.
     fn settle(&mut self) {
         while let Some(p) = self.dirty.pop_first() {
-            let Some(entry) = self.entries.get(&p) else {
+            let Some(entry) = self.entries.get(&p.0).and_then(|t| t.get(&p.1)) else {
                 continue;
             };
             let base = entry.base.clone();
@@ -337,7 +344,7 @@ impl NameTable {
                 }
             };
 
-            let Some(entry) = self.entries.get_mut(&p) else {
+            let Some(entry) = self.entries.get_mut(&p.0).and_then(|t| t.get_mut(&p.1)) else {
                 continue;
             };
             let old_claimed = std::mem::replace(&mut entry.claimed, claimed.clone());
@@ -363,7 +370,8 @@ impl NameTable {
     /// The qualified name of a raw pair.
     pub fn qualified(&self, server: &str, tool: &str) -> Option<&str> {
         self.entries
-            .get(&(server.to_string(), tool.to_string()))
+            .get(server)
+            .and_then(|t| t.get(tool))
             .and_then(|e| e.name.as_deref())
     }
 

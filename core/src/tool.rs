@@ -60,6 +60,28 @@ pub struct Tool {
     pub deferred: bool,
 }
 
+/// One entry of the exposed tool view, borrowed from the manager: [`Tool`] without copying
+/// names and definitions (for embedders and checkers that look at the view after every step).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ToolRef<'a> {
+    pub qualified_name: &'a str,
+    pub server: &'a str,
+    pub def: &'a ToolDef,
+    pub deferred: bool,
+}
+
+impl ToolRef<'_> {
+    /// The owned [`Tool`].
+    pub fn to_tool(&self) -> Tool {
+        Tool {
+            qualified_name: self.qualified_name.to_string(),
+            server: self.server.to_string(),
+            def: self.def.clone(),
+            deferred: self.deferred,
+        }
+    }
+}
+
 /// One part of a tool result's `content`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

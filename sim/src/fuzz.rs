@@ -144,7 +144,7 @@ pub fn manager_inputs(data: &[u8]) {
         withdrawn: vec![false; names.len()],
         ..Observer::default()
     };
-    let mut view = View::observe(&m, &names);
+    let mut view = View::observe(&m, &names, None);
     let mut now = Instant::ZERO;
     let mut next_call = 0u64;
     let mut conns: Vec<ConnId> = Vec::new();
@@ -293,7 +293,7 @@ pub fn manager_inputs(data: &[u8]) {
                 _ => {}
             }
         }
-        let after = View::observe(&m, &names);
+        let after = View::observe(&m, &names, Some(&view));
         let ctx = Ctx {
             m: &m,
             obs: &obs,

@@ -6,6 +6,7 @@
 
 use crate::world::CallObs;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::manager::{
     CallId, CallOutcome, ConnId, Manager, ReconnectPolicy, ServerStatus, StartupReport,
@@ -27,26 +28,44 @@ pub struct ViewTool {
 pub struct View {
     /// `status()` of every scenario server, by index.
     pub status: Vec<ServerStatus>,
-    pub tools: Vec<ViewTool>,
+    /// Shared with the previous step's view while the tool view is unchanged, so most steps
+    /// neither copy it nor compare it twice.
+    pub tools: Arc<Vec<ViewTool>>,
     pub calls: Vec<CallId>,
     pub conns: Vec<ConnId>,
     pub rounds: Vec<u64>,
 }
 
 impl View {
-    pub fn observe(m: &Manager, names: &[String]) -> View {
+    /// What the getters show now; `prev` is the view of the step before (its tool list is
+    /// reused when the manager's `tool_refs()` still equal it field by field).
+    pub fn observe(m: &Manager, names: &[String], prev: Option<&View>) -> View {
+        let refs = m.tool_refs();
+        let same = |p: &View| {
+            p.tools.len() == refs.len()
+                && p.tools.iter().zip(&refs).all(|(a, b)| {
+                    a.qualified == b.qualified_name
+                        && a.server == b.server
+                        && a.raw == b.def.name
+                        && a.deferred == b.deferred
+                })
+        };
+        let tools = match prev {
+            Some(p) if same(p) => Arc::clone(&p.tools),
+            _ => Arc::new(
+                refs.iter()
+                    .map(|t| ViewTool {
+                        qualified: t.qualified_name.to_string(),
+                        server: t.server.to_string(),
+                        raw: t.def.name.clone(),
+                        deferred: t.deferred,
+                    })
+                    .collect(),
+            ),
+        };
         View {
             status: names.iter().map(|n| m.status(n)).collect(),
-            tools: m
-                .tools()
-                .into_iter()
-                .map(|t| ViewTool {
-                    qualified: t.qualified_name,
-                    server: t.server,
-                    raw: t.def.name,
-                    deferred: t.deferred,
-                })
-                .collect(),
+            tools,
             calls: m.calls_in_flight(),
             conns: m.open_conns(),
             rounds: m.open_rounds(),
@@ -242,6 +261,10 @@ pub const SAFETY: &[(&str, Check)] = &[
         "17 call timeouts honour their deadlines",
         call_timeouts_honour_deadlines,
     ),
+    (
+        "18 server_state agrees with status and the registries",
+        server_state_is_coherent,
+    ),
 ];
 
 fn output_violation(ctx: &Ctx, name: &str) -> Result<(), String> {
@@ -304,7 +327,10 @@ pub fn status_agrees_with_registries(ctx: &Ctx) -> Result<(), String> {
 /// never to one that was disconnected or whose late failure was reported; a change of a
 /// server's slice is announced (`ToolsChanged` or `StartupComplete`) unless its round is open.
 pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
-    if ctx.before.tools != ctx.after.tools && ctx.step.reports.is_empty() {
+    if !Arc::ptr_eq(&ctx.before.tools, &ctx.after.tools)
+        && ctx.before.tools != ctx.after.tools
+        && ctx.step.reports.is_empty()
+    {
         for (i, name) in ctx.obs.names.iter().enumerate() {
             if ctx.step.tools_changed.contains(name)
                 || ctx.before.pairs_of(name) == ctx.after.pairs_of(name)
@@ -322,8 +348,10 @@ pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
             }
         }
     }
+    let unchanged =
+        Arc::ptr_eq(&ctx.before.tools, &ctx.after.tools) && ctx.before.status == ctx.after.status;
     let mut last: Option<&str> = None;
-    for t in &ctx.after.tools {
+    for t in ctx.after.tools.iter() {
         if last == Some(t.server.as_str()) {
             continue;
         }
@@ -363,24 +391,31 @@ pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
                 ))
             }
         }
-        // The rich state agrees with the view (count and deferred flag).
-        let n = ctx
-            .after
-            .tools
-            .iter()
-            .filter(|u| u.server == t.server)
-            .count();
-        if let Some(st) = ctx.m.server_state(&t.server) {
-            if st.tool_count != n || st.deferred != t.deferred {
-                return Err(format!(
-                    "server_state({}) says {} tools, deferred={}, but the view has {n}, deferred={}",
-                    t.server, st.tool_count, st.deferred, t.deferred
-                ));
-            }
+        // The rich state agrees with the view (count and deferred flag); it is derived from the
+        // same fields, so it is re-read only when the view or a status moved.
+        if !unchanged {
+            server_state_agrees(ctx, t)?;
         }
         last = Some(t.server.as_str());
     }
     Ok(())
+}
+
+/// `server_state()` of `t`'s server counts what the view shows and agrees on `deferred`.
+fn server_state_agrees(ctx: &Ctx, t: &ViewTool) -> Result<(), String> {
+    let n = ctx
+        .after
+        .tools
+        .iter()
+        .filter(|u| u.server == t.server)
+        .count();
+    match ctx.m.server_state(&t.server) {
+        Some(st) if st.tool_count != n || st.deferred != t.deferred => Err(format!(
+            "server_state({}) says {} tools, deferred={}, but the view has {n}, deferred={}",
+            t.server, st.tool_count, st.deferred, t.deferred
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Whether the view's pairs differ from the ones last checked against a fresh `NameTable`.
@@ -389,14 +424,17 @@ pub fn names_need_fresh_check(obs: &Observer, view: &View) -> bool {
         || obs
             .names_checked
             .iter()
-            .zip(&view.tools)
+            .zip(view.tools.iter())
             .any(|((q, s, r), t)| *q != t.qualified || *s != t.server || *r != t.raw)
 }
 
 /// Qualified names are unique, at most 64 characters of `[a-z0-9_]`, sorted, route back to
 /// their pair, and equal what a fresh `NameTable` builds from the same pairs.
 pub fn qualified_names_are_valid(ctx: &Ctx) -> Result<(), String> {
-    let tools = &ctx.after.tools;
+    if Arc::ptr_eq(&ctx.before.tools, &ctx.after.tools) {
+        return Ok(()); // the very list the last step checked
+    }
+    let tools: &[ViewTool] = &ctx.after.tools;
     for w in tools.windows(2) {
         if w[0].qualified >= w[1].qualified {
             return Err(format!(
@@ -1083,4 +1121,104 @@ pub fn update_policy(
         }
     }
     c
+}
+
+/// `server_state()` tells the same story as `status()`: its phase names the status, it has a
+/// connection exactly while an attempt is open (the latest one opened), a next attempt time
+/// exactly while it waits to reconnect, and a time to ready for a connected server;
+/// `servers()` and `sources()` list exactly the servers `server_state()` knows.
+///
+/// Checked for the servers a step touched (its scope and every server whose status changed),
+/// and for all of them on timer steps and embedder requests.
+pub fn server_state_is_coherent(ctx: &Ctx) -> Result<(), String> {
+    let step = ctx.step;
+    let all = step.timer || step.lifecycle || step.disconnect_all;
+    let mut known = 0usize;
+    for (i, name) in ctx.obs.names.iter().enumerate() {
+        let touched = all
+            || step.scope == Some(i)
+            || ctx.before.status[i] != ctx.after.status[i]
+            || step.status_events.contains_key(name);
+        if !touched {
+            continue;
+        }
+        let Some(st) = ctx.m.server_state(name) else {
+            if ctx.after.status[i] != ServerStatus::Disconnected {
+                return Err(format!(
+                    "server_state({name}) is None but status() is {:?}",
+                    ctx.after.status[i]
+                ));
+            }
+            continue;
+        };
+        known += 1;
+        let status = ctx.after.status[i];
+        if st.name != *name || st.status != status {
+            return Err(format!(
+                "server_state({name}) says {:?} {:?}, status() says {status:?}",
+                st.name, st.status
+            ));
+        }
+        let phase_ok = match status {
+            ServerStatus::Connected => st.phase == "connected",
+            ServerStatus::Connecting => {
+                ["opening", "initializing", "listing-tools", "backoff"].contains(&st.phase)
+            }
+            ServerStatus::Disconnected => st.phase == "idle",
+        };
+        if !phase_ok {
+            return Err(format!(
+                "server_state({name}).phase = {:?} while it is {status:?}",
+                st.phase
+            ));
+        }
+        let waiting = st.phase == "backoff";
+        if st.next_attempt_at.is_some() != waiting
+            || st.next_attempt_at.is_some_and(|at| at < ctx.now)
+        {
+            return Err(format!(
+                "server_state({name}) is in phase {} with next attempt {:?} at {:?}",
+                st.phase, st.next_attempt_at, ctx.now
+            ));
+        }
+        let attempt_open = !waiting && status != ServerStatus::Disconnected;
+        if attempt_open != st.conn.is_some() || (attempt_open && st.conn != ctx.obs.latest_conn[i])
+        {
+            return Err(format!(
+                "server_state({name}).conn = {:?} in phase {} (latest attempt {:?})",
+                st.conn, st.phase, ctx.obs.latest_conn[i]
+            ));
+        }
+        if status == ServerStatus::Connected {
+            let ok = match (st.started_at, st.ready_at, st.time_to_ready) {
+                (Some(a), Some(b), Some(t)) => b >= a && b - a == t && b <= ctx.now,
+                _ => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "connected {name} has started {:?}, ready {:?}, time to ready {:?}",
+                    st.started_at, st.ready_at, st.time_to_ready
+                ));
+            }
+        } else if let (Some(a), Some(b)) = (st.started_at, st.ready_at) {
+            if b < a && st.time_to_ready.is_some() {
+                return Err(format!(
+                    "{name} is on a new attempt (started {a:?}, last ready {b:?}) but shows a time to ready"
+                ));
+            }
+        }
+    }
+    if all {
+        let listed: Vec<String> = ctx.m.servers().into_iter().map(|s| s.name).collect();
+        let sources: Vec<&str> = ctx.m.sources().into_keys().collect();
+        if listed.len() != known
+            || sources.len() != known
+            || listed.iter().zip(&sources).any(|(a, b)| a != b)
+        {
+            return Err(format!(
+                "servers() lists {listed:?} and sources() {sources:?}, but server_state() knows {known}"
+            ));
+        }
+    }
+    Ok(())
 }

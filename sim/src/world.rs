@@ -302,7 +302,7 @@ impl<'a> World<'a> {
         let names: Vec<String> = sc.servers.iter().map(|s| s.name.clone()).collect();
         let n = names.len();
         let m = Manager::new(opts, Instant::ZERO);
-        let view = View::observe(&m, &names);
+        let view = View::observe(&m, &names, None);
         let mut store = BTreeMap::new();
         for (i, s) in sc.servers.iter().enumerate() {
             let hash = config_hash(&config_for(sc, i, 0));
@@ -1101,7 +1101,7 @@ impl<'a> World<'a> {
     }
 
     fn check(&mut self) {
-        let after = View::observe(&self.m, &self.obs.names);
+        let after = View::observe(&self.m, &self.obs.names, Some(&self.view));
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;
         // Completed calls leave the bookkeeping after the isolation check has read it.
@@ -1169,7 +1169,7 @@ impl<'a> World<'a> {
                 .iter()
                 .map(|t| (t.qualified.clone(), t.server.clone(), t.raw.clone()))
                 .collect();
-            for t in &after.tools {
+            for t in after.tools.iter() {
                 if !self.ever_named.contains(&t.qualified) {
                     self.ever_named.insert(t.qualified.clone());
                     if t.qualified.len() > 9
