@@ -5,6 +5,7 @@
 //! Each invariant is one function; a violation names it.
 
 use crate::world::CallObs;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -175,8 +176,12 @@ pub struct Observer {
     /// Servers that must show no tools until their next attempt starts (disconnected, or
     /// their late failure was reported).
     pub withdrawn: Vec<bool>,
-    /// The pairs whose names were last checked against a fresh `NameTable`.
-    pub names_checked: Vec<(String, String, String)>,
+    /// Views whose (qualified, server, raw) triples were checked against a fresh `NameTable`
+    /// (the names are a function of the pairs, so a view seen again needs no rebuild); the
+    /// most recent last, at most `NAMES_VERIFIED_KEPT`.
+    pub names_verified: Vec<Arc<Vec<ViewTool>>>,
+    /// Invariant 3's reference table (updated while the check reads the rest immutably).
+    pub shadow: RefCell<ShadowNames>,
     /// Per server, by index.
     pub policy: Vec<PolicyObs>,
 }
@@ -418,14 +423,18 @@ fn server_state_agrees(ctx: &Ctx, t: &ViewTool) -> Result<(), String> {
     }
 }
 
-/// Whether the view's pairs differ from the ones last checked against a fresh `NameTable`.
+/// How many verified views a run remembers.
+pub const NAMES_VERIFIED_KEPT: usize = 32;
+
+/// Whether the view's triples are none of those already checked against a fresh `NameTable`.
 pub fn names_need_fresh_check(obs: &Observer, view: &View) -> bool {
-    obs.names_checked.len() != view.tools.len()
-        || obs
-            .names_checked
-            .iter()
-            .zip(view.tools.iter())
-            .any(|((q, s, r), t)| *q != t.qualified || *s != t.server || *r != t.raw)
+    let same = |v: &Vec<ViewTool>| {
+        v.len() == view.tools.len()
+            && v.iter()
+                .zip(view.tools.iter())
+                .all(|(a, b)| a.qualified == b.qualified && a.server == b.server && a.raw == b.raw)
+    };
+    !obs.names_verified.iter().rev().any(|v| same(v))
 }
 
 /// Qualified names are unique, at most 64 characters of `[a-z0-9_]`, sorted, route back to
@@ -471,25 +480,82 @@ pub fn qualified_names_are_valid(ctx: &Ctx) -> Result<(), String> {
     } else {
         switchboard_core::NamingScheme::Seed
     };
-    let mut fresh = NameTable::new(scheme);
     let mut by_server: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for t in tools {
         by_server.entry(&t.server).or_default().push(&t.raw);
     }
-    for (server, raws) in by_server.iter().rev() {
-        fresh.set_server_tools(server, raws.iter().rev().copied());
+    let mut shadow = ctx.obs.shadow.borrow_mut();
+    shadow.changes += 1;
+    let from_scratch =
+        shadow.table.scheme() != scheme || shadow.changes % SHADOW_REBUILD_EVERY == 1;
+    if from_scratch {
+        let mut fresh = NameTable::new(scheme);
+        for (server, raws) in by_server.iter().rev() {
+            fresh.set_server_tools(server, raws.iter().rev().copied());
+        }
+        shadow.table = fresh;
+        shadow.slices.clear();
+    } else {
+        // Only the servers whose slice changed, in reverse order (the manager applies them as
+        // they arrive): the table must still come out as the rule says for these pairs.
+        let gone: Vec<String> = shadow
+            .slices
+            .keys()
+            .filter(|k| !by_server.contains_key(k.as_str()))
+            .cloned()
+            .collect();
+        for server in gone.iter().rev() {
+            shadow.table.remove_server(server);
+            shadow.slices.remove(server);
+        }
+        for (server, raws) in by_server.iter().rev() {
+            if shadow
+                .slices
+                .get(*server)
+                .is_some_and(|old| old.iter().eq(raws.iter()))
+            {
+                continue;
+            }
+            shadow
+                .table
+                .set_server_tools(server, raws.iter().rev().copied());
+        }
     }
-    let rebuilt: Vec<(&str, &str, &str)> = fresh.iter().collect();
-    let seen: Vec<(&str, &str, &str)> = tools
+    shadow.slices = by_server
         .iter()
-        .map(|t| (t.qualified.as_str(), t.server.as_str(), t.raw.as_str()))
+        .map(|(s, r)| (s.to_string(), r.iter().map(|t| t.to_string()).collect()))
         .collect();
-    if rebuilt != seen {
+    let seen = tools
+        .iter()
+        .map(|t| (t.qualified.as_str(), t.server.as_str(), t.raw.as_str()));
+    if !shadow.table.iter().eq(seen) {
+        let rebuilt: Vec<(&str, &str, &str)> = shadow.table.iter().collect();
+        let seen: Vec<(&str, &str, &str)> = tools
+            .iter()
+            .map(|t| (t.qualified.as_str(), t.server.as_str(), t.raw.as_str()))
+            .collect();
+        let how = if from_scratch {
+            "a table built from scratch"
+        } else {
+            "a table fed the changes in another order"
+        };
         return Err(format!(
-            "names depend on arrival order: view {seen:?}, fresh table {rebuilt:?}"
+            "names depend on arrival order: view {seen:?}, {how} {rebuilt:?}"
         ));
     }
     Ok(())
+}
+
+/// Every how many changes of the view's pairs invariant 3 rebuilds its reference table from
+/// scratch (in between, it feeds its own table only the servers whose slice changed).
+pub const SHADOW_REBUILD_EVERY: u64 = 8;
+
+/// Invariant 3's reference naming table and the slices it was last fed.
+#[derive(Debug, Clone, Default)]
+pub struct ShadowNames {
+    pub table: NameTable,
+    pub slices: BTreeMap<String, Vec<String>>,
+    pub changes: u64,
 }
 
 /// `StartupComplete` comes exactly once per round; when every still-pending member had a
@@ -1128,17 +1194,19 @@ pub fn update_policy(
 /// exactly while it waits to reconnect, and a time to ready for a connected server;
 /// `servers()` and `sources()` list exactly the servers `server_state()` knows.
 ///
-/// Checked for the servers a step touched (its scope and every server whose status changed),
-/// and for all of them on timer steps and embedder requests.
+/// Checked for the servers a step touched (its scope, every server whose status changed or
+/// whose transport was opened or closed), and for all of them on embedder requests.
 pub fn server_state_is_coherent(ctx: &Ctx) -> Result<(), String> {
     let step = ctx.step;
-    let all = step.timer || step.lifecycle || step.disconnect_all;
+    let all = step.lifecycle || step.disconnect_all;
     let mut known = 0usize;
     for (i, name) in ctx.obs.names.iter().enumerate() {
         let touched = all
             || step.scope == Some(i)
             || ctx.before.status[i] != ctx.after.status[i]
-            || step.status_events.contains_key(name);
+            || step.status_events.contains_key(name)
+            || step.opened.contains(&i)
+            || step.closed.contains(&i);
         if !touched {
             continue;
         }

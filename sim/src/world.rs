@@ -17,6 +17,7 @@ use std::cmp::Reverse;
 use std::collections::BTreeSet;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::config::{config_hash, ServerConfig, ServerSpec};
 use switchboard_core::manager::{
@@ -1164,11 +1165,10 @@ impl<'a> World<'a> {
             self.obs.calls.remove(c);
         }
         if refresh_names {
-            self.obs.names_checked = after
-                .tools
-                .iter()
-                .map(|t| (t.qualified.clone(), t.server.clone(), t.raw.clone()))
-                .collect();
+            if self.obs.names_verified.len() == invariants::NAMES_VERIFIED_KEPT {
+                self.obs.names_verified.remove(0);
+            }
+            self.obs.names_verified.push(Arc::clone(&after.tools));
             for t in after.tools.iter() {
                 if !self.ever_named.contains(&t.qualified) {
                     self.ever_named.insert(t.qualified.clone());
