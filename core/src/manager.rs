@@ -543,6 +543,9 @@ pub struct Counters {
     pub ping_timeouts: u64,
     pub health_failures: u64,
     pub progress_resets: u64,
+    /// Servers that failed during startup and were scheduled for a retry
+    /// (`retry_startup_failures`).
+    pub startup_retries: u64,
 }
 
 /// The MCP lifecycle manager: a sans-IO state machine.
@@ -1668,6 +1671,7 @@ impl Manager {
             return;
         }
         if policy.enabled && (retrying || policy.retry_startup_failures) {
+            self.counters.startup_retries += u64::from(!retrying);
             let attempt = s.retry_attempt + 1;
             let delay = self.schedule_retry(server, attempt, close, &call_error);
             if !in_round {

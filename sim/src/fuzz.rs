@@ -306,6 +306,7 @@ pub fn manager_inputs(data: &[u8]) {
             double_underscore: false,
             settled: &[],
             reset_on_progress: false,
+            reconnect_off: false,
             max_call_time: Duration::from_secs(600),
         };
         for (name, check) in [

@@ -200,6 +200,8 @@ pub struct Ctx<'a> {
     /// changed and was announced since the last complete listing, and no re-list is under way).
     pub settled: &'a [(usize, Option<Vec<String>>)],
     pub reset_on_progress: bool,
+    /// The scenario switched automatic reconnects off (`ReconnectPolicy::never()`).
+    pub reconnect_off: bool,
     pub max_call_time: Duration,
 }
 
@@ -352,6 +354,13 @@ pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
                 return Err(format!("{name}'s tools changed without a ToolsChanged"));
             }
         }
+    }
+    if ctx.m.tool_count() != ctx.after.tools.len() {
+        return Err(format!(
+            "tool_count() = {} but the view has {} tools",
+            ctx.m.tool_count(),
+            ctx.after.tools.len()
+        ));
     }
     let unchanged =
         Arc::ptr_eq(&ctx.before.tools, &ctx.after.tools) && ctx.before.status == ctx.after.status;
@@ -866,10 +875,18 @@ fn recent_closes(o: &PolicyObs, now: Instant, window: Duration) -> usize {
 }
 
 /// No reconnect attempt (`OpenTransport`) follows an explicit disconnect of a server until it
-/// is started explicitly again.
+/// is started explicitly again; with reconnects off, no attempt ever starts by itself.
 pub fn no_reconnect_after_explicit_disconnect(ctx: &Ctx) -> Result<(), String> {
     if ctx.step.explicit_start {
         return Ok(());
+    }
+    if ctx.reconnect_off {
+        if let Some(&i) = ctx.step.opened.first() {
+            return Err(format!(
+                "reconnects are off, yet an attempt of {} started by itself",
+                ctx.obs.names[i]
+            ));
+        }
     }
     for &i in &ctx.step.opened {
         if ctx.obs.policy[i].explicit_off {

@@ -42,6 +42,19 @@ pub struct SimOptions {
     /// `max_call_time` in ms (the ceiling progress can push a call's deadline to).
     #[serde(default = "default_max_call_time")]
     pub max_call_time_ms: u64,
+    /// The reconnect policy: on (the default ladder), off (the seed's behaviour), or on and
+    /// also retrying servers that failed during startup.
+    #[serde(default)]
+    pub reconnect: ReconnectMode,
+}
+
+/// Which `ReconnectPolicy` a scenario runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ReconnectMode {
+    #[default]
+    On,
+    Off,
+    RetryStartup,
 }
 
 fn default_max_call_time() -> u64 {
@@ -594,6 +607,7 @@ fn options_strategy() -> impl Strategy<Value = SimOptions> {
                     health,
                     reset_timeout_on_progress,
                     max_call_time_ms,
+                    reconnect: ReconnectMode::On,
                 }
             },
         )
@@ -644,33 +658,42 @@ pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
                     0..=p.max_actions,
                 ),
                 any::<u64>(),
+                // Drawn last, so every earlier draw of a seed stays what it was.
+                prop_oneof![
+                    6 => Just(ReconnectMode::On),
+                    1 => Just(ReconnectMode::Off),
+                    1 => Just(ReconnectMode::RetryStartup),
+                ],
             )
         })
-        .prop_map(|(mix, options, names, mut servers, actions, world_seed)| {
-            for (s, n) in servers.iter_mut().zip(names) {
-                s.name = n.to_string();
-            }
-            let n = servers.len();
-            let mut actions: Vec<Action> = actions
-                .into_iter()
-                .map(|(at_ms, kind)| Action { at_ms, kind })
-                .collect();
-            actions.sort_by_key(|a| a.at_ms);
-            actions.insert(
-                0,
-                Action {
-                    at_ms: 0,
-                    kind: ActionKind::Connect((0..n).map(|i| (i, 0)).collect()),
-                },
-            );
-            Scenario {
-                options,
-                mix,
-                servers,
-                actions,
-                world_seed,
-            }
-        })
+        .prop_map(
+            |(mix, mut options, names, mut servers, actions, world_seed, reconnect)| {
+                options.reconnect = reconnect;
+                for (s, n) in servers.iter_mut().zip(names) {
+                    s.name = n.to_string();
+                }
+                let n = servers.len();
+                let mut actions: Vec<Action> = actions
+                    .into_iter()
+                    .map(|(at_ms, kind)| Action { at_ms, kind })
+                    .collect();
+                actions.sort_by_key(|a| a.at_ms);
+                actions.insert(
+                    0,
+                    Action {
+                        at_ms: 0,
+                        kind: ActionKind::Connect((0..n).map(|i| (i, 0)).collect()),
+                    },
+                );
+                Scenario {
+                    options,
+                    mix,
+                    servers,
+                    actions,
+                    world_seed,
+                }
+            },
+        )
 }
 
 /// The proptest value tree of the scenario a seed stands for (for shrinking).

@@ -30,7 +30,7 @@ fn names(servers: &[ServerSpec]) -> String {
 
 /// One-line summary of a scenario (printed before a run, VOPR style).
 pub fn summary(sc: &Scenario) -> String {
-    format!(
+    let mut s = format!(
         "{} servers, {} actions, gate {}ms, uncached wait {:?}, call timeout {}ms, request timeout {}ms, faults {:?}",
         sc.servers.len(),
         sc.actions.len(),
@@ -39,7 +39,11 @@ pub fn summary(sc: &Scenario) -> String {
         sc.options.call_timeout_ms,
         sc.options.request_timeout_ms,
         sc.mix
-    )
+    );
+    if sc.options.reconnect != crate::scenario::ReconnectMode::On {
+        s.push_str(&format!(", reconnect {:?}", sc.options.reconnect));
+    }
+    s
 }
 
 pub fn input(i: &Input) -> String {

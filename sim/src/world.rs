@@ -8,7 +8,7 @@
 use crate::coverage::{self, Coverage};
 use crate::invariants::{self, ConnObs, Ctx, Observer, RoundObs, StepInfo, View};
 use crate::scenario::{
-    ActionKind, AttemptPlan, CachePlan, CallTarget, Init, List, Scenario, Spawn,
+    ActionKind, AttemptPlan, CachePlan, CallTarget, Init, List, ReconnectMode, Scenario, Spawn,
 };
 use crate::trace;
 use bytes::Bytes;
@@ -22,7 +22,7 @@ use std::time::Duration;
 use switchboard_core::config::{config_hash, ServerConfig, ServerSpec};
 use switchboard_core::manager::{
     CacheKey, CallId, CallOutcome, ConnId, HealthPolicy, Input, Level, Manager, ManagerOptions,
-    Output, ServerStatus, TransportEvent,
+    Output, ReconnectPolicy, ServerStatus, TransportEvent,
 };
 use switchboard_core::names::NamingScheme;
 use switchboard_core::protocol::Root;
@@ -257,6 +257,8 @@ pub struct World<'a> {
     cov: Coverage,
     trace: Option<String>,
     healed: bool,
+    /// `Manager::options()` returned the options the manager was built with.
+    options_echoed: bool,
     events: u64,
     next_call: u64,
     violation: Option<Violation>,
@@ -298,11 +300,20 @@ impl<'a> World<'a> {
             }),
             reset_timeout_on_progress: o.reset_timeout_on_progress,
             max_call_time: Duration::from_millis(o.max_call_time_ms),
+            reconnect: match o.reconnect {
+                ReconnectMode::On => ReconnectPolicy::default(),
+                ReconnectMode::Off => ReconnectPolicy::never(),
+                ReconnectMode::RetryStartup => ReconnectPolicy {
+                    retry_startup_failures: true,
+                    ..ReconnectPolicy::default()
+                },
+            },
             ..ManagerOptions::default()
         };
         let names: Vec<String> = sc.servers.iter().map(|s| s.name.clone()).collect();
         let n = names.len();
-        let m = Manager::new(opts, Instant::ZERO);
+        let m = Manager::new(opts.clone(), Instant::ZERO);
+        let options_echoed = *m.options() == opts;
         let view = View::observe(&m, &names, None);
         let mut store = BTreeMap::new();
         for (i, s) in sc.servers.iter().enumerate() {
@@ -353,6 +364,7 @@ impl<'a> World<'a> {
             cov: Coverage::default(),
             trace: tracing.then(String::new),
             healed: false,
+            options_echoed,
             events: 0,
             next_call: 1,
             violation: None,
@@ -400,6 +412,12 @@ impl<'a> World<'a> {
         self.tr(|t| {
             let _ = writeln!(t, "scenario: {}", trace::summary(sc));
         });
+        if !self.options_echoed {
+            self.fail(
+                "options",
+                "Manager::options() is not what the manager was built with".into(),
+            );
+        }
         for (i, a) in sc.actions.iter().enumerate() {
             self.push(Instant::from_millis(a.at_ms), Ev::Action(i));
         }
@@ -1118,6 +1136,7 @@ impl<'a> World<'a> {
             double_underscore: self.sc.options.double_underscore,
             settled: &settled,
             reset_on_progress: self.sc.options.reset_timeout_on_progress,
+            reconnect_off: self.sc.options.reconnect == ReconnectMode::Off,
             max_call_time: Duration::from_millis(self.sc.options.max_call_time_ms),
         };
         let mut failed = None;

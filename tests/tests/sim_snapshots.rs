@@ -5,7 +5,7 @@
 use crate::support::with_snapshots;
 use switchboard_sim::scenario::{
     Action, ActionKind, AttemptPlan, CachePlan, CallTarget, CrashLoop, FaultMix, Init, List,
-    Scenario, ServerPlan, SimOptions, Spawn,
+    ReconnectMode, Scenario, ServerPlan, SimOptions, Spawn,
 };
 use switchboard_sim::{run_scenario, RunResult};
 
@@ -80,6 +80,7 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             health: None,
             reset_timeout_on_progress: false,
             max_call_time_ms: 600_000,
+            reconnect: ReconnectMode::On,
         },
         mix: calm(),
         servers,
