@@ -38,6 +38,7 @@ macro_rules! coverage {
 }
 
 coverage! {
+    manager_outputs: "outputs the manager emitted (commands, frames and events; a step is one input or timer)",
     spawn_failures: "a process could not be started",
     opens_never_completed: "a transport never finished opening",
     drops_before_open: "a process exited before its transport opened",

@@ -837,6 +837,7 @@ impl<'a> World<'a> {
             outs.push(o);
         }
         self.step.outputs = outs.len();
+        self.cov.manager_outputs += outs.len() as u64;
         for o in outs {
             if self.trace.is_some() {
                 let line = trace::output(&o);
