@@ -91,6 +91,12 @@ pub struct StepInfo {
     pub scope: Option<usize>,
     /// A transport event for a connection the manager no longer has (or never had).
     pub stale: bool,
+    /// For a stale event: the manager's `stale_events` and `stale_opened_closed` counters
+    /// before it, and whether it was an `Opened`.
+    pub stale_counters_before: Option<(u64, u64, bool)>,
+    /// A frame the codec must reject (not JSON, or over the size limit) reached a live
+    /// connection: the manager's `bad_frames` counter before it.
+    pub rejected_frame_before: Option<u64>,
     pub disconnect: Option<usize>,
     pub disconnect_all: bool,
     pub outputs: usize,
@@ -272,7 +278,28 @@ pub const SAFETY: &[(&str, Check)] = &[
         "18 server_state agrees with status and the registries",
         server_state_is_coherent,
     ),
+    (
+        "19 peer input is accounted for (rejected frames counted, log levels kept)",
+        rejected_frames_are_counted,
+    ),
 ];
+
+/// A frame the codec rejects (not JSON, or over the size limit) on a live connection is
+/// counted exactly once in `bad_frames`; a server's log message surfaces as a diagnostic at
+/// its level (debug; info and notice; warning; error and above).
+pub fn rejected_frames_are_counted(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, "19")?;
+    let Some(before) = ctx.step.rejected_frame_before else {
+        return Ok(());
+    };
+    let now = ctx.m.counters().bad_frames;
+    if now != before + 1 {
+        return Err(format!(
+            "a rejected frame moved bad_frames {before} -> {now} (expected one more)"
+        ));
+    }
+    Ok(())
+}
 
 fn output_violation(ctx: &Ctx, name: &str) -> Result<(), String> {
     match ctx.step.output_violations.iter().find(|(n, _)| *n == name) {
@@ -684,6 +711,21 @@ pub fn stale_events_change_nothing(ctx: &Ctx) -> Result<(), String> {
     if ctx.before != ctx.after {
         return Err("a stale event changed the manager's state".into());
     }
+    // It is counted once, as what it is (an `Opened` of an abandoned attempt is counted
+    // apart: the shell closes that transport itself).
+    if let Some((events, opened_closed, opened)) = ctx.step.stale_counters_before {
+        let c = ctx.m.counters();
+        if c.stale_events != events + 1
+            || c.stale_opened_closed != opened_closed + u64::from(opened)
+        {
+            return Err(format!(
+                "a stale {} moved the counters stale_events {events} -> {}, stale_opened_closed {opened_closed} -> {}",
+                if opened { "Opened" } else { "event" },
+                c.stale_events,
+                c.stale_opened_closed
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -840,8 +882,9 @@ pub fn disconnect_withdraws_by_identity(ctx: &Ctx) -> Result<(), String> {
     Ok(())
 }
 
-/// Every frame the manager sends is JSON, and every server request gets a well-formed answer
-/// (`ping` → `{}`, `roots/list` → roots, anything else → -32601).
+/// Every frame the manager sends is JSON, every server request gets a well-formed answer
+/// (`ping` → `{}`, `roots/list` → roots, anything else → -32601), and no listing asks for
+/// more pages than `max_tool_pages`.
 pub fn client_speaks_valid_json_rpc(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, "11")
 }
@@ -1255,6 +1298,11 @@ pub fn server_state_is_coherent(ctx: &Ctx) -> Result<(), String> {
             return Err(format!(
                 "server_state({name}).phase = {:?} while it is {status:?}",
                 st.phase
+            ));
+        }
+        if status != ServerStatus::Disconnected && st.attempts == 0 {
+            return Err(format!(
+                "{name} is {status:?} but server_state counts no attempt"
             ));
         }
         let waiting = st.phase == "backoff";

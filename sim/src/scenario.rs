@@ -46,6 +46,9 @@ pub struct SimOptions {
     /// also retrying servers that failed during startup.
     #[serde(default)]
     pub reconnect: ReconnectMode,
+    /// `max_tool_pages` (`None`: the default, far above any simulated listing).
+    #[serde(default)]
+    pub max_tool_pages: Option<usize>,
 }
 
 /// Which `ReconnectPolicy` a scenario runs with.
@@ -608,6 +611,7 @@ fn options_strategy() -> impl Strategy<Value = SimOptions> {
                     reset_timeout_on_progress,
                     max_call_time_ms,
                     reconnect: ReconnectMode::On,
+                    max_tool_pages: None,
                 }
             },
         )
@@ -659,16 +663,19 @@ pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
                 ),
                 any::<u64>(),
                 // Drawn last, so every earlier draw of a seed stays what it was.
-                prop_oneof![
-                    6 => Just(ReconnectMode::On),
-                    1 => Just(ReconnectMode::Off),
-                    1 => Just(ReconnectMode::RetryStartup),
-                ],
+                (
+                    prop_oneof![
+                        6 => Just(ReconnectMode::On),
+                        1 => Just(ReconnectMode::Off),
+                        1 => Just(ReconnectMode::RetryStartup),
+                    ],
+                    prop_oneof![5 => Just(None), 1 => (2usize..=3).prop_map(Some)],
+                ),
             )
         })
         .prop_map(
-            |(mix, mut options, names, mut servers, actions, world_seed, reconnect)| {
-                options.reconnect = reconnect;
+            |(mix, mut options, names, mut servers, actions, world_seed, late)| {
+                (options.reconnect, options.max_tool_pages) = late;
                 for (s, n) in servers.iter_mut().zip(names) {
                     s.name = n.to_string();
                 }

@@ -108,6 +108,32 @@ enum Tag {
     },
 }
 
+/// The MCP log levels the simulated servers use, with the level each must surface at.
+const SIM_LOG_LEVELS: [(&str, Level); 6] = [
+    ("warning", Level::Warn),
+    ("debug", Level::Debug),
+    ("info", Level::Info),
+    ("notice", Level::Info),
+    ("error", Level::Error),
+    ("critical", Level::Error),
+];
+
+/// The level a diagnostic relaying a simulated server's log message must have.
+fn sim_log_level(message: &str) -> Option<Level> {
+    let text = message.strip_prefix("[sim] ")?;
+    if text == "disk almost full" {
+        return Some(Level::Warn);
+    }
+    let name = text.strip_prefix("sim log at ")?;
+    SIM_LOG_LEVELS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, l)| *l)
+}
+
+/// A frame cut short: not JSON, so the codec rejects it.
+const GARBAGE_FRAME: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+
 #[derive(Debug, Clone)]
 enum Ev {
     Action(usize),
@@ -300,6 +326,9 @@ impl<'a> World<'a> {
             }),
             reset_timeout_on_progress: o.reset_timeout_on_progress,
             max_call_time: Duration::from_millis(o.max_call_time_ms),
+            max_tool_pages: o
+                .max_tool_pages
+                .unwrap_or(ManagerOptions::default().max_tool_pages),
             reconnect: match o.reconnect {
                 ReconnectMode::On => ReconnectPolicy::default(),
                 ReconnectMode::Off => ReconnectPolicy::never(),
@@ -1051,6 +1080,16 @@ impl<'a> World<'a> {
                 level,
                 message,
             } => {
+                if let Some(want) = sim_log_level(&message) {
+                    if want != level {
+                        self.step.output_violations.push((
+                            "19",
+                            format!(
+                                "a server log message became {level:?}, not {want:?}: {message}"
+                            ),
+                        ));
+                    }
+                }
                 // With reconnects on, a lost connection is a warning ("...; reconnecting"):
                 // counted, but not a failure report (the attempt goes on).
                 let lost = message.starts_with("connection lost:");
@@ -1225,6 +1264,13 @@ impl<'a> World<'a> {
             }
             Ev::Cache { server, key, tools } => {
                 if let Some(&i) = self.obs.index.get(&server) {
+                    // Not the answer the manager is waiting for (none is awaited, or it is for
+                    // another config): stale, so it must change nothing and be counted.
+                    let stale =
+                        !matches!(&self.awaiting_cache[i], Some((_, h)) if *h == key.config_hash);
+                    let c = self.m.counters();
+                    let counted = (c.stale_events, c.stale_opened_closed, false);
+                    self.cov.stale_cache_answers += u64::from(stale);
                     if let Some((c, h)) = &self.awaiting_cache[i] {
                         if *h == key.config_hash {
                             let c = *c;
@@ -1236,6 +1282,8 @@ impl<'a> World<'a> {
                     }
                     self.input(Input::CacheLoaded { server, key, tools }, |s| {
                         s.scope = Some(i);
+                        s.stale = stale;
+                        s.stale_counters_before = stale.then_some(counted);
                     });
                 }
             }
@@ -1308,9 +1356,18 @@ impl<'a> World<'a> {
                 self.cov.oversized_frames += 1;
             }
         }
+        let c = self.m.counters();
+        let counted = (c.stale_events, c.stale_opened_closed);
+        let opened = matches!(event, TransportEvent::Opened);
+        let rejected = !stale
+            && matches!(&event, TransportEvent::Frame(f)
+                if f.len() > self.sc.options.max_frame_len || f.as_ref() == GARBAGE_FRAME);
+        let bad_before = c.bad_frames;
         self.input(Input::Transport { conn, event }, |s| {
             s.scope = Some(server);
             s.stale = stale;
+            s.stale_counters_before = stale.then_some((counted.0, counted.1, opened));
+            s.rejected_frame_before = rejected.then_some(bad_before);
         });
     }
 
@@ -1634,7 +1691,7 @@ impl<'a> World<'a> {
             let extra: Bytes = match kind {
                 0 => {
                     self.cov.garbage_frames += 1;
-                    Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":")
+                    Bytes::from_static(GARBAGE_FRAME)
                 }
                 1 => {
                     self.cov.duplicate_responses += 1;
@@ -1741,8 +1798,15 @@ impl<'a> World<'a> {
                 json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "unsolicited", "progress": 0.5, "total": 1.0}})
             }
             _ => {
+                // Every level in turn (no extra draw from the RNG); the first is a warning.
+                let level = SIM_LOG_LEVELS[(self.cov.log_messages_sent % 6) as usize].0;
                 self.cov.log_messages_sent += 1;
-                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "warning", "logger": "sim", "data": "disk almost full"}})
+                let data = if level == "warning" {
+                    "disk almost full".to_string()
+                } else {
+                    format!("sim log at {level}")
+                };
+                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": level, "logger": "sim", "data": data}})
             }
         };
         self.reply(conn, lat, v);
@@ -1983,6 +2047,19 @@ impl<'a> World<'a> {
                     .and_then(|c| c.strip_prefix('p'))
                     .and_then(|c| c.parse().ok())
                     .unwrap_or(0);
+                if let Some(max) = self.sc.options.max_tool_pages {
+                    if k + 1 > max {
+                        self.step.output_violations.push((
+                            "11",
+                            format!(
+                                "asked for page {} of a listing, past max_tool_pages {max}",
+                                k + 1
+                            ),
+                        ));
+                    } else if k + 1 == max && k + 1 < pages {
+                        self.cov.list_page_limit_hit += 1;
+                    }
+                }
                 if pages > 1 && k == 0 {
                     self.cov.list_paged += 1;
                 }

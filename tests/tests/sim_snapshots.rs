@@ -81,6 +81,7 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             reset_timeout_on_progress: false,
             max_call_time_ms: 600_000,
             reconnect: ReconnectMode::On,
+            max_tool_pages: None,
         },
         mix: calm(),
         servers,
