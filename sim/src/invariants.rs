@@ -1024,6 +1024,19 @@ pub fn breaker_trips_exactly_past_the_limit(ctx: &Ctx) -> Result<(), String> {
     if ctx.step.lifecycle || !policy.enabled {
         return Ok(());
     }
+    // Nothing but the breaker (or an explicit request) ends the ladder: a failed reconnect
+    // attempt, or with startup retries any failed attempt, waits for the next one.
+    for (i, name) in ctx.obs.names.iter().enumerate() {
+        if ctx.before.status[i] == ServerStatus::Connecting
+            && ctx.after.status[i] == ServerStatus::Disconnected
+            && (ctx.obs.policy[i].retry_n > 0 || policy.retry_startup_failures)
+        {
+            return Err(format!(
+                "{name} gave up retrying (reconnect attempt {}, startup retries {}) without its breaker or an explicit request",
+                ctx.obs.policy[i].retry_n, policy.retry_startup_failures
+            ));
+        }
+    }
     for (i, name) in ctx.obs.names.iter().enumerate() {
         if ctx.before.status[i] != ServerStatus::Connected
             || ctx.after.status[i] == ServerStatus::Connected

@@ -1090,6 +1090,26 @@ impl<'a> World<'a> {
                         ));
                     }
                 }
+                // A failed attempt of a round still open is the round's to report (in its
+                // StartupComplete), never a diagnostic of its own as well.
+                if message.starts_with("attempt failed:") {
+                    if let Some(i) = server.as_ref().and_then(|s| self.obs.index.get(s).copied()) {
+                        let in_open_round = self.obs.rounds.values().any(|r| {
+                            !r.reported
+                                && r.members
+                                    .get(&i)
+                                    .is_some_and(|c| self.obs.latest_conn[i] == Some(*c))
+                        });
+                        if in_open_round {
+                            self.step.output_violations.push((
+                                "9",
+                                format!(
+                                    "a failed attempt of an open round was also logged: {message}"
+                                ),
+                            ));
+                        }
+                    }
+                }
                 // With reconnects on, a lost connection is a warning ("...; reconnecting"):
                 // counted, but not a failure report (the attempt goes on).
                 let lost = message.starts_with("connection lost:");
