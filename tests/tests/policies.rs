@@ -173,6 +173,46 @@ fn the_breaker_trips_after_more_than_five_unexpected_closes_within_30_s() {
     with_snapshots(|| insta::assert_snapshot!("policy_breaker", s.finish()));
 }
 
+/// Close `a` at `t`, let its reconnect attempt run and succeed.
+fn crash_and_recover(s: &mut Script, t: u64) {
+    closed(s, t, "a");
+    if s.m.status("a") != ServerStatus::Connecting {
+        return; // the breaker tripped
+    }
+    let at =
+        s.m.server_state("a")
+            .unwrap()
+            .next_attempt_at
+            .unwrap()
+            .as_millis()
+            + 1;
+    s.advance_to(at);
+    s.ready(at + 1, "a", &["echo"]);
+}
+
+#[test]
+fn the_breaker_counts_only_closes_within_its_window_boundary_included() {
+    // Eight closes 7 s apart never put six within 30 s: the server keeps coming back.
+    let mut s = Script::new();
+    connected(&mut s, "a", &["echo"]);
+    for k in 0..8 {
+        crash_and_recover(&mut s, 100 + k * 7_000);
+        assert_eq!(s.m.status("a"), ServerStatus::Connected, "close {}", k + 1);
+    }
+    assert_eq!(s.m.counters().breakers_tripped, 0);
+
+    // Six closes with the sixth exactly 30 s after the first: all six are within the window.
+    let mut s = Script::new();
+    connected(&mut s, "a", &["echo"]);
+    for k in 0..5 {
+        crash_and_recover(&mut s, 100 + k * 6_000);
+    }
+    assert_eq!(s.m.status("a"), ServerStatus::Connected);
+    closed(&mut s, 100 + 30_000, "a");
+    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
+    assert_eq!(s.m.counters().breakers_tripped, 1);
+}
+
 #[test]
 fn no_reconnect_ever_follows_an_explicit_disconnect() {
     let mut s = Script::new();
