@@ -54,6 +54,7 @@ coverage! {
     list_repeated_cursor: "tools/list repeated a cursor",
     list_page_limit_hit: "a listing offered more pages than max_tool_pages allows",
     stale_cache_answers: "a cache answer arrived that the manager no longer waited for",
+    foreign_progress_sent: "a server sent progress for another server's call",
     list_malformed: "tools/list answered without a tools array",
     drops_during_list: "a process exited with tools/list outstanding",
     drops_during_call: "a process exited on a tools/call",

@@ -142,6 +142,7 @@ pub fn manager_inputs(data: &[u8]) {
         names: names.clone(),
         latest_conn: vec![None; names.len()],
         withdrawn: vec![false; names.len()],
+        pinged: vec![None; names.len()],
         ..Observer::default()
     };
     let mut view = View::observe(&m, &names, None);
@@ -307,6 +308,7 @@ pub fn manager_inputs(data: &[u8]) {
             settled: &[],
             reset_on_progress: false,
             reconnect_off: false,
+            health: None,
             max_call_time: Duration::from_secs(600),
         };
         for (name, check) in [

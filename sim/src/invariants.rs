@@ -186,6 +186,8 @@ pub struct Observer {
     /// (the names are a function of the pairs, so a view seen again needs no rebuild); the
     /// most recent last, at most `NAMES_VERIFIED_KEPT`.
     pub names_verified: Vec<Arc<Vec<ViewTool>>>,
+    /// Per server: when it was last pinged by the manager (or became connected), while connected.
+    pub pinged: Vec<Option<Instant>>,
     /// Invariant 3's reference table (updated while the check reads the rest immutably).
     pub shadow: RefCell<ShadowNames>,
     /// Per server, by index.
@@ -208,6 +210,8 @@ pub struct Ctx<'a> {
     pub reset_on_progress: bool,
     /// The scenario switched automatic reconnects off (`ReconnectPolicy::never()`).
     pub reconnect_off: bool,
+    /// Health pings: (interval, timeout), when on.
+    pub health: Option<(Duration, Duration)>,
     pub max_call_time: Duration,
 }
 
@@ -282,7 +286,31 @@ pub const SAFETY: &[(&str, Check)] = &[
         "19 peer input is accounted for (rejected frames counted, log levels kept)",
         rejected_frames_are_counted,
     ),
+    (
+        "20 health pings keep coming while a server is connected",
+        health_pings_keep_coming,
+    ),
 ];
+
+/// With health checks on, a connected server hears a `ping` at least every interval plus
+/// timeout (a ping goes out an interval after the last answer, or at once after a miss).
+pub fn health_pings_keep_coming(ctx: &Ctx) -> Result<(), String> {
+    let Some((interval, timeout)) = ctx.health else {
+        return Ok(());
+    };
+    for (i, at) in ctx.obs.pinged.iter().enumerate() {
+        if let Some(at) = at {
+            let silent = ctx.now.saturating_duration_since(*at);
+            if ctx.after.status[i] == ServerStatus::Connected && silent > interval + timeout {
+                return Err(format!(
+                    "{} is connected but was not pinged for {silent:?} (interval {interval:?}, timeout {timeout:?})",
+                    ctx.obs.names[i]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// A frame the codec rejects (not JSON, or over the size limit) on a live connection is
 /// counted exactly once in `bad_frames`; a server's log message surfaces as a diagnostic at
@@ -878,6 +906,11 @@ pub fn disconnect_withdraws_by_identity(ctx: &Ctx) -> Result<(), String> {
                 .any(|s| *s != ServerStatus::Disconnected))
     {
         return Err("DisconnectAll left tools, calls, attempts or a live status behind".into());
+    }
+    if ctx.step.disconnect_all {
+        if let Some(t) = ctx.m.next_timer() {
+            return Err(format!("DisconnectAll left a timer armed: {t:?}"));
+        }
     }
     Ok(())
 }

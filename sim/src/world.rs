@@ -372,6 +372,7 @@ impl<'a> World<'a> {
             names,
             latest_conn: vec![None; n],
             withdrawn: vec![false; n],
+            pinged: vec![None; n],
             policy: vec![Default::default(); n],
             ..Observer::default()
         };
@@ -1197,6 +1198,11 @@ impl<'a> World<'a> {
             settled: &settled,
             reset_on_progress: self.sc.options.reset_timeout_on_progress,
             reconnect_off: self.sc.options.reconnect == ReconnectMode::Off,
+            health: self
+                .sc
+                .options
+                .health
+                .map(|(i, t, _)| (Duration::from_millis(i), Duration::from_millis(t))),
             max_call_time: Duration::from_millis(self.sc.options.max_call_time_ms),
         };
         let mut failed = None;
@@ -1237,6 +1243,13 @@ impl<'a> World<'a> {
                         }
                     }
                 }
+            }
+        }
+        for (i, s) in after.status.iter().enumerate() {
+            if *s != ServerStatus::Connected {
+                self.obs.pinged[i] = None;
+            } else if self.view.status[i] != ServerStatus::Connected {
+                self.obs.pinged[i] = Some(self.now); // the health clock starts at ready
             }
         }
         let refresh_names = invariants::names_need_fresh_check(&self.obs, &after);
@@ -1815,7 +1828,23 @@ impl<'a> World<'a> {
             }
             4 => {
                 self.cov.progress_sent += 1;
-                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "unsolicited", "progress": 0.5, "total": 1.0}})
+                // Progress for a token it does not own: another server's call in flight (it
+                // must not move that call's deadline), or a token no call has.
+                let me = self.procs.get(&conn).map(|p| p.server);
+                let foreign = self
+                    .obs
+                    .calls
+                    .iter()
+                    .find(|(_, c)| c.server.is_some() && c.server != me)
+                    .map(|(id, _)| id.0);
+                let token = match foreign {
+                    Some(id) => {
+                        self.cov.foreign_progress_sent += 1;
+                        json!(id)
+                    }
+                    None => json!("unsolicited"),
+                };
+                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 0.5, "total": 1.0}})
             }
             _ => {
                 // Every level in turn (no extra draw from the RNG); the first is a warning.
@@ -1853,6 +1882,10 @@ impl<'a> World<'a> {
         let plan = p.plan.clone();
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
         let id = v.get("id").cloned();
+        if method.as_deref() == Some("ping") && id.is_some() {
+            // The manager's health check reached the server (answered or not).
+            self.obs.pinged[i] = Some(self.now);
+        }
         match (method.as_deref(), id) {
             (Some("initialize"), Some(id)) => {
                 let gate = self.sc.options.gate_ms;
