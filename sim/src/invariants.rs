@@ -818,6 +818,30 @@ pub fn failures_are_isolated(ctx: &Ctx) -> Result<(), String> {
 /// a call failed by its server's failure names that failure.
 pub fn calls_complete_once_and_correctly(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, "8")?;
+    // "No longer offered" is said only of a tool its server's live list lacks.
+    for (call, outcome) in &ctx.step.completed {
+        let CallOutcome::Err(e) = outcome else {
+            continue;
+        };
+        let Some(rest) = e.strip_prefix("MCP error: tool \"") else {
+            continue;
+        };
+        let Some((tool, server)) = rest.split_once("\" is no longer offered by server \"") else {
+            continue;
+        };
+        let server = server.trim_end_matches('"');
+        if ctx
+            .after
+            .tools
+            .iter()
+            .any(|t| t.server == server && t.raw == tool && !t.deferred)
+        {
+            return Err(format!(
+                "call {} failed with {e:?}, but {server} offers {tool} live",
+                call.0
+            ));
+        }
+    }
     let done: BTreeSet<CallId> = ctx.step.completed.iter().map(|(c, _)| *c).collect();
     let ours: Vec<CallId> = ctx
         .obs
