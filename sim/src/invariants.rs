@@ -558,7 +558,10 @@ pub fn qualified_names_are_valid(ctx: &Ctx) -> Result<(), String> {
             fresh.set_server_tools(server, raws.iter().rev().copied());
         }
         shadow.table = fresh;
-        shadow.slices.clear();
+        shadow.slices = by_server
+            .iter()
+            .map(|(s, r)| (s.to_string(), r.iter().map(|t| t.to_string()).collect()))
+            .collect();
     } else {
         // Only the servers whose slice changed, in reverse order (the manager applies them as
         // they arrive): the table must still come out as the rule says for these pairs.
@@ -583,12 +586,12 @@ pub fn qualified_names_are_valid(ctx: &Ctx) -> Result<(), String> {
             shadow
                 .table
                 .set_server_tools(server, raws.iter().rev().copied());
+            shadow.slices.insert(
+                server.to_string(),
+                raws.iter().map(|t| t.to_string()).collect(),
+            );
         }
     }
-    shadow.slices = by_server
-        .iter()
-        .map(|(s, r)| (s.to_string(), r.iter().map(|t| t.to_string()).collect()))
-        .collect();
     let seen = tools
         .iter()
         .map(|t| (t.qualified.as_str(), t.server.as_str(), t.raw.as_str()));
@@ -1023,7 +1026,9 @@ pub fn backoff_follows_the_ladder(ctx: &Ctx) -> Result<(), String> {
         }
     }
     for (i, name) in ctx.obs.names.iter().enumerate() {
-        if ctx.after.status[i] != ServerStatus::Connecting {
+        if ctx.after.status[i] != ServerStatus::Connecting
+            || !touched(ctx.step, ctx.before, ctx.after, i)
+        {
             continue;
         }
         let Some(st) = ctx.m.server_state(name) else {
@@ -1301,7 +1306,7 @@ pub fn update_policy(
         match after.status[i] {
             ServerStatus::Connected => o.retry_n = 0,
             ServerStatus::Disconnected => o.backoff = None,
-            ServerStatus::Connecting => {
+            ServerStatus::Connecting if touched(step, before, after, i) => {
                 if let Some(st) = m.server_state(name) {
                     if st.phase == "backoff" {
                         if let Some(at) = st.next_attempt_at {
@@ -1314,9 +1319,22 @@ pub fn update_policy(
                     }
                 }
             }
+            ServerStatus::Connecting => {} // nothing happened to it: same wait as before
         }
     }
     c
+}
+
+/// Whether a step could have changed server `i`'s state: an embedder request (any server),
+/// an event for it, a status change, or a transport the manager opened or closed for it
+/// (timers act through those: a reconnect opens, a timeout closes).
+pub fn touched(step: &StepInfo, before: &View, after: &View, i: usize) -> bool {
+    step.lifecycle
+        || step.disconnect_all
+        || step.scope == Some(i)
+        || before.status[i] != after.status[i]
+        || step.opened.contains(&i)
+        || step.closed.contains(&i)
 }
 
 /// `server_state()` tells the same story as `status()`: its phase names the status, it has a
@@ -1331,13 +1349,7 @@ pub fn server_state_is_coherent(ctx: &Ctx) -> Result<(), String> {
     let all = step.lifecycle || step.disconnect_all;
     let mut known = 0usize;
     for (i, name) in ctx.obs.names.iter().enumerate() {
-        let touched = all
-            || step.scope == Some(i)
-            || ctx.before.status[i] != ctx.after.status[i]
-            || step.status_events.contains_key(name)
-            || step.opened.contains(&i)
-            || step.closed.contains(&i);
-        if !touched {
+        if !touched(step, ctx.before, ctx.after, i) {
             continue;
         }
         let Some(st) = ctx.m.server_state(name) else {
