@@ -614,6 +614,15 @@ impl<'a> World<'a> {
             );
             return;
         }
+        // Startup failures are retried only when the policy says so.
+        let retries = self.m.counters().startup_retries;
+        if self.sc.options.reconnect != ReconnectMode::RetryStartup && retries > 0 {
+            self.fail(
+                "liveness",
+                format!("{retries} startup failures were retried with startup retries off"),
+            );
+            return;
+        }
         if !self.m.servers().is_empty()
             || !self.m.connections().is_empty()
             || !self.m.pending_connections().is_empty()
