@@ -186,6 +186,8 @@ pub struct Observer {
     /// (the names are a function of the pairs, so a view seen again needs no rebuild); the
     /// most recent last, at most `NAMES_VERIFIED_KEPT`.
     pub names_verified: Vec<Arc<Vec<ViewTool>>>,
+    /// Deadline extensions the progress of calls' own servers allows (invariant 17).
+    pub progress_extensions: u64,
     /// Per server: when it was last pinged by the manager (or became connected), while connected.
     pub pinged: Vec<Option<Instant>>,
     /// Invariant 3's reference table (updated while the check reads the rest immutably).
@@ -1192,6 +1194,14 @@ pub fn list_changed_settles_to_current_tools(ctx: &Ctx) -> Result<(), String> {
 /// A call completed by its timeout completes exactly at its (possibly progress-extended)
 /// deadline — never before it, never after `max_call_time` — and no call outlives it.
 pub fn call_timeouts_honour_deadlines(ctx: &Ctx) -> Result<(), String> {
+    // Only the progress of a call's own server, while it is sent, moves its deadline out.
+    let resets = ctx.m.counters().progress_resets;
+    if resets != ctx.obs.progress_extensions {
+        return Err(format!(
+            "the manager moved call deadlines {resets} times, the progress the calls' own servers sent allows {}",
+            ctx.obs.progress_extensions
+        ));
+    }
     for (call, outcome) in &ctx.step.completed {
         let CallOutcome::Err(msg) = outcome else {
             continue;

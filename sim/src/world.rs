@@ -1454,6 +1454,7 @@ impl<'a> World<'a> {
                     if new > t.deadline {
                         t.deadline = new;
                         t.extended = true;
+                        self.obs.progress_extensions += 1;
                     }
                 }
             }
