@@ -671,6 +671,34 @@ impl<'a> World<'a> {
         if self.violation.is_some() {
             return;
         }
+        if sc.options.reconnect == ReconnectMode::Off {
+            // With reconnects off, a connection that stalled before the heal (it stays
+            // stalled) is found dead by its health check and left disconnected, as the seed
+            // says; the embedder connects it again, as an embedder must.
+            let down: Vec<usize> = valid
+                .iter()
+                .copied()
+                .filter(|&i| self.view.status[i] != ServerStatus::Connected)
+                .collect();
+            if !down.is_empty() {
+                self.tr(|t| {
+                    let _ = writeln!(
+                        t,
+                        "--- liveness: reconnects are off; connect the dead again"
+                    );
+                });
+                let specs = down
+                    .iter()
+                    .map(|&i| ServerSpec::new(sc.servers[i].name.clone(), config_for(sc, i, 0)))
+                    .collect();
+                self.input(Input::Connect { servers: specs }, |_| {});
+                let horizon = self.now + Duration::from_secs(60);
+                self.run_until(horizon);
+                if self.violation.is_some() {
+                    return;
+                }
+            }
+        }
         let mut calls = Vec::new();
         for &i in &valid {
             let name = &sc.servers[i].name;

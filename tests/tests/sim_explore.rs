@@ -83,7 +83,12 @@ fn previously_failing_seeds_pass() {
     // false positive of invariant 17; the chatter token is now a string).
     // 3: a closed connection left its health-ping timer armed, a wake-up for nothing after
     // the final DisconnectAll (core fix: a connection's ping timer dies with it).
-    const SEEDS: &[u64] = &[1_027_685, 377, 395, 5_224, 4, 120, 587, 74_075, 3];
+    // 28272, 98086: with reconnects off, a connection stalled before the heal stays stalled and
+    // its health check disconnects it after the heal (simulator false positive: the heal's
+    // embedder now connects the dead again).
+    const SEEDS: &[u64] = &[
+        1_027_685, 377, 395, 5_224, 4, 120, 587, 74_075, 3, 28_272, 98_086,
+    ];
     for &seed in SEEDS {
         let r = run_seed(seed, false);
         assert!(
