@@ -652,6 +652,19 @@ impl<'a> World<'a> {
 
     /// After the heal: connect every valid server again; each must come up, the ones started
     /// now with exactly their tools, and a call to each of them must succeed.
+    /// The embedder connects these servers (their base configs) and the world runs until it
+    /// is idle or a minute of virtual time has passed.
+    fn connect_and_settle(&mut self, servers: &[usize]) {
+        let sc = self.sc;
+        let specs = servers
+            .iter()
+            .map(|&i| ServerSpec::new(sc.servers[i].name.clone(), config_for(sc, i, 0)))
+            .collect();
+        self.input(Input::Connect { servers: specs }, |_| {});
+        let horizon = self.now + Duration::from_secs(60);
+        self.run_until(horizon);
+    }
+
     fn reconnect_healed(&mut self) {
         let sc = self.sc;
         let valid: Vec<usize> = (0..sc.servers.len())
@@ -661,13 +674,7 @@ impl<'a> World<'a> {
             let _ = writeln!(t, "--- liveness: reconnect every server");
         });
         let before: Vec<Option<ConnId>> = self.obs.latest_conn.clone();
-        let specs = valid
-            .iter()
-            .map(|&i| ServerSpec::new(sc.servers[i].name.clone(), config_for(sc, i, 0)))
-            .collect();
-        self.input(Input::Connect { servers: specs }, |_| {});
-        let horizon = self.now + Duration::from_secs(60);
-        self.run_until(horizon);
+        self.connect_and_settle(&valid);
         if self.violation.is_some() {
             return;
         }
@@ -687,13 +694,7 @@ impl<'a> World<'a> {
                         "--- liveness: reconnects are off; connect the dead again"
                     );
                 });
-                let specs = down
-                    .iter()
-                    .map(|&i| ServerSpec::new(sc.servers[i].name.clone(), config_for(sc, i, 0)))
-                    .collect();
-                self.input(Input::Connect { servers: specs }, |_| {});
-                let horizon = self.now + Duration::from_secs(60);
-                self.run_until(horizon);
+                self.connect_and_settle(&down);
                 if self.violation.is_some() {
                     return;
                 }

@@ -224,16 +224,21 @@ fn no_reconnect_ever_follows_an_explicit_disconnect() {
     assert_eq!(s.m.poll_timeout(), None, "no timer left behind");
 }
 
-#[test]
-fn health_pings_detect_a_stalled_server_and_reconnect_it() {
-    let mut s = Script::with(ManagerOptions {
+/// A script whose manager pings every second, 300 ms to answer, two misses allowed.
+fn with_health() -> Script {
+    Script::with(ManagerOptions {
         health: Some(HealthPolicy {
             interval: ms(1000),
             timeout: ms(300),
             misses: 2,
         }),
         ..opts()
-    });
+    })
+}
+
+#[test]
+fn health_pings_detect_a_stalled_server_and_reconnect_it() {
+    let mut s = with_health();
     connected(&mut s, "a", &["echo"]);
     let first = s.conn("a");
     // The first ping is answered.
@@ -258,14 +263,7 @@ fn health_pings_detect_a_stalled_server_and_reconnect_it() {
 
 #[test]
 fn an_answered_ping_and_a_closed_connection_leave_no_health_timer_behind() {
-    let mut s = Script::with(ManagerOptions {
-        health: Some(HealthPolicy {
-            interval: ms(1000),
-            timeout: ms(300),
-            misses: 2,
-        }),
-        ..opts()
-    });
+    let mut s = with_health();
     connected(&mut s, "a", &["echo"]);
     let conn = s.conn("a");
     s.advance_to(1010);
