@@ -58,7 +58,9 @@ pub enum Input {
         servers: Vec<ServerSpec>,
     },
     /// Reconcile to this set: start new servers, restart only those whose config changed,
-    /// stop removed ones, leave the rest untouched.
+    /// stop removed ones, start listed ones that are stopped (failed, breaker tripped, lost
+    /// with reconnects off), and leave every running one with an unchanged config untouched
+    /// (its transport, calls and tools).
     Sync {
         servers: Vec<ServerSpec>,
     },
@@ -599,7 +601,8 @@ pub struct Counters {
 ///   shell observed (`Transport`, `CacheLoaded`).
 /// - **Outputs** (`poll_output`): [`Output`] — commands for the shell (`OpenTransport`,
 ///   `Send`, `CloseTransport`, `LoadCache`, `StoreCache`) and events for the embedder
-///   (`StartupComplete`, `ToolsChanged`, `StatusChanged`, `CallCompleted`, `Diagnostic`), in
+///   (`StartupComplete`, `ToolsChanged`, `StatusChanged`, `CallCompleted`, `Diagnostic`,
+///   `Progress`, `ServerLog`), in
 ///   the order they were produced. Perform commands in that order.
 /// - **Timers**: `poll_timeout` gives the next deadline ([`Manager::next_timer`] also says
 ///   why); call `handle_timeout` once it has passed. Extra calls are harmless, and once a
@@ -1689,6 +1692,11 @@ impl Manager {
         let retrying = s.retry_attempt > 0;
         let in_round = s.round.is_some();
         s.last_error = Some(error.clone());
+        // The round's report names this failure even if the server is no longer the round's
+        // by then (a retry or a later `Connect` started another attempt).
+        if let Some(r) = s.round.and_then(|id| self.rounds.get_mut(&id)) {
+            r.errors.insert(server.to_string(), error.clone());
+        }
         let call_error = format!("MCP error: {error}");
         if policy.enabled && was_connected {
             // An unexpected close of an established connection: reconnect, unless the
@@ -1706,7 +1714,7 @@ impl Manager {
                 s.closes.clear();
                 s.retry_attempt = 0;
                 let msg = format!(
-                    "{error}; automatic reconnects stopped after {n} unexpected closes within {} s (connect or reload it, or sync a changed config, to try again)",
+                    "{error}; automatic reconnects stopped after {n} unexpected closes within {} s (connect, reload or sync it to try again)",
                     policy.burst_window.as_secs()
                 );
                 s.last_error = Some(msg.clone());

@@ -688,6 +688,46 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                 ));
             }
         }
+        // No member vanishes from its report: disconnected ones say so, and one whose attempt
+        // failed before another attempt replaced it is reported with that failure.
+        for (&i, &conn) in &round.members {
+            let name = &ctx.obs.names[i];
+            let live = [
+                r.connected.contains(name),
+                r.deferred.contains(name),
+                r.pending.contains(name),
+            ];
+            let listed = live.contains(&true)
+                || r.errors.contains_key(name)
+                || r.disconnected.contains(name);
+            if !listed {
+                return Err(format!(
+                    "round {} report leaves out its member {name}",
+                    r.round
+                ));
+            }
+            let replaced =
+                ctx.obs.latest_conn[i] != Some(conn) || ctx.m.server_state(name).is_none();
+            if r.disconnected.contains(name) && (!replaced || live.contains(&true)) {
+                return Err(format!(
+                    "round {} report lists {name} as disconnected, but its attempt of the round is live",
+                    r.round
+                ));
+            }
+        }
+        for name in &r.disconnected {
+            if !ctx
+                .obs
+                .index
+                .get(name)
+                .is_some_and(|i| round.members.contains_key(i))
+            {
+                return Err(format!(
+                    "round {} report lists {name} as disconnected, but it is not a member",
+                    r.round
+                ));
+            }
+        }
         for &i in &round.invalid {
             let name = &ctx.obs.names[i];
             if !r.errors.contains_key(name) {
@@ -1323,10 +1363,10 @@ pub fn update_policy(
         }
     }
     if step.sync_changed.iter().any(|i| step.opened.contains(i))
-        && step
-            .sync_unchanged
-            .iter()
-            .any(|&i| before.status[i] == ServerStatus::Connected && after.status[i] == ServerStatus::Connected)
+        && step.sync_unchanged.iter().any(|&i| {
+            before.status[i] == ServerStatus::Connected
+                && after.status[i] == ServerStatus::Connected
+        })
     {
         c.sync_restart_and_keep += 1;
     }

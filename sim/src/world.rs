@@ -1141,7 +1141,9 @@ impl<'a> World<'a> {
                 if logger.as_deref() != Some("sim") || want.is_none() {
                     self.step.output_violations.push((
                         "19",
-                        format!("a ServerLog the server did not send: {severity} {logger:?} {data}"),
+                        format!(
+                            "a ServerLog the server did not send: {severity} {logger:?} {data}"
+                        ),
                     ));
                 } else if want != Some(level) {
                     self.step.output_violations.push((

@@ -249,13 +249,19 @@ fn validation_errors_use_the_exact_messages_and_spare_the_other_servers() {
         kind: Some("http".into()),
         ..ServerConfig::default()
     };
-    assert_eq!(msg("web", &http), r#"Server "web": http server requires "url" field"#);
+    assert_eq!(
+        msg("web", &http),
+        r#"Server "web": http server requires "url" field"#
+    );
     let typed = ServerConfig {
         kind: Some("streamable-http".into()),
         url: Some(String::new()),
         ..ServerConfig::default()
     };
-    assert_eq!(msg("web", &typed), r#"Server "web": http server requires "url" field"#);
+    assert_eq!(
+        msg("web", &typed),
+        r#"Server "web": http server requires "url" field"#
+    );
 
     let good = ServerConfig::stdio("x", &[]);
     assert_eq!(
@@ -267,15 +273,21 @@ fn validation_errors_use_the_exact_messages_and_spare_the_other_servers() {
         r#"Server "": invalid server name (use 1-64 letters, digits, '-', '_' or '.')"#
     );
     let long = "a".repeat(65);
-    assert!(msg(&long, &good).ends_with("invalid server name (use 1-64 letters, digits, '-', '_' or '.')"));
-    assert!(validate(&"a".repeat(64), &good).is_ok(), "64 characters are allowed");
+    assert!(msg(&long, &good)
+        .ends_with("invalid server name (use 1-64 letters, digits, '-', '_' or '.')"));
+    assert!(
+        validate(&"a".repeat(64), &good).is_ok(),
+        "64 characters are allowed"
+    );
 
     for ms in [0, -5] {
         let mut c = good.clone();
         c.timeout_ms = Some(ms);
         assert_eq!(
             msg("slow", &c),
-            format!(r#"Server "slow": "timeout" must be a positive number of milliseconds, got {ms}"#)
+            format!(
+                r#"Server "slow": "timeout" must be a positive number of milliseconds, got {ms}"#
+            )
         );
     }
 

@@ -785,7 +785,11 @@ fn an_unsupported_protocol_version_fails_the_connection_with_a_clear_error() {
         r#"initialize failed: server answered with unsupported protocol version "1999-01-01" (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)"#
     );
     assert_eq!(closes(&s, conn), 1);
-    assert_eq!(sent_methods(&s, conn), ["initialize"], "no initialized, no tools/list");
+    assert_eq!(
+        sent_methods(&s, conn),
+        ["initialize"],
+        "no initialized, no tools/list"
+    );
     assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
     assert_eq!(s.m.counters().unsupported_versions, 1);
     snap("codec_unsupported_protocol_version", &s);
@@ -796,8 +800,18 @@ fn a_repeated_next_cursor_fails_the_listing() {
     let mut s = Script::new();
     initialized(&mut s, init_result());
     let conn = s.conn("a");
-    s.reply(30, "a", "tools/list", json!({"tools": [{"name": "x", "inputSchema": {"type": "object"}}], "nextCursor": "c1"}));
-    s.reply(40, "a", "tools/list", json!({"tools": [{"name": "y", "inputSchema": {"type": "object"}}], "nextCursor": "c1"}));
+    s.reply(
+        30,
+        "a",
+        "tools/list",
+        json!({"tools": [{"name": "x", "inputSchema": {"type": "object"}}], "nextCursor": "c1"}),
+    );
+    s.reply(
+        40,
+        "a",
+        "tools/list",
+        json!({"tools": [{"name": "y", "inputSchema": {"type": "object"}}], "nextCursor": "c1"}),
+    );
     let r = startup_reports(&s);
     assert_eq!(
         r[0].errors["a"],
@@ -805,7 +819,12 @@ fn a_repeated_next_cursor_fails_the_listing() {
     );
     assert_eq!(
         sent_methods(&s, conn),
-        ["initialize", "notifications/initialized", "tools/list", "tools/list"],
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/list"
+        ],
         "no third page asked for"
     );
     assert_eq!(closes(&s, conn), 1);
@@ -815,7 +834,11 @@ fn a_repeated_next_cursor_fails_the_listing() {
 
 #[test]
 fn more_pages_than_the_limit_fail_the_listing() {
-    assert_eq!(ManagerOptions::default().max_tool_pages, 1000, "the default limit");
+    assert_eq!(
+        ManagerOptions::default().max_tool_pages,
+        1000,
+        "the default limit"
+    );
     let mut s = Script::with(ManagerOptions {
         max_tool_pages: 3,
         ..opts()
@@ -903,7 +926,11 @@ fn responses_to_unknown_and_already_answered_ids_become_diagnostics() {
         ]
     );
     assert_eq!(s.m.counters().unknown_responses, 2);
-    assert_eq!(s.m.status("a"), ServerStatus::Connected, "nothing else changed");
+    assert_eq!(
+        s.m.status("a"),
+        ServerStatus::Connected,
+        "nothing else changed"
+    );
     assert_eq!(s.tool_names(), vec!["mcp_a_echo"]);
 }
 
@@ -948,7 +975,11 @@ fn reload_disconnects_every_server_then_connects_the_new_set() {
         },
     );
     assert_eq!(closes(&s, a0), 1);
-    assert_eq!(closes(&s, b0), 1, "reload restarts even an unchanged server");
+    assert_eq!(
+        closes(&s, b0),
+        1,
+        "reload restarts even an unchanged server"
+    );
     assert_ne!(s.conn("b"), b0);
     assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
     assert!(s.m.server_state("a").is_none(), "a is forgotten");
@@ -990,7 +1021,12 @@ fn refresh_tools_relists_one_server_and_announces_its_new_tools() {
         Output::Send { conn, .. } | Output::CloseTransport { conn } if *conn == s.conn("b"))));
     // An unknown server is a warning, nothing more.
     let mark = s.outputs.len();
-    s.at(200, Input::RefreshTools { server: "nope".into() });
+    s.at(
+        200,
+        Input::RefreshTools {
+            server: "nope".into(),
+        },
+    );
     assert!(matches!(
         &s.outputs[mark..],
         [Output::Diagnostic { server: Some(n), message, .. }]
@@ -1056,7 +1092,9 @@ fn a_sent_call_completes_once_with_an_error_when_its_server_is_disconnected() {
     s.at(150, Input::Disconnect { server: "a".into() });
     assert_eq!(
         s.outcome(1),
-        [&CallOutcome::Err(r#"MCP error: server "a" was disconnected"#.into())]
+        [&CallOutcome::Err(
+            r#"MCP error: server "a" was disconnected"#.into()
+        )]
     );
     // The answer arriving afterwards is stale: no second completion.
     s.frame_on(
@@ -1079,11 +1117,13 @@ fn a_tools_list_that_times_out_sends_notifications_cancelled() {
     let conn = s.conn("a");
     let mark = s.outputs.len();
     s.advance_to(1020);
-    let cancelled = s.outputs[mark..].iter().position(|o| matches!(o,
+    let cancelled = s.outputs[mark..].iter().position(|o| {
+        matches!(o,
         Output::Send { conn: c, frame } if *c == conn
             && serde_json::from_slice::<serde_json::Value>(frame).unwrap()
                 == json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                          "params": {"requestId": 1, "reason": "request timed out"}})));
+                          "params": {"requestId": 1, "reason": "request timed out"}}))
+    });
     let closed = s.outputs[mark..]
         .iter()
         .position(|o| matches!(o, Output::CloseTransport { conn: c } if *c == conn));

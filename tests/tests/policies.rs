@@ -505,7 +505,10 @@ fn sync_starts_stopped_servers_it_lists_unchanged_and_keeps_running_ones() {
         .iter()
         .any(|o| matches!(o, Output::OpenTransport { server, .. } if server == "up")));
     assert_eq!(s.m.status("up"), ServerStatus::Connected);
-    assert!(s.outcome(1).is_empty(), "the running server's call is untouched");
+    assert!(
+        s.outcome(1).is_empty(),
+        "the running server's call is untouched"
+    );
     assert_eq!(s.m.counters().syncs_restarted_stopped, 2);
     // A Sync that lists them again while they connect leaves them alone.
     let mark = s.outputs.len();
