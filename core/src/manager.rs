@@ -58,7 +58,9 @@ pub enum Input {
         servers: Vec<ServerSpec>,
     },
     /// Reconcile to this set: start new servers, restart only those whose config changed,
-    /// stop removed ones, leave the rest untouched.
+    /// stop removed ones, start listed ones that are stopped (failed, breaker tripped, lost
+    /// with reconnects off), and leave every running one with an unchanged config untouched
+    /// (its transport, calls and tools).
     Sync {
         servers: Vec<ServerSpec>,
     },
@@ -119,6 +121,9 @@ pub struct StartupReport {
     pub pending: Vec<String>,
     /// Servers of the request that were already connected or pending (the seed skips them).
     pub skipped: Vec<String>,
+    /// Round members stopped before the report (`Disconnect`, `DisconnectAll`, `Reload`, or a
+    /// `Sync` that removed or restarted them): their attempt of this round was abandoned.
+    pub disconnected: Vec<String>,
 }
 
 /// How a call ended. Errors read `MCP error: <message>` (JSON-RPC errors:
@@ -154,8 +159,12 @@ pub enum Output {
         conn: ConnId,
         frame: Bytes,
     },
-    /// Close `conn`, whatever stage it is in (abort it if it is still opening). Sent at most
-    /// once per attempt, and never for an attempt that reported `Closed`/`Failed` itself.
+    /// Close `conn`, whatever stage it is in (abort it if it is still opening). Sent once when
+    /// the manager abandons an attempt it still tracks, and never for one that reported
+    /// `Closed`/`Failed` itself — except in answer to an `Opened` for an attempt the manager
+    /// no longer tracks (abandoned, or its end reported before its open): that transport is
+    /// live in the shell and nobody else would close it. So the shell must treat closing a
+    /// connection it does not hold (unknown, or already closed) as a no-op.
     CloseTransport {
         conn: ConnId,
     },
@@ -187,6 +196,27 @@ pub enum Output {
         server: Option<String>,
         level: Level,
         message: String,
+    },
+    /// A `notifications/progress` from a connected server. `call` is the call it is about
+    /// when its progress token is one the manager issued (calls carry one when
+    /// `reset_timeout_on_progress` is on) for a call in flight on that server; `None`
+    /// otherwise (the server's own token, or a call that already completed).
+    Progress {
+        server: String,
+        call: Option<CallId>,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// A `notifications/message` (the server's log). `level` maps the MCP level (`debug`;
+    /// `info`, `notice`; `warning`; `error` and above — and unknown levels — as `Error`);
+    /// `severity` is the level as the server sent it. Never also reported as a `Diagnostic`.
+    ServerLog {
+        server: String,
+        level: Level,
+        severity: String,
+        logger: Option<String>,
+        data: Value,
     },
 }
 
@@ -476,6 +506,8 @@ struct Round {
     members: BTreeSet<String>,
     errors: BTreeMap<String, String>,
     skipped: Vec<String>,
+    /// Members stopped (disconnected) while the round was open.
+    disconnected: BTreeSet<String>,
     gate_at: Instant,
 }
 
@@ -546,6 +578,10 @@ pub struct Counters {
     /// Servers that failed during startup and were scheduled for a retry
     /// (`retry_startup_failures`).
     pub startup_retries: u64,
+    /// A `Sync` started a stopped server it listed with an unchanged config.
+    pub syncs_restarted_stopped: u64,
+    /// A call named a tool that had left the view (told why, not "unknown tool").
+    pub calls_to_retired_tools: u64,
 }
 
 /// The MCP lifecycle manager: a sans-IO state machine.
@@ -565,7 +601,8 @@ pub struct Counters {
 ///   shell observed (`Transport`, `CacheLoaded`).
 /// - **Outputs** (`poll_output`): [`Output`] — commands for the shell (`OpenTransport`,
 ///   `Send`, `CloseTransport`, `LoadCache`, `StoreCache`) and events for the embedder
-///   (`StartupComplete`, `ToolsChanged`, `StatusChanged`, `CallCompleted`, `Diagnostic`), in
+///   (`StartupComplete`, `ToolsChanged`, `StatusChanged`, `CallCompleted`, `Diagnostic`,
+///   `Progress`, `ServerLog`), in
 ///   the order they were produced. Perform commands in that order.
 /// - **Timers**: `poll_timeout` gives the next deadline ([`Manager::next_timer`] also says
 ///   why); call `handle_timeout` once it has passed. Extra calls are harmless, and once a
@@ -586,7 +623,6 @@ pub struct Counters {
 pub struct Manager {
     opts: ManagerOptions,
     now: Instant,
-    #[allow(dead_code)]
     rng: SplitMix64,
     servers: BTreeMap<String, Server>,
     conns: BTreeMap<ConnId, Conn>,
@@ -598,11 +634,16 @@ pub struct Manager {
     timers: BTreeSet<(Instant, TimerReason)>,
     out: VecDeque<Output>,
     counters: Counters,
+    /// Qualified names that left the view with their server's slice (a re-list without the
+    /// tool, a withdrawal), with the pair they named: a call to one is told why it failed.
+    /// An entry goes when its name is minted again.
+    retired: BTreeMap<String, (String, String)>,
 }
 
 impl Manager {
     pub fn new(opts: ManagerOptions, now: Instant) -> Self {
         Manager {
+            retired: BTreeMap::new(),
             rng: SplitMix64::new(opts.seed),
             names: NameTable::new(opts.naming),
             opts,
@@ -934,6 +975,7 @@ impl Manager {
             members: BTreeSet::new(),
             errors: BTreeMap::new(),
             skipped: Vec::new(),
+            disconnected: BTreeSet::new(),
             gate_at: self.now + self.opts.gate,
         };
         // Deduplicate by name: the first spec of a name wins (merging did that already;
@@ -1127,6 +1169,7 @@ impl Manager {
             deferred: Vec::new(),
             pending: Vec::new(),
             skipped: r.skipped,
+            disconnected: r.disconnected.into_iter().collect(),
         };
         for m in &r.members {
             let Some(s) = self.servers.get_mut(m) else {
@@ -1158,10 +1201,14 @@ impl Manager {
 
     fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
         let Some(c) = self.conns.get(&conn) else {
-            // Stale: an attempt we abandoned (and already closed) or never issued.
+            // Stale: an attempt we abandoned (and already closed), one whose end the shell
+            // reported before its open, or one never issued.
             self.counters.stale_events += 1;
             if matches!(event, TransportEvent::Opened) && conn.0 < self.next_conn {
+                // The shell now holds a live transport for an attempt nobody tracks: close it
+                // (the shell treats a close of what it no longer holds as a no-op).
                 self.counters.stale_opened_closed += 1;
+                self.out.push_back(Output::CloseTransport { conn });
             }
             return;
         };
@@ -1261,17 +1308,29 @@ impl Manager {
                         "warning" => Level::Warn,
                         _ => Level::Error,
                     };
-                    let text = match data {
-                        Value::String(s) => s,
-                        other => other.to_string(),
-                    };
-                    let msg = match logger {
-                        Some(l) => format!("[{l}] {text}"),
-                        None => text,
-                    };
-                    self.diag(Some(server), lvl, msg);
+                    self.out.push_back(Output::ServerLog {
+                        server: server.to_string(),
+                        level: lvl,
+                        severity: level,
+                        logger,
+                        data,
+                    });
                 }
-                ServerNotification::Progress { token, .. } => self.on_progress(server, &token),
+                ServerNotification::Progress {
+                    token,
+                    progress,
+                    total,
+                    message,
+                } => {
+                    let call = self.on_progress(server, &token);
+                    self.out.push_back(Output::Progress {
+                        server: server.to_string(),
+                        call,
+                        progress,
+                        total,
+                        message,
+                    });
+                }
                 ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
             },
         }
@@ -1633,6 +1692,11 @@ impl Manager {
         let retrying = s.retry_attempt > 0;
         let in_round = s.round.is_some();
         s.last_error = Some(error.clone());
+        // The round's report names this failure even if the server is no longer the round's
+        // by then (a retry or a later `Connect` started another attempt).
+        if let Some(r) = s.round.and_then(|id| self.rounds.get_mut(&id)) {
+            r.errors.insert(server.to_string(), error.clone());
+        }
         let call_error = format!("MCP error: {error}");
         if policy.enabled && was_connected {
             // An unexpected close of an established connection: reconnect, unless the
@@ -1650,7 +1714,7 @@ impl Manager {
                 s.closes.clear();
                 s.retry_attempt = 0;
                 let msg = format!(
-                    "{error}; automatic reconnects stopped after {n} unexpected closes within {} s (connect or reload it, or sync a changed config, to try again)",
+                    "{error}; automatic reconnects stopped after {n} unexpected closes within {} s (connect, reload or sync it to try again)",
                     policy.burst_window.as_secs()
                 );
                 s.last_error = Some(msg.clone());
@@ -1892,20 +1956,17 @@ impl Manager {
     }
 
     /// Progress for a call pushes its deadline out (when enabled), never past the ceiling.
-    fn on_progress(&mut self, server: &str, token: &Value) {
+    /// The call it is about, if the token is one we issued for a call of this server in flight.
+    fn on_progress(&mut self, server: &str, token: &Value) -> Option<CallId> {
         if !self.opts.reset_timeout_on_progress {
-            return;
+            return None; // no call carries a token
         }
-        let Some(call) = token.as_u64().map(CallId) else {
-            return;
-        };
+        let call = token.as_u64().map(CallId)?;
         let max = self.opts.max_call_time;
         let now = self.now;
-        let Some(c) = self.calls.get_mut(&call) else {
-            return;
-        };
+        let c = self.calls.get_mut(&call)?;
         if c.server != server || !matches!(c.state, CallState::Sent { .. }) {
-            return;
+            return None;
         }
         let new = (now + c.timeout).min(c.started + max);
         if new > c.deadline {
@@ -1915,6 +1976,7 @@ impl Manager {
             self.arm(new, TimerReason::Call { call });
             self.counters.progress_resets += 1;
         }
+        Some(call)
     }
 
     /// Forget a connection and disarm the timers that die with it (its health timer and its
@@ -1946,8 +2008,14 @@ impl Manager {
     }
 
     fn disconnect(&mut self, server: &str) {
-        if !self.servers.contains_key(server) {
+        let Some(s) = self.servers.get(server) else {
             return;
+        };
+        // A member of an open round is reported in it as disconnected, not dropped from it.
+        if let Some(r) = s.round.and_then(|id| self.rounds.get_mut(&id)) {
+            if r.members.contains(server) {
+                r.disconnected.insert(server.to_string());
+            }
         }
         self.stop_attempt(
             server,
@@ -1981,8 +2049,19 @@ impl Manager {
         let mut start = Vec::new();
         for (name, spec) in wanted {
             match self.servers.get_mut(&name) {
-                Some(s) if s.hash == config::config_hash(&spec.config) => {
+                // Unchanged and running (connected, connecting, waiting to reconnect): leave
+                // its transport, calls and tools alone.
+                Some(s)
+                    if s.hash == config::config_hash(&spec.config)
+                        && !matches!(s.phase, Phase::Idle) =>
+                {
                     s.spec.source = spec.source;
+                }
+                // Unchanged but stopped (failed, its breaker tripped, or lost with reconnects
+                // off): Sync says "this is the set I want", so start it, like `Connect`.
+                Some(s) if s.hash == config::config_hash(&spec.config) => {
+                    self.counters.syncs_restarted_stopped += 1;
+                    start.push(spec);
                 }
                 Some(_) => {
                     self.disconnect(&name);
@@ -2011,9 +2090,32 @@ impl Manager {
             &s.tools
         };
         s.exposed = Some(deferred);
+        let before = slice_of(&self.names, server);
         // Flaw 3: only this server's slice changes; flaw 4: by identity, not by prefix.
         self.names
             .set_server_tools(server, list.iter().map(|t| t.name.as_str()));
+        self.retire(server, before);
+    }
+
+    /// Remember the names of `before` that `server`'s slice no longer holds, and forget the
+    /// retired names its slice holds again.
+    fn retire(&mut self, server: &str, before: Vec<(String, String)>) {
+        for (q, tool) in before {
+            if self.names.resolve(&q).is_none() {
+                self.retired.insert(q, (server.to_string(), tool));
+            }
+        }
+        if self.retired.is_empty() {
+            return;
+        }
+        let now: Vec<String> = self
+            .names
+            .server_tools(server)
+            .map(|(q, _)| q.to_string())
+            .collect();
+        for q in now {
+            self.retired.remove(&q);
+        }
     }
 
     fn withdraw(&mut self, server: &str) {
@@ -2021,8 +2123,11 @@ impl Manager {
             return;
         };
         if s.exposed.take().is_some() {
+            let announce = s.round.is_none();
+            let before = slice_of(&self.names, server);
             self.names.remove_server(server);
-            if s.round.is_none() {
+            self.retire(server, before);
+            if announce {
                 self.out.push_back(Output::ToolsChanged {
                     servers: vec![server.to_string()],
                 });
@@ -2055,9 +2160,10 @@ impl Manager {
             .resolve(tool)
             .map(|(s, t)| (s.to_string(), t.to_string()))
         else {
+            let message = self.unknown_tool_error(tool);
             self.out.push_back(Output::CallCompleted {
                 call,
-                outcome: CallOutcome::Err(format!("MCP error: unknown tool \"{tool}\"")),
+                outcome: CallOutcome::Err(message),
             });
             return;
         };
@@ -2098,6 +2204,38 @@ impl Manager {
             },
         );
         self.arm(deadline, TimerReason::Call { call });
+    }
+
+    /// Why a qualified name does not route: its tool left its server's list, its server is
+    /// not connected, or the name was never in the view.
+    fn unknown_tool_error(&mut self, tool: &str) -> String {
+        let Some((server, raw)) = self.retired.get(tool) else {
+            return format!("MCP error: unknown tool \"{tool}\" (not in the current tool view)");
+        };
+        let (server, raw) = (server.clone(), raw.clone());
+        let running = self
+            .servers
+            .get(&server)
+            .filter(|s| !matches!(s.phase, Phase::Idle));
+        match running {
+            Some(s) if s.exposed.is_some() && self.names.qualified(&server, &raw).is_none() => {
+                self.counters.calls_to_retired_tools += 1;
+                format!(
+                    "MCP error: tool \"{raw}\" is no longer offered by server \"{server}\" (called as \"{tool}\")"
+                )
+            }
+            // Its server still offers the tool, under another name now (a collision among
+            // other servers' tools moved it), or the server is pending without tools.
+            Some(_) => {
+                format!("MCP error: unknown tool \"{tool}\" (not in the current tool view)")
+            }
+            None => {
+                self.counters.calls_to_retired_tools += 1;
+                format!(
+                    "MCP error: server \"{server}\" is not connected (tool \"{tool}\" was withdrawn with it)"
+                )
+            }
+        }
     }
 
     fn send_call(
@@ -2229,6 +2367,14 @@ impl Manager {
             message,
         });
     }
+}
+
+/// `server`'s (qualified name, raw tool) pairs in the view: O(its tools).
+fn slice_of(names: &NameTable, server: &str) -> Vec<(String, String)> {
+    names
+        .server_tools(server)
+        .map(|(q, t)| (q.to_string(), t.to_string()))
+        .collect()
 }
 
 /// Keep the first definition of each tool name.

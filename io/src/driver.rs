@@ -93,6 +93,22 @@ pub enum Event {
         level: switchboard_core::manager::Level,
         message: String,
     },
+    /// A server's `notifications/progress`; `call` when it is about one of our calls.
+    Progress {
+        server: String,
+        call: Option<CallId>,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// A server's log message (`notifications/message`); `severity` is its MCP level.
+    ServerLog {
+        server: String,
+        level: switchboard_core::manager::Level,
+        severity: String,
+        logger: Option<String>,
+        data: Value,
+    },
 }
 
 /// What the handle can read without asking the driver: refreshed whenever the view or a
@@ -456,7 +472,10 @@ impl Driver {
                 }
                 Output::CloseTransport { conn } => {
                     // Dropping a task that is still resolving secrets or spawning cancels it;
-                    // if it already spawned, `on_internal` closes what arrives.
+                    // if it already spawned, `on_internal` closes what arrives. A conn we do
+                    // not hold (already closed, or reaped by itself) is a no-op: the core
+                    // also closes a transport whose `Opened` reached it after the attempt's
+                    // end (its `Closed` can overtake the spawn's completion).
                     self.opening.remove(&conn);
                     if let Some(t) = self.transports.remove(&conn) {
                         self.close_in_background(conn, t);
@@ -527,6 +546,43 @@ impl Driver {
                         server,
                         level,
                         message,
+                    });
+                }
+                Output::Progress {
+                    server,
+                    call,
+                    progress,
+                    total,
+                    message,
+                } => events.push(Event::Progress {
+                    server,
+                    call,
+                    progress,
+                    total,
+                    message,
+                }),
+                Output::ServerLog {
+                    server,
+                    level,
+                    severity,
+                    logger,
+                    data,
+                } => {
+                    let text = match &data {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    let line = match &logger {
+                        Some(l) => format!("[{l}] {text}"),
+                        None => text,
+                    };
+                    log_diagnostic(Some(&server), level, &line);
+                    events.push(Event::ServerLog {
+                        server,
+                        level,
+                        severity,
+                        logger,
+                        data,
                     });
                 }
             }

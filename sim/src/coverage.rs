@@ -111,7 +111,11 @@ coverage! {
     calls_capped_by_max_call_time: "a call's progress-extended deadline hit max_call_time",
     backoff_delays_checked: "a reconnect delay was checked against the ladder",
     breaker_trips_checked: "the sim's close count said trip, and the breaker tripped",
-    syncs_restart_and_keep: "a Sync restarted or added a server and kept a connected one",
+    syncs_restart_and_keep: "a Sync restarted a server whose config changed and kept an unchanged one connected",
+    syncs_restart_stopped: "a Sync started a stopped server it listed with an unchanged config",
+    stale_opens_closed: "a transport opened after its attempt was abandoned or had ended, and was closed",
+    progress_events: "a Progress event reached the embedder for one of its calls",
+    server_logs: "a server's log message reached the embedder as a ServerLog",
 }
 
 /// Counters reported but not required (every policy is driven now).

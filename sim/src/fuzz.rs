@@ -246,6 +246,10 @@ pub fn manager_inputs(data: &[u8]) {
         };
         if let Some(Input::Transport { conn, event }) = &input {
             step.stale = !obs.mirror.contains(conn);
+            // A stale Opened of an attempt the manager issued is answered with its close.
+            if step.stale && matches!(event, TransportEvent::Opened) && conns.contains(conn) {
+                step.stale_opened = Some(*conn);
+            }
             if matches!(
                 event,
                 TransportEvent::Closed { .. } | TransportEvent::Failed { .. }
@@ -267,9 +271,12 @@ pub fn manager_inputs(data: &[u8]) {
                         obs.latest_conn[i] = Some(conn);
                     }
                 }
-                Output::CloseTransport { conn } if !obs.mirror.remove(&conn) => {
-                    step.output_violations
-                        .push(("6", format!("bad close of #{}", conn.0)));
+                Output::CloseTransport { conn } => {
+                    step.closes.push(conn);
+                    if !obs.mirror.remove(&conn) && step.stale_opened != Some(conn) {
+                        step.output_violations
+                            .push(("6", format!("bad close of #{}", conn.0)));
+                    }
                 }
                 Output::Send { conn, frame } => {
                     if !obs.mirror.contains(&conn) {

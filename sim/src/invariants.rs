@@ -91,6 +91,11 @@ pub struct StepInfo {
     pub scope: Option<usize>,
     /// A transport event for a connection the manager no longer has (or never had).
     pub stale: bool,
+    /// A stale `Opened` of an attempt the manager issued: it must be answered with exactly
+    /// one `CloseTransport` of that attempt (the shell holds a live transport nobody tracks).
+    pub stale_opened: Option<ConnId>,
+    /// The attempts of every `CloseTransport` in this step, in order.
+    pub closes: Vec<ConnId>,
     /// For a stale event: the manager's `stale_events` and `stale_opened_closed` counters
     /// before it, and whether it was an `Opened`.
     pub stale_counters_before: Option<(u64, u64, bool)>,
@@ -119,8 +124,14 @@ pub struct StepInfo {
     pub lifecycle: bool,
     /// Servers explicitly stopped by this request (before any restart in the same request).
     pub removed: Vec<usize>,
-    /// Servers a `Sync` lists with the config they run now.
+    /// Servers a `Sync` lists with the config they run now, and that are running
+    /// (connected, connecting or waiting to reconnect): the Sync must leave them alone.
     pub sync_unchanged: Vec<usize>,
+    /// Servers a `Sync` lists with the config they have, but that are stopped (failed, their
+    /// breaker tripped, lost with reconnects off): the Sync must start them.
+    pub sync_stopped: Vec<usize>,
+    /// Known servers a `Sync` lists with a changed config: the Sync must restart them.
+    pub sync_changed: Vec<usize>,
     /// Servers with an `OpenTransport` / a `CloseTransport` in this step.
     pub opened: BTreeSet<usize>,
     pub closed: BTreeSet<usize>,
@@ -677,6 +688,46 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                 ));
             }
         }
+        // No member vanishes from its report: disconnected ones say so, and one whose attempt
+        // failed before another attempt replaced it is reported with that failure.
+        for (&i, &conn) in &round.members {
+            let name = &ctx.obs.names[i];
+            let live = [
+                r.connected.contains(name),
+                r.deferred.contains(name),
+                r.pending.contains(name),
+            ];
+            let listed = live.contains(&true)
+                || r.errors.contains_key(name)
+                || r.disconnected.contains(name);
+            if !listed {
+                return Err(format!(
+                    "round {} report leaves out its member {name}",
+                    r.round
+                ));
+            }
+            let replaced =
+                ctx.obs.latest_conn[i] != Some(conn) || ctx.m.server_state(name).is_none();
+            if r.disconnected.contains(name) && (!replaced || live.contains(&true)) {
+                return Err(format!(
+                    "round {} report lists {name} as disconnected, but its attempt of the round is live",
+                    r.round
+                ));
+            }
+        }
+        for name in &r.disconnected {
+            if !ctx
+                .obs
+                .index
+                .get(name)
+                .is_some_and(|i| round.members.contains_key(i))
+            {
+                return Err(format!(
+                    "round {} report lists {name} as disconnected, but it is not a member",
+                    r.round
+                ));
+            }
+        }
         for &i in &round.invalid {
             let name = &ctx.obs.names[i];
             if !r.errors.contains_key(name) {
@@ -730,22 +781,34 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
     Ok(())
 }
 
-/// A transport event for an old `ConnId` produces no output and changes no state.
+/// A transport event for an old `ConnId` changes no state and produces no output — except a
+/// stale `Opened` of an attempt the manager issued, which is answered with exactly one
+/// `CloseTransport` of that attempt and nothing else.
 pub fn stale_events_change_nothing(ctx: &Ctx) -> Result<(), String> {
     if !ctx.step.stale {
         return Ok(());
     }
-    if ctx.step.outputs > 0 {
-        return Err(format!(
-            "a stale event produced {} outputs",
-            ctx.step.outputs
-        ));
+    match ctx.step.stale_opened {
+        Some(conn) if ctx.step.outputs != 1 || ctx.step.closes != [conn] => {
+            return Err(format!(
+                "a stale Opened of #{} must be answered with exactly its CloseTransport, but it produced {} outputs (closes {:?})",
+                conn.0, ctx.step.outputs, ctx.step.closes
+            ));
+        }
+        Some(_) => {}
+        None if ctx.step.outputs > 0 => {
+            return Err(format!(
+                "a stale event produced {} outputs",
+                ctx.step.outputs
+            ));
+        }
+        None => {}
     }
     if ctx.before != ctx.after {
         return Err("a stale event changed the manager's state".into());
     }
-    // It is counted once, as what it is (an `Opened` of an abandoned attempt is counted
-    // apart: the shell closes that transport itself).
+    // It is counted once, as what it is (an `Opened` of an abandoned attempt is also counted
+    // apart: the close that answers it).
     if let Some((events, opened_closed, opened)) = ctx.step.stale_counters_before {
         let c = ctx.m.counters();
         if c.stale_events != events + 1
@@ -763,7 +826,9 @@ pub fn stale_events_change_nothing(ctx: &Ctx) -> Result<(), String> {
 }
 
 /// Every `OpenTransport` is matched by exactly one close (ours or the process's own exit), no
-/// command goes to a closed connection, and the manager tracks exactly the open attempts.
+/// command goes to a closed connection, and the manager tracks exactly the open attempts. The
+/// one extra close allowed is the answer to a stale `Opened` (invariant 5): the shell may
+/// have opened a transport after the manager abandoned its attempt or heard of its end.
 pub fn every_open_is_closed_exactly_once(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, "6")?;
     let mirror: Vec<ConnId> = ctx.obs.mirror.iter().copied().collect();
@@ -834,7 +899,7 @@ pub fn calls_complete_once_and_correctly(ctx: &Ctx) -> Result<(), String> {
         let Some((tool, server)) = rest.split_once("\" is no longer offered by server \"") else {
             continue;
         };
-        let server = server.trim_end_matches('"');
+        let server = server.split('"').next().unwrap_or_default();
         if ctx
             .after
             .tools
@@ -1136,9 +1201,23 @@ pub fn breaker_trips_exactly_past_the_limit(ctx: &Ctx) -> Result<(), String> {
     Ok(())
 }
 
-/// A `Sync` never closes the transport of, restarts or changes a server whose config it lists
-/// unchanged.
+/// A `Sync` never closes the transport of, restarts or changes a running server whose config
+/// it lists unchanged; it starts a stopped one it lists unchanged, and restarts one whose
+/// config changed (servers with an invalid config are left out: they cannot start).
 pub fn sync_keeps_unchanged_servers(ctx: &Ctx) -> Result<(), String> {
+    for &i in ctx.step.sync_stopped.iter().chain(&ctx.step.sync_changed) {
+        let name = &ctx.obs.names[i];
+        if !ctx.step.opened.contains(&i) {
+            return Err(format!(
+                "Sync listed {name} ({}) but did not start it",
+                if ctx.step.sync_stopped.contains(&i) {
+                    "stopped, config unchanged"
+                } else {
+                    "config changed"
+                }
+            ));
+        }
+    }
     for &i in &ctx.step.sync_unchanged {
         let name = &ctx.obs.names[i];
         if ctx.step.closed.contains(&i) || ctx.step.opened.contains(&i) {
@@ -1255,6 +1334,7 @@ pub struct PolicyCounts {
     pub backoffs: u64,
     pub trips: u64,
     pub sync_restart_and_keep: u64,
+    pub sync_restart_stopped: u64,
 }
 
 /// After a step passed every check: advance the per-server policy observations.
@@ -1281,14 +1361,16 @@ pub fn update_policy(
             obs.policy[i].backoff = None;
         }
     }
-    if !step.sync_unchanged.is_empty()
-        && !step.opened.is_empty()
-        && step
-            .sync_unchanged
-            .iter()
-            .any(|&i| after.status[i] == ServerStatus::Connected)
+    if step.sync_changed.iter().any(|i| step.opened.contains(i))
+        && step.sync_unchanged.iter().any(|&i| {
+            before.status[i] == ServerStatus::Connected
+                && after.status[i] == ServerStatus::Connected
+        })
     {
         c.sync_restart_and_keep += 1;
+    }
+    if step.sync_stopped.iter().any(|i| step.opened.contains(i)) {
+        c.sync_restart_stopped += 1;
     }
     for (i, name) in obs.names.iter().enumerate() {
         let o = &mut obs.policy[i];

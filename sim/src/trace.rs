@@ -88,7 +88,7 @@ pub fn output(o: &Output) -> String {
             tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
         ),
         Output::StartupComplete(r) => format!(
-            "StartupComplete round={} elapsed={:?} tools={:?} errors={:?} connected={:?} deferred={:?} pending={:?} skipped={:?}",
+            "StartupComplete round={} elapsed={:?} tools={:?} errors={:?} connected={:?} deferred={:?} pending={:?} skipped={:?}{}",
             r.round,
             r.elapsed,
             r.tools
@@ -99,7 +99,12 @@ pub fn output(o: &Output) -> String {
             r.connected,
             r.deferred,
             r.pending,
-            r.skipped
+            r.skipped,
+            if r.disconnected.is_empty() {
+                String::new()
+            } else {
+                format!(" disconnected={:?}", r.disconnected)
+            }
         ),
         Output::ToolsChanged { servers } => format!("ToolsChanged {servers:?}"),
         Output::StatusChanged { server, status } => format!("StatusChanged {server} {status:?}"),
@@ -115,6 +120,34 @@ pub fn output(o: &Output) -> String {
         } => format!(
             "Diagnostic {level:?} {}: {message}",
             server.as_deref().unwrap_or("-")
+        ),
+        Output::Progress {
+            server,
+            call,
+            progress,
+            total,
+            message,
+        } => format!(
+            "Progress {server} {} {progress}/{} {}",
+            call.map_or("-".to_string(), |c| format!("c{}", c.0)),
+            total.map_or("?".to_string(), |t| t.to_string()),
+            message.as_deref().unwrap_or("")
+        )
+        .trim_end()
+        .to_string(),
+        Output::ServerLog {
+            server,
+            level,
+            severity,
+            logger,
+            data,
+        } => format!(
+            "ServerLog {level:?} {server} [{}] {severity}: {}",
+            logger.as_deref().unwrap_or("-"),
+            match data {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }
         ),
     }
 }

@@ -106,6 +106,8 @@ enum Tag {
     Progress {
         call: u64,
     },
+    /// An `Opened` that reaches the manager after the attempt's `Closed` (the shell's race).
+    RacedOpen,
 }
 
 /// The MCP log levels the simulated servers use, with the level each must surface at.
@@ -118,16 +120,15 @@ const SIM_LOG_LEVELS: [(&str, Level); 6] = [
     ("critical", Level::Error),
 ];
 
-/// The level a diagnostic relaying a simulated server's log message must have.
-fn sim_log_level(message: &str) -> Option<Level> {
-    let text = message.strip_prefix("[sim] ")?;
+/// The level a simulated server's log message (its MCP level and text) must surface at.
+fn sim_log_level(severity: &str, text: &str) -> Option<Level> {
     if text == "disk almost full" {
-        return Some(Level::Warn);
+        return (severity == "warning").then_some(Level::Warn);
     }
     let name = text.strip_prefix("sim log at ")?;
     SIM_LOG_LEVELS
         .iter()
-        .find(|(n, _)| *n == name)
+        .find(|(n, _)| *n == name && *n == severity)
         .map(|(_, l)| *l)
 }
 
@@ -877,14 +878,22 @@ impl<'a> World<'a> {
                         self.step.removed.push(i);
                         continue;
                     }
-                    let Some(current) = self.m.server_state(name).map(|s| s.config_hash) else {
+                    let Some(state) = self.m.server_state(name) else {
                         continue;
                     };
-                    if specs
-                        .iter()
-                        .all(|s| s.config.enabled && config_hash(&s.config) == current)
-                    {
+                    // Of several enabled specs of one name, a Sync runs the last.
+                    let Some(spec) = specs.iter().rev().find(|s| s.config.enabled) else {
+                        continue;
+                    };
+                    let unchanged = config_hash(&spec.config) == state.config_hash;
+                    if unchanged && state.status != ServerStatus::Disconnected {
                         self.step.sync_unchanged.push(i);
+                    } else if self.sc.servers[i].invalid {
+                        // It cannot start: its round reports the config error.
+                    } else if unchanged {
+                        self.step.sync_stopped.push(i);
+                    } else {
+                        self.step.sync_changed.push(i);
                     }
                 }
             }
@@ -975,7 +984,12 @@ impl<'a> World<'a> {
                 self.server_receives(conn, &frame);
             }
             Output::CloseTransport { conn } => {
-                if !self.obs.mirror.remove(&conn) {
+                self.step.closes.push(conn);
+                let answers_stale_open = self.step.stale_opened == Some(conn);
+                if answers_stale_open {
+                    self.cov.stale_opens_closed += 1;
+                }
+                if !self.obs.mirror.remove(&conn) && !answers_stale_open {
                     let why = if self.procs.get(&conn).is_some_and(|p| p.reported) {
                         "after it reported its own close"
                     } else if self.procs.contains_key(&conn) {
@@ -1114,20 +1128,71 @@ impl<'a> World<'a> {
                     )),
                 }
             }
+            Output::ServerLog {
+                server,
+                level,
+                severity,
+                logger,
+                data,
+            } => {
+                self.cov.server_logs += 1;
+                let text = data.as_str().unwrap_or_default();
+                let want = sim_log_level(&severity, text);
+                if logger.as_deref() != Some("sim") || want.is_none() {
+                    self.step.output_violations.push((
+                        "19",
+                        format!(
+                            "a ServerLog the server did not send: {severity} {logger:?} {data}"
+                        ),
+                    ));
+                } else if want != Some(level) {
+                    self.step.output_violations.push((
+                        "19",
+                        format!("a server log message at {severity:?} became {level:?}, not {want:?}: {text}"),
+                    ));
+                }
+                if !self.obs.index.contains_key(&server) {
+                    self.step
+                        .output_violations
+                        .push(("19", format!("a ServerLog from unknown server {server}")));
+                }
+            }
+            Output::Progress {
+                server,
+                call,
+                progress,
+                ..
+            } => {
+                // Progress names a call only when it is one of ours, in flight, to that server.
+                if let Some(call) = call {
+                    self.cov.progress_events += 1;
+                    let ok = self.sc.options.reset_timeout_on_progress
+                        && self.obs.calls.get(&call).is_some_and(|c| {
+                            c.server.map(|i| self.obs.names[i].as_str()) == Some(server.as_str())
+                        })
+                        && !self.step.completed.iter().any(|(c, _)| *c == call);
+                    if !ok {
+                        self.step.output_violations.push((
+                            "19",
+                            format!(
+                                "Progress {progress} from {server} names call {} that is not one of its calls in flight",
+                                call.0
+                            ),
+                        ));
+                    }
+                }
+            }
             Output::Diagnostic {
                 server,
                 level,
                 message,
             } => {
-                if let Some(want) = sim_log_level(&message) {
-                    if want != level {
-                        self.step.output_violations.push((
-                            "19",
-                            format!(
-                                "a server log message became {level:?}, not {want:?}: {message}"
-                            ),
-                        ));
-                    }
+                // A server's log message is a ServerLog, never a Diagnostic as well.
+                if message.starts_with("[sim] ") {
+                    self.step.output_violations.push((
+                        "19",
+                        format!("a server log message became a Diagnostic ({level:?}): {message}"),
+                    ));
                 }
                 // A failed attempt of a round still open is the round's to report (in its
                 // StartupComplete), never a diagnostic of its own as well.
@@ -1262,6 +1327,7 @@ impl<'a> World<'a> {
             self.cov.backoff_delays_checked += c.backoffs;
             self.cov.breaker_trips_checked += c.trips;
             self.cov.syncs_restart_and_keep += c.sync_restart_and_keep;
+            self.cov.syncs_restart_stopped += c.sync_restart_stopped;
             for (call, outcome) in &self.step.completed {
                 if let CallOutcome::Err(e) = outcome {
                     if e.starts_with(invariants::CALL_TIMEOUT_PREFIX) {
@@ -1376,7 +1442,7 @@ impl<'a> World<'a> {
         if exit {
             p.exited = true;
         }
-        if dead_before {
+        if dead_before && tag != Tag::RacedOpen {
             // The OS has nothing to report for a dead process — unless it raced.
             let stale_pct = self.sc.mix.stale_pct;
             if !self.pct(stale_pct) {
@@ -1430,6 +1496,8 @@ impl<'a> World<'a> {
         let c = self.m.counters();
         let counted = (c.stale_events, c.stale_opened_closed);
         let opened = matches!(event, TransportEvent::Opened);
+        // Every attempt here was issued by the manager (it has a process).
+        let stale_opened = (stale && opened).then_some(conn);
         let rejected = !stale
             && matches!(&event, TransportEvent::Frame(f)
                 if f.len() > self.sc.options.max_frame_len || f.as_ref() == GARBAGE_FRAME);
@@ -1437,6 +1505,7 @@ impl<'a> World<'a> {
         self.input(Input::Transport { conn, event }, |s| {
             s.scope = Some(server);
             s.stale = stale;
+            s.stale_opened = stale_opened;
             s.stale_counters_before = stale.then_some((counted.0, counted.1, opened));
             s.rejected_frame_before = rejected.then_some(bad_before);
         });
@@ -1445,7 +1514,7 @@ impl<'a> World<'a> {
     /// The simulator's bookkeeping for a frame about to reach the manager.
     fn note_tag(&mut self, conn: ConnId, server: usize, tag: Tag) {
         match tag {
-            Tag::None => {}
+            Tag::None | Tag::RacedOpen => {}
             Tag::ListAnswer { id, kind } => {
                 if let Some(p) = self.procs.get_mut(&conn) {
                     if p.open_lists.remove(&id) {
@@ -1741,6 +1810,18 @@ impl<'a> World<'a> {
                 self.cov.drops_before_open += 1;
                 let at = self.after_ms(after_ms);
                 self.push(at, exit_event(conn, "exited before the transport opened"));
+                // The shell's race: the spawn succeeded, the process exited at once, and its
+                // exit reached the manager before the spawn's completion did. The manager
+                // must close the transport that `Opened` hands it.
+                self.push(
+                    at,
+                    Ev::Deliver {
+                        conn,
+                        event: TransportEvent::Opened,
+                        exit: false,
+                        tag: Tag::RacedOpen,
+                    },
+                );
             }
         }
         self.procs.insert(conn, p);

@@ -238,3 +238,93 @@ proptest! {
         );
     }
 }
+
+/// The messages of the validation errors users meet most, exactly as issue 2 words them, both
+/// from `validate` and through a parsed document merged with a good entry (which survives).
+#[test]
+fn validation_errors_use_the_exact_messages_and_spare_the_other_servers() {
+    let msg = |name: &str, c: &ServerConfig| validate(name, c).unwrap_err().to_string();
+
+    let http = ServerConfig {
+        kind: Some("http".into()),
+        ..ServerConfig::default()
+    };
+    assert_eq!(
+        msg("web", &http),
+        r#"Server "web": http server requires "url" field"#
+    );
+    let typed = ServerConfig {
+        kind: Some("streamable-http".into()),
+        url: Some(String::new()),
+        ..ServerConfig::default()
+    };
+    assert_eq!(
+        msg("web", &typed),
+        r#"Server "web": http server requires "url" field"#
+    );
+
+    let good = ServerConfig::stdio("x", &[]);
+    assert_eq!(
+        msg("bad name!", &good),
+        r#"Server "bad name!": invalid server name (use 1-64 letters, digits, '-', '_' or '.')"#
+    );
+    assert_eq!(
+        msg("", &good),
+        r#"Server "": invalid server name (use 1-64 letters, digits, '-', '_' or '.')"#
+    );
+    let long = "a".repeat(65);
+    assert!(msg(&long, &good)
+        .ends_with("invalid server name (use 1-64 letters, digits, '-', '_' or '.')"));
+    assert!(
+        validate(&"a".repeat(64), &good).is_ok(),
+        "64 characters are allowed"
+    );
+
+    for ms in [0, -5] {
+        let mut c = good.clone();
+        c.timeout_ms = Some(ms);
+        assert_eq!(
+            msg("slow", &c),
+            format!(
+                r#"Server "slow": "timeout" must be a positive number of milliseconds, got {ms}"#
+            )
+        );
+    }
+
+    // Through a document and a merge: one error per bad server, the good one kept.
+    let doc = parse_document(
+        "/home/u/.mcp.json",
+        r#"{"mcpServers": {
+            "web": {"type": "http"},
+            "bad name!": {"command": "x"},
+            "slow": {"command": "x", "timeout": 0},
+            "ok": {"command": "x"}
+        }}"#,
+    )
+    .unwrap();
+    let parse_errors: Vec<String> = doc.errors.iter().map(ToString::to_string).collect();
+    let merged = merge(
+        vec![Source::new(
+            SourceMeta {
+                provider: "claude-code".into(),
+                level: SourceLevel::Project,
+                path: "/home/u/.mcp.json".into(),
+            },
+            doc.servers,
+        )],
+        &FilterOptions::default(),
+    );
+    let names: Vec<&str> = merged.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["ok"]);
+    let mut errors: Vec<String> = merged.errors.iter().map(|e| e.error.to_string()).collect();
+    errors.extend(parse_errors);
+    errors.sort();
+    assert_eq!(
+        errors,
+        [
+            r#"Server "bad name!": invalid server name (use 1-64 letters, digits, '-', '_' or '.')"#,
+            r#"Server "slow": "timeout" must be a positive number of milliseconds, got 0"#,
+            r#"Server "web": http server requires "url" field"#,
+        ]
+    );
+}

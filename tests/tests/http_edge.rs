@@ -503,8 +503,9 @@ fn an_sse_answer_split_at_every_byte_arrives_whole_with_the_notification_before_
         assert_eq!(r.render_text(), "split");
         let mut saw_note = false;
         while let Ok(ev) = events.try_recv() {
-            if let Event::Diagnostic { message, .. } = ev {
-                saw_note |= message.contains("before the answer");
+            // A server's log message reaches `events()` as a typed ServerLog.
+            if let Event::ServerLog { server, data, .. } = ev {
+                saw_note |= server == "edge" && data == "before the answer";
             }
         }
         assert!(
@@ -746,17 +747,22 @@ fn a_400_to_the_first_post_falls_back_to_legacy_sse_and_says_so() {
         assert_eq!(r.render_text(), "legacy");
         let mut note = None;
         while let Ok(ev) = events.try_recv() {
-            if let Event::Diagnostic {
-                server, message, ..
+            // The transport's own note, relayed as the server's log (logger "switchboard").
+            if let Event::ServerLog {
+                server,
+                logger,
+                data,
+                ..
             } = ev
             {
-                if message.contains("falling back") {
+                let message = data.as_str().unwrap_or_default().to_string();
+                if logger.as_deref() == Some("switchboard") && message.contains("falling back") {
                     note = Some((server, message));
                 }
             }
         }
-        let (who, message) = note.expect("a diagnostic about the fallback");
-        assert_eq!(who.as_deref(), Some("old"));
+        let (who, message) = note.expect("a log event about the fallback");
+        assert_eq!(who, "old");
         assert!(message.contains("HTTP 400"), "{message}");
         sb.shutdown().await;
         let summary = server.summary();

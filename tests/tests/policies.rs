@@ -445,3 +445,219 @@ fn list_changed_during_the_first_listing_lists_again_once_connected() {
     s.reply(9, "a", "tools/list", tools_json(&["old", "new"]));
     assert_eq!(s.tool_names(), vec!["mcp_a_new", "mcp_a_old"]);
 }
+
+/// Sync is "this is the set I want": a listed server whose config did not change but that is
+/// stopped — it failed with reconnects off, or its breaker tripped — is started again, while a
+/// running one with an unchanged config keeps its transport, its calls and its tools.
+#[test]
+fn sync_starts_stopped_servers_it_lists_unchanged_and_keeps_running_ones() {
+    let mut s = Script::with(ManagerOptions {
+        // The first unexpected close trips the breaker.
+        reconnect: ReconnectPolicy {
+            burst_limit: 0,
+            ..ReconnectPolicy::default()
+        },
+        ..opts()
+    });
+    s.at(
+        0,
+        Input::Connect {
+            servers: vec![stdio("tripped"), stdio("failed"), stdio("up")],
+        },
+    );
+    for n in ["tripped", "failed", "up"] {
+        s.cache(1, n, None);
+    }
+    s.ready(10, "tripped", &["t"]);
+    s.ready(10, "up", &["u"]);
+    // `failed` fails its startup (no retry of startup failures by default).
+    s.opened(10, "failed");
+    s.reply_error(11, "failed", "initialize", -32603, "boom");
+    closed(&mut s, 50, "tripped");
+    assert_eq!(s.m.counters().breakers_tripped, 1);
+    for n in ["tripped", "failed"] {
+        assert_eq!(s.m.status(n), ServerStatus::Disconnected, "{n}");
+    }
+    let up = s.conn("up");
+    s.call(60, 1, "mcp_up_u", json!({}));
+    let mark = s.outputs.len();
+    s.at(
+        100,
+        Input::Sync {
+            servers: vec![stdio("tripped"), stdio("failed"), stdio("up")],
+        },
+    );
+    let after = &s.outputs[mark..];
+    for n in ["tripped", "failed"] {
+        assert_eq!(
+            after
+                .iter()
+                .filter(|o| matches!(o, Output::OpenTransport { server, .. } if server == n))
+                .count(),
+            1,
+            "{n} is started again"
+        );
+        assert_eq!(s.m.status(n), ServerStatus::Connecting, "{n}");
+    }
+    assert!(!after.iter().any(|o| matches!(o,
+        Output::CloseTransport { conn } | Output::Send { conn, .. } if *conn == up)));
+    assert!(!after
+        .iter()
+        .any(|o| matches!(o, Output::OpenTransport { server, .. } if server == "up")));
+    assert_eq!(s.m.status("up"), ServerStatus::Connected);
+    assert!(
+        s.outcome(1).is_empty(),
+        "the running server's call is untouched"
+    );
+    assert_eq!(s.m.counters().syncs_restarted_stopped, 2);
+    // A Sync that lists them again while they connect leaves them alone.
+    let mark = s.outputs.len();
+    s.at(
+        110,
+        Input::Sync {
+            servers: vec![stdio("tripped"), stdio("failed"), stdio("up")],
+        },
+    );
+    assert!(s.outputs[mark..].is_empty(), "{:?}", &s.outputs[mark..]);
+    s.ready(120, "tripped", &["t"]);
+    s.ready(120, "failed", &["f"]);
+    assert_eq!(
+        s.tool_names(),
+        vec!["mcp_failed_f", "mcp_tripped_t", "mcp_up_u"]
+    );
+    with_snapshots(|| insta::assert_snapshot!("policy_sync_restarts_stopped", s.finish()));
+}
+
+/// Issue 7: after `list_changed`, a call to a tool the server no longer offers fails with an
+/// error that says so (and names the server), not "unknown tool".
+#[test]
+fn a_call_to_a_tool_removed_by_list_changed_fails_with_a_clear_error() {
+    let mut s = Script::new();
+    connected(&mut s, "a", &["keep", "gone"]);
+    let conn = s.conn("a");
+    s.frame_on(
+        20,
+        conn,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    );
+    s.reply(30, "a", "tools/list", tools_json(&["keep"]));
+    assert_eq!(s.tool_names(), vec!["mcp_a_keep"]);
+    s.call(40, 1, "mcp_a_gone", json!({}));
+    assert_eq!(
+        s.outcome(1),
+        [&CallOutcome::Err(
+            r#"MCP error: tool "gone" is no longer offered by server "a" (called as "mcp_a_gone")"#
+                .into()
+        )]
+    );
+    assert_eq!(s.m.counters().calls_to_retired_tools, 1);
+    // When it comes back, the name routes again.
+    s.frame_on(
+        50,
+        conn,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    );
+    s.reply(60, "a", "tools/list", tools_json(&["keep", "gone"]));
+    s.call(70, 2, "mcp_a_gone", json!({}));
+    assert!(s.outcome(2).is_empty(), "sent, in flight");
+    s.reply(80, "a", "tools/call", json!({"content": []}));
+    assert!(matches!(s.outcome(2)[..], [CallOutcome::Ok(_)]));
+    // A name never in the view says so.
+    s.call(90, 3, "mcp_a_never", json!({}));
+    assert_eq!(
+        s.outcome(3),
+        [&CallOutcome::Err(
+            r#"MCP error: unknown tool "mcp_a_never" (not in the current tool view)"#.into()
+        )]
+    );
+}
+
+/// `notifications/progress` and `notifications/message` surface as typed events: progress
+/// names the call it is about (when its token is one we issued), a log message keeps its
+/// level, logger and data — and is not also a `Diagnostic`.
+#[test]
+fn progress_and_log_messages_are_typed_events() {
+    use switchboard_core::manager::Level;
+    let mut s = Script::with(ManagerOptions {
+        reset_timeout_on_progress: true,
+        ..opts()
+    });
+    connected(&mut s, "a", &["slow"]);
+    let conn = s.conn("a");
+    s.call(100, 7, "mcp_a_slow", json!({}));
+    let mark = s.outputs.len();
+    s.frame_on(
+        200,
+        conn,
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": 7, "progress": 1, "total": 4, "message": "a quarter"}}),
+    );
+    s.frame_on(
+        210,
+        conn,
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": "theirs", "progress": 0.5}}),
+    );
+    for (t, level) in [(220, "warning"), (230, "notice"), (240, "emergency")] {
+        s.frame_on(
+            t,
+            conn,
+            json!({"jsonrpc": "2.0", "method": "notifications/message",
+                   "params": {"level": level, "logger": "db", "data": {"disk": "full"}}}),
+        );
+    }
+    assert_eq!(
+        s.outputs[mark..],
+        [
+            Output::Progress {
+                server: "a".into(),
+                call: Some(CallId(7)),
+                progress: 1.0,
+                total: Some(4.0),
+                message: Some("a quarter".into()),
+            },
+            Output::Progress {
+                server: "a".into(),
+                call: None,
+                progress: 0.5,
+                total: None,
+                message: None,
+            },
+            Output::ServerLog {
+                server: "a".into(),
+                level: Level::Warn,
+                severity: "warning".into(),
+                logger: Some("db".into()),
+                data: json!({"disk": "full"}),
+            },
+            Output::ServerLog {
+                server: "a".into(),
+                level: Level::Info,
+                severity: "notice".into(),
+                logger: Some("db".into()),
+                data: json!({"disk": "full"}),
+            },
+            Output::ServerLog {
+                server: "a".into(),
+                level: Level::Error,
+                severity: "emergency".into(),
+                logger: Some("db".into()),
+                data: json!({"disk": "full"}),
+            },
+        ]
+    );
+    // Once the call completed, its token no longer names it.
+    s.reply(300, "a", "tools/call", json!({"content": []}));
+    let mark = s.outputs.len();
+    s.frame_on(
+        310,
+        conn,
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": 7, "progress": 2}}),
+    );
+    assert!(matches!(
+        s.outputs[mark..],
+        [Output::Progress { call: None, .. }]
+    ));
+    with_snapshots(|| insta::assert_snapshot!("policy_progress_and_logs", s.finish()));
+}

@@ -188,6 +188,43 @@ fn print_event(p: &Printer, sb: &Switchboard, ev: Event) {
                 format!("{level}: {message}"),
             );
         }
+        Event::ServerLog {
+            server,
+            level,
+            severity,
+            logger,
+            data,
+        } => {
+            let text = match &data {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let level = format!("{level:?}").to_lowercase();
+            p.emit(
+                "server_log",
+                Some(&server),
+                json!({"level": level, "severity": severity, "logger": logger, "data": data}),
+                format!("{level}: [{}] {text}", logger.as_deref().unwrap_or(&server)),
+            );
+        }
+        Event::Progress {
+            server,
+            call,
+            progress,
+            total,
+            message,
+        } => {
+            p.emit(
+                "progress",
+                Some(&server),
+                json!({"call": call.map(|c| c.0), "progress": progress, "total": total, "message": message}),
+                format!(
+                    "progress {progress}{}{}",
+                    total.map_or(String::new(), |t| format!("/{t}")),
+                    message.map_or(String::new(), |m| format!(": {m}"))
+                ),
+            );
+        }
         Event::StartupComplete { report } => {
             p.emit(
                 "startup_complete",

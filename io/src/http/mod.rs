@@ -55,7 +55,7 @@
 //! SSE stream, wait for `endpoint`, and carry on with the legacy transport (the `initialize`
 //! is sent again there). It says so twice: a tracing warning, and a `notifications/message`
 //! (level `warning`, logger `switchboard`) passed to the core, which shows it to the embedder
-//! as a `Diagnostic` for that server — no core change needed.
+//! as a `ServerLog` of that server — no core change needed.
 //!
 //! # Errors
 //!
@@ -1200,7 +1200,8 @@ async fn run(
                         break;
                     }
                     Some(Ok(legacy)) => {
-                        // Reaches the embedder as a Diagnostic for this server.
+                        // Reaches the embedder as a ServerLog of this server (logger
+                        // "switchboard").
                         let log = serde_json::json!({
                             "jsonrpc": "2.0",
                             "method": "notifications/message",
