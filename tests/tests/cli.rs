@@ -393,7 +393,10 @@ fn status_and_call_work_against_the_reference_typescript_server() {
         .unwrap_or_else(|| panic!("no echo tool: {tools}"));
     assert_eq!(echo["server"], "everything");
     assert_eq!(echo["tool"], "echo");
-    assert!(echo["input_schema"]["properties"]["message"].is_object(), "{echo}");
+    assert!(
+        echo["input_schema"]["properties"]["message"].is_object(),
+        "{echo}"
+    );
     assert_eq!(tools["errors"], json!({}));
     let out = p.run_with_configs(
         &["everything.json"],
@@ -482,7 +485,10 @@ fn watch_reports_every_reconnect_attempt_scheduled_and_started_in_order() {
         .unwrap()
         .contains("exit status: 1"));
     for s in &scheduled[1..3] {
-        assert!(s["error"].as_str().unwrap().contains("exit status: 3"), "{s}");
+        assert!(
+            s["error"].as_str().unwrap().contains("exit status: 3"),
+            "{s}"
+        );
         assert!(s["next_attempt_in_ms"].as_u64().unwrap() > 0, "{s}");
     }
 }
@@ -501,10 +507,10 @@ fn watch_with_health_pings_detects_a_stalled_server_and_reconnects_it() {
         lost["error"],
         "health check failed: 2 pings in a row went unanswered"
     );
-    assert!(lines
-        .iter()
-        .any(|l| l["event"] == "status_changed" && l["server"] == "stally" && l["status"] == "connected"
-            && l["attempts"].as_u64() > Some(1)));
+    assert!(lines.iter().any(|l| l["event"] == "status_changed"
+        && l["server"] == "stally"
+        && l["status"] == "connected"
+        && l["attempts"].as_u64() > Some(1)));
     // Without the flag nobody pings: the stalled server is never noticed.
     let quiet = p.run(&["watch", "--json", "--for-ms", "3000"]);
     let lines = watch_lines(&quiet);
@@ -559,7 +565,11 @@ fn timeout_ms_keeps_the_cache_and_zero_or_garbage_is_a_usage_error() {
 fn pids_with_arg(marker: &str) -> Vec<i32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
@@ -619,7 +629,9 @@ fn ctrl_c_during_startup(after_gate: bool) {
             let _ = tx.send(line);
         }
     });
-    wait_until("the stuck server to start", || !pids_with_arg(&marker).is_empty());
+    wait_until("the stuck server to start", || {
+        !pids_with_arg(&marker).is_empty()
+    });
     let stuck = pids_with_arg(&marker);
     let mut seen = Vec::new();
     if after_gate {
@@ -724,7 +736,10 @@ fn naming_double_underscore_qualifies_names_with_double_underscores() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["mcp__fast__add", "mcp__fast__echo", "mcp__fast__sleep"]);
+    assert_eq!(
+        names,
+        ["mcp__fast__add", "mcp__fast__echo", "mcp__fast__sleep"]
+    );
     let call = project.run(&[
         "--naming",
         "double-underscore",
@@ -767,7 +782,10 @@ fn project_names_where_project_configs_are_found_and_no_project_config_ignores_t
     assert_eq!(v["servers"], json!([]), "{v}");
     // Run from the other directory, without --project, nothing is found either.
     let mut cmd = elsewhere.command(&[]);
-    let here = cmd.args(["--no-cache", "status", "--json"]).output().unwrap();
+    let here = cmd
+        .args(["--no-cache", "status", "--json"])
+        .output()
+        .unwrap();
     assert_eq!(json_stdout(&here)["servers"], json!([]));
 }
 
@@ -830,7 +848,10 @@ fn quiet_silences_progress_and_logs_and_rust_log_filters_the_logs() {
     let project = Project::new(&[("fast", &[]), ("failing", &["--fail-init"])]);
     // By default: a progress line per settled server, no logs.
     let plain = project.run(&["status"]);
-    assert!(stderr(&plain).contains("switchboard: failing failed"), "{plain:?}");
+    assert!(
+        stderr(&plain).contains("switchboard: failing failed"),
+        "{plain:?}"
+    );
     assert!(!stderr(&plain).contains("DEBUG"), "{plain:?}");
     // RUST_LOG turns logs on, at the level it names.
     let mut cmd = project.command(&["mcp.json"]);

@@ -124,6 +124,9 @@ struct Watch<'a> {
     pending: BTreeMap<String, Pending>,
     /// The round `start` returned with (already printed from its report).
     first_round: u64,
+    /// The status last printed for each server: a change published just as the watch
+    /// subscribed is already in its `server` line, and is not printed twice.
+    printed: BTreeMap<String, ServerStatus>,
 }
 
 pub(super) async fn run(
@@ -145,8 +148,10 @@ pub(super) async fn run(
         sb: &sb,
         pending: BTreeMap::new(),
         first_round: session.report.round,
+        printed: BTreeMap::new(),
     };
     for s in sb.servers() {
+        w.printed.insert(s.name.clone(), s.status);
         let (tools, deferred) = tool_counts(&sb, &s.name);
         w.p.emit(
             "server",
@@ -270,6 +275,9 @@ impl Watch<'_> {
                         }
                     }
                     ServerStatus::Connecting => {}
+                }
+                if self.printed.insert(server.clone(), status) == Some(status) {
+                    return;
                 }
                 let word = status_word(status);
                 let attempts = self.sb.server_state(&server).map_or(0, |s| s.attempts);
