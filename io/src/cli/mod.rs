@@ -304,7 +304,7 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             Ok(strict_code(&g, failed))
         }
         Command::Call { tool, args, json } => {
-            let arguments = parse_arguments(args.as_deref())?;
+            let arguments = parse_arguments(args.as_deref()).await?;
             let session = Session::start(&g, interrupt, Settle::Uncached).await?;
             let failed = session.any_failed();
             let result = session.sb.call(&tool, arguments).await;
@@ -334,16 +334,16 @@ fn strict_code(g: &Global, failed: bool) -> u8 {
 }
 
 /// `JSON_ARGS`, `-` (stdin) or nothing (`{}`); must be a JSON object.
-fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
+async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
     let text = match arg {
         None => return Ok(Value::Object(Default::default())),
-        Some("-") => {
+        // On a blocking thread, so that Ctrl-C still ends the command while it waits.
+        Some("-") => blocking::unblock(|| {
             let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| Fatal::usage(format!("cannot read the arguments from stdin: {e}")))?;
-            s
-        }
+            std::io::stdin().read_to_string(&mut s).map(|_| s)
+        })
+        .await
+        .map_err(|e| Fatal::usage(format!("cannot read the arguments from stdin: {e}")))?,
         Some(s) => s.to_string(),
     };
     let value: Value = serde_json::from_str(&text)

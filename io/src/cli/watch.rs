@@ -4,7 +4,8 @@
 //!
 //! The watch subscribes to the switchboard's events the moment `start` returns at the gate
 //! (before anything is printed), prints each server's state at the gate, then every event in
-//! order. With `--json`, one JSON object per line, each with `time_ms` (since the watch
+//! order (a status change already shown in a `server` line is not repeated). With `--json`,
+//! one JSON object per line, each with `time_ms` (since the watch
 //! started), `event` and `server` (null when the event concerns no one server):
 //! - `{"event": "server", "status", "phase", "tools", "deferred", "error"}`: each server's state
 //!   at the gate, one line each, first;
