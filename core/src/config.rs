@@ -119,9 +119,14 @@ impl ServerConfig {
 
     /// The connect timeout this config asks for (default 30 s; validation rejects `<= 0`).
     pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout_or(DEFAULT_CONNECT_TIMEOUT)
+    }
+
+    /// The connect timeout this config asks for, or `default` when it sets none.
+    pub fn connect_timeout_or(&self, default: Duration) -> Duration {
         match self.timeout_ms {
             Some(ms) if ms > 0 => Duration::from_millis(ms as u64),
-            _ => DEFAULT_CONNECT_TIMEOUT,
+            _ => default,
         }
     }
 

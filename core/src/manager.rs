@@ -252,6 +252,9 @@ pub struct ManagerOptions {
     pub reset_timeout_on_progress: bool,
     /// The hard ceiling on a call's total time when progress resets its timeout.
     pub max_call_time: Duration,
+    /// The connect timeout of servers whose config sets no `timeout` (default 30 s). Not part
+    /// of any cache key, unlike a config's own `timeout`.
+    pub default_connect_timeout: Duration,
 }
 
 /// Reconnect with backoff: after an unexpected close of a connected server, attempts follow
@@ -339,6 +342,7 @@ impl Default for ManagerOptions {
             health: None,
             reset_timeout_on_progress: false,
             max_call_time: Duration::from_secs(600),
+            default_connect_timeout: crate::config::DEFAULT_CONNECT_TIMEOUT,
         }
     }
 }
@@ -896,10 +900,11 @@ impl Manager {
             // due at the same instant is reported as that server's error, not as pending.
             TimerReason::UncachedWait { .. } => {}
             TimerReason::Connect { server, conn } => {
-                let timeout = self
-                    .servers
-                    .get(&server)
-                    .map(|s| s.spec.config.connect_timeout());
+                let timeout = self.servers.get(&server).map(|s| {
+                    s.spec
+                        .config
+                        .connect_timeout_or(self.opts.default_connect_timeout)
+                });
                 let current = self.servers.get(&server).and_then(|s| s.phase.conn());
                 if current == Some(conn) {
                     if let Some(t) = timeout {
@@ -1070,7 +1075,10 @@ impl Manager {
         s.round = round;
         s.init = None;
         s.relist_when_ready = false;
-        let deadline = self.now + s.spec.config.connect_timeout();
+        let deadline = self.now
+            + s.spec
+                .config
+                .connect_timeout_or(self.opts.default_connect_timeout);
         let need_cache = matches!(s.cache, CacheState::Unknown);
         if need_cache {
             s.cache = CacheState::Loading;

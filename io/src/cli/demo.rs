@@ -4,12 +4,15 @@
 //! fresh temporary directory: cold (empty cache), then warm. The narration shows the gate,
 //! live and deferred tools, the slow server connecting after the gate, a deferred call that
 //! waits and succeeds, the failing server's error, the hanging server's timeout, and the
-//! teardown with the number of processes left (checked with `kill(pid, 0)` as well).
+//! teardown with the number of processes left (checked with `kill(pid, 0)` as well, for every
+//! server process the run spawned: each one writes its pid into the demo's directory as it
+//! starts, so a process that exited early is counted too).
 //!
 //! The servers are this very binary in its hidden `__demo-server` mode (the code of
 //! `mcp-demo-server`): `cargo run -- demo` builds only the `switchboard` binary, so relying on
 //! a second binary would fail on a fresh checkout.
 
+use super::interrupt::Interrupt;
 use super::term::{first_line, fmt_duration, Style};
 use super::{naming, Fatal, Global, EXIT_FAILED, EXIT_OK};
 use futures_lite::future;
@@ -22,6 +25,29 @@ use switchboard::{Builder, Event, ServerStatus, StartupReport, Switchboard};
 
 /// The hidden subcommand that turns `switchboard` into `mcp-demo-server`.
 pub const DEMO_SERVER_SUBCOMMAND: &str = "__demo-server";
+
+/// Set in each demo server's environment: the directory where it records its pid.
+const PID_DIR_ENV: &str = "SWITCHBOARD_DEMO_PID_DIR";
+
+/// In a demo server (before it runs): record this process's pid as an empty file named after
+/// it in `$SWITCHBOARD_DEMO_PID_DIR`, if set, so the demo can check every process it spawned.
+pub fn record_server_pid() {
+    if let Some(dir) = std::env::var_os(PID_DIR_ENV) {
+        let path = Path::new(&dir).join(std::process::id().to_string());
+        if let Err(e) = std::fs::write(&path, b"") {
+            eprintln!("cannot record the pid in {}: {e}", path.display());
+        }
+    }
+}
+
+/// The pids recorded in `dir` by [`record_server_pid`].
+fn recorded_pids(dir: &Path) -> BTreeSet<u32> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
 
 const SLOW_INIT_MS: u64 = 1500;
 const HANGING_TIMEOUT_MS: i64 = 2000;
@@ -49,20 +75,24 @@ impl Drop for TempDir {
     }
 }
 
-fn spec(exe: &Path, name: &str, args: &[&str]) -> ServerSpec {
+fn spec(exe: &Path, pid_dir: &Path, name: &str, args: &[&str]) -> ServerSpec {
     let mut all = vec![DEMO_SERVER_SUBCOMMAND, "--name", name];
     all.extend_from_slice(args);
-    ServerSpec::new(name, ServerConfig::stdio(exe.to_string_lossy(), &all))
+    let mut config = ServerConfig::stdio(exe.to_string_lossy(), &all);
+    config
+        .env
+        .insert(PID_DIR_ENV.into(), pid_dir.to_string_lossy().into_owned());
+    ServerSpec::new(name, config)
 }
 
-fn demo_servers(exe: &Path) -> Vec<ServerSpec> {
+fn demo_servers(exe: &Path, pid_dir: &Path) -> Vec<ServerSpec> {
     let slow_ms = SLOW_INIT_MS.to_string();
-    let mut hanging = spec(exe, "hanging", &["--hang-init"]);
+    let mut hanging = spec(exe, pid_dir, "hanging", &["--hang-init"]);
     hanging.config.timeout_ms = Some(HANGING_TIMEOUT_MS);
     vec![
-        spec(exe, "fast", &[]),
-        spec(exe, "slow", &["--init-delay-ms", &slow_ms]),
-        spec(exe, "failing", &["--fail-list"]),
+        spec(exe, pid_dir, "fast", &[]),
+        spec(exe, pid_dir, "slow", &["--init-delay-ms", &slow_ms]),
+        spec(exe, pid_dir, "failing", &["--fail-list"]),
         hanging,
     ]
 }
@@ -108,7 +138,7 @@ struct RunOutcome {
     ok: bool,
 }
 
-pub async fn run(g: &Global) -> Result<u8, Fatal> {
+pub async fn run(g: &Global, interrupt: &Interrupt) -> Result<u8, Fatal> {
     let total = Instant::now();
     let style = Style {
         color: super::term::stdout_color(),
@@ -125,7 +155,12 @@ pub async fn run(g: &Global) -> Result<u8, Fatal> {
     let dir = TempDir::new()
         .map_err(|e| Fatal::failed(format!("cannot create a temporary directory: {e}")))?;
     let cache = dir.0.join("cache");
-    let servers = demo_servers(&exe);
+    // One directory for both runs (it is in the servers' config, which keys the cache).
+    let pid_dir = dir.0.join("pids");
+    std::fs::create_dir_all(&pid_dir)
+        .map_err(|e| Fatal::failed(format!("cannot create {}: {e}", pid_dir.display())))?;
+    let servers = demo_servers(&exe, &pid_dir);
+    let mut seen = BTreeSet::new();
 
     println!(
         "{}",
@@ -166,9 +201,9 @@ pub async fn run(g: &Global) -> Result<u8, Fatal> {
             .start()
             .await
             .map_err(|e| Fatal::failed(e.to_string()))?;
+        interrupt.running(&sb);
         let round_start = Instant::now() - report.elapsed;
         let events = sb.events();
-        let mut pids: BTreeSet<u32> = sb.live_processes().into_iter().collect();
         describe_gate(&n, &sb, &report, style);
 
         let mut ok = true;
@@ -181,16 +216,19 @@ pub async fn run(g: &Global) -> Result<u8, Fatal> {
         } else {
             watch(&n, &sb, &events, round_start).await;
         }
-        pids.extend(sb.live_processes());
 
         let teardown = Instant::now();
         sb.shutdown().await;
         let took = teardown.elapsed();
         let left = sb.live_processes().len();
+        // Read after the shutdown reaped everything: every process of this run has started
+        // (and recorded its pid) or never will.
+        let pids: BTreeSet<u32> = recorded_pids(&pid_dir).difference(&seen).copied().collect();
+        seen.extend(&pids);
         let still_alive = pids.iter().filter(|p| process_alive(**p)).count();
         n.line(&format!(
             "teardown: shutdown() took {}; processes left: {left} (live_processes()); \
-             still alive by kill(pid, 0): {} of the {} pids seen running",
+             still alive by kill(pid, 0): {} of the {} server processes this run spawned",
             fmt_duration(took),
             still_alive,
             pids.len()
@@ -208,7 +246,7 @@ pub async fn run(g: &Global) -> Result<u8, Fatal> {
     let ok = outcomes.iter().all(|o| o.ok) && left == 0;
     println!();
     let summary = format!(
-        "Done in {}: {started} server pids checked, {left} left running.",
+        "Done in {}: {started} server processes spawned and checked, {left} left running.",
         fmt_duration(total.elapsed())
     );
     println!(

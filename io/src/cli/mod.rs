@@ -5,6 +5,7 @@
 //! errors go to stderr, so `--json` output on stdout is always exactly one JSON object.
 
 mod demo;
+mod interrupt;
 mod output;
 mod term;
 mod watch;
@@ -16,7 +17,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use switchboard::core::config::ConfigError;
+use switchboard::core::config::{ConfigError, DEFAULT_CONNECT_TIMEOUT};
+use switchboard::core::manager::HealthPolicy;
 use switchboard::core::NamingScheme;
 use switchboard::discovery::{discover, Discovered, DiscoveryOptions};
 use switchboard::{Builder, ServerStatus, StartupReport, Switchboard};
@@ -30,12 +32,47 @@ pub const EXIT_USAGE: u8 = 2;
 
 const AFTER_HELP: &str = "\
 Exit status:
-  0  success (a server that fails is reported, not fatal)
-  1  a failed call (an error, or a result with isError), or --strict with any server failed
-  2  a usage or config error (a config file that does not parse: file, line and column)
+  0    success (a server that fails is reported, not fatal)
+  1    a failed call (an error, or a result with isError), or --strict with any server failed
+  2    a usage or config error (a config file that does not parse: file, line and column)
+  130  interrupted by Ctrl-C (143: SIGTERM); every server was shut down first
 
 Logs go to stderr, filtered by RUST_LOG (e.g. RUST_LOG=switchboard=debug); -v/-vv/-vvv
 without RUST_LOG show warn/info/debug. NO_COLOR turns colour off.";
+
+const STATUS_HELP: &str = "\
+Exit status:
+  0    success, even when servers failed (they are reported in the table)
+  1    --strict, and a server failed or a config entry was invalid
+  2    a usage or config error (a --config file that does not parse: file, line and column)
+  130  interrupted by Ctrl-C (143: SIGTERM); every server was shut down first";
+
+const TOOLS_HELP: &str = "\
+Exit status:
+  0    success, even when servers failed (their errors follow the list)
+  1    --strict, and a server failed or a config entry was invalid
+  2    a usage or config error, or --server names no configured server
+  130  interrupted by Ctrl-C (143: SIGTERM); every server was shut down first";
+
+const CALL_HELP: &str = "\
+Exit status:
+  0    the tool ran and its result has no isError
+  1    the result has isError (its text is printed), the call failed (the error is on
+       stderr), or --strict with any server failed
+  2    a usage or config error, or arguments that are not a JSON object
+  130  interrupted by Ctrl-C (143: SIGTERM); the call is cancelled, every server shut down";
+
+const DEMO_HELP: &str = "\
+Exit status:
+  0    every step behaved as narrated and no server process was left running
+  1    a step failed or a process was left running (the narration says which)
+  130  interrupted by Ctrl-C (143: SIGTERM); every server was shut down first";
+
+const WATCH_HELP: &str = "\
+Exit status:
+  0    stopped after --for-ms
+  2    a usage or config error
+  130  stopped by Ctrl-C (143: SIGTERM); every server was shut down first";
 
 /// Run many MCP servers: see every server's state and every tool, call tools, or watch the
 /// whole lifecycle in `switchboard demo`.
@@ -70,9 +107,14 @@ struct Global {
     /// The startup gate in milliseconds [default: 250].
     #[arg(long, value_name = "MS", global = true)]
     gate_ms: Option<u64>,
-    /// Connect timeout for servers whose config sets none [default: 30000].
-    #[arg(long, value_name = "MS", global = true)]
+    /// Connect timeout for servers whose config sets none [default: 30000]. Not part of the
+    /// tool cache's key, so cached tools stay valid with or without it.
+    #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
     timeout_ms: Option<u64>,
+    /// Health pings: send each connected server a `ping` every MS milliseconds; two in a row
+    /// unanswered within MS each close the connection, and it is reconnected [default: off].
+    #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
+    health_ms: Option<u64>,
     /// How tool names are qualified: `mcp_<server>_<tool>` or `mcp__<server>__<tool>`.
     #[arg(long, value_enum, default_value_t = Naming::Seed, global = true)]
     naming: Naming,
@@ -99,6 +141,7 @@ enum Naming {
 enum Command {
     /// Connect every server and print one row per server (source, transport, status, tools,
     /// time to ready, error); shadowed duplicates and config errors follow the table.
+    #[command(after_help = STATUS_HELP)]
     Status {
         /// One JSON object on stdout (see the README for its fields).
         #[arg(long)]
@@ -106,6 +149,7 @@ enum Command {
     },
     /// Print the tool view an agent gets: qualified name, server, raw name, description, and
     /// whether the tool is deferred (served from the cache while its server connects).
+    #[command(after_help = TOOLS_HELP)]
     Tools {
         #[arg(long)]
         json: bool,
@@ -114,21 +158,25 @@ enum Command {
         server: Option<String>,
     },
     /// Call a tool by qualified name; waits for its server if the tool is deferred.
+    #[command(after_help = CALL_HELP)]
     Call {
         /// The qualified tool name, e.g. mcp_fast_echo.
         tool: String,
         /// The arguments as a JSON object, or `-` to read them from stdin [default: {}].
         args: Option<String>,
-        /// Print the raw result as JSON instead of its text rendering.
+        /// Print the result as JSON (content, structuredContent, isError) instead of its
+        /// text rendering.
         #[arg(long)]
         json: bool,
     },
     /// Run four demo servers (fast, slow, failing, hanging) cold then warm, and narrate the
     /// gate, deferred tools, the late connection, isolation and teardown. Writes only under a
     /// temporary directory.
+    #[command(after_help = DEMO_HELP)]
     Demo,
     /// Connect like `status`, then stay connected and print every status change, tool
     /// change, reconnect attempt and diagnostic as it happens, until Ctrl-C or `--for-ms`.
+    #[command(after_help = WATCH_HELP)]
     Watch {
         /// One JSON object per line: `time_ms`, `event`, `server` and the event's fields.
         #[arg(long)]
@@ -137,6 +185,11 @@ enum Command {
         #[arg(long, value_name = "MS")]
         for_ms: Option<u64>,
     },
+}
+
+/// A number of milliseconds above zero (`0` or a non-number is a usage error, exit 2).
+fn positive_ms() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..)
 }
 
 /// An error that ends the command with a message on stderr.
@@ -166,6 +219,7 @@ pub fn main() -> ExitCode {
     // The demo's servers are this very binary (`cargo run` builds only `switchboard`).
     let mut args = std::env::args();
     if args.nth(1).as_deref() == Some(demo::DEMO_SERVER_SUBCOMMAND) {
+        demo::record_server_pid();
         switchboard::demo_server::run(args);
     }
     let cli = Cli::parse();
@@ -199,20 +253,45 @@ fn init_logging(g: &Global) {
         .try_init();
 }
 
+/// Run the command, or shut down cleanly when Ctrl-C or SIGTERM arrives first. The handler is
+/// installed before anything starts.
 async fn run(cli: Cli) -> Result<u8, Fatal> {
+    let interrupt = interrupt::Interrupt::install()?;
+    let quiet = cli.global.quiet;
+    let command = run_command(cli, &interrupt);
+    let signal = match future::or(async { Ok(command.await) }, async {
+        Err(interrupt.listen().await)
+    })
+    .await
+    {
+        Ok(result) => return result,
+        Err(signal) => signal,
+    };
+    // The command's future is gone (a pending call is cancelled with it).
+    interrupt.shut_down().await;
+    if !quiet {
+        eprintln!(
+            "switchboard: interrupted ({}); every server was shut down",
+            interrupt::name(signal)
+        );
+    }
+    Ok(interrupt::exit_code(signal))
+}
+
+async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, Fatal> {
     let g = cli.global;
     match cli.command {
-        Command::Demo => demo::run(&g).await,
-        Command::Watch { json, for_ms } => watch::run(&g, json, for_ms).await,
+        Command::Demo => demo::run(&g, interrupt).await,
+        Command::Watch { json, for_ms } => watch::run(&g, interrupt, json, for_ms).await,
         Command::Status { json } => {
-            let session = Session::start(&g, Settle::All).await?;
+            let session = Session::start(&g, interrupt, Settle::All).await?;
             let failed = session.any_failed();
             output::status(&session, json);
             session.sb.shutdown().await;
             Ok(strict_code(&g, failed))
         }
         Command::Tools { json, server } => {
-            let session = Session::start(&g, Settle::Uncached).await?;
+            let session = Session::start(&g, interrupt, Settle::Uncached).await?;
             if let Some(name) = &server {
                 if !session.sb.servers().iter().any(|s| &s.name == name) {
                     session.sb.shutdown().await;
@@ -225,8 +304,8 @@ async fn run(cli: Cli) -> Result<u8, Fatal> {
             Ok(strict_code(&g, failed))
         }
         Command::Call { tool, args, json } => {
-            let arguments = parse_arguments(args.as_deref())?;
-            let session = Session::start(&g, Settle::Uncached).await?;
+            let arguments = parse_arguments(args.as_deref()).await?;
+            let session = Session::start(&g, interrupt, Settle::Uncached).await?;
             let failed = session.any_failed();
             let result = session.sb.call(&tool, arguments).await;
             session.sb.shutdown().await;
@@ -255,16 +334,16 @@ fn strict_code(g: &Global, failed: bool) -> u8 {
 }
 
 /// `JSON_ARGS`, `-` (stdin) or nothing (`{}`); must be a JSON object.
-fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
+async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
     let text = match arg {
         None => return Ok(Value::Object(Default::default())),
-        Some("-") => {
+        // On a blocking thread, so that Ctrl-C still ends the command while it waits.
+        Some("-") => blocking::unblock(|| {
             let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| Fatal::usage(format!("cannot read the arguments from stdin: {e}")))?;
-            s
-        }
+            std::io::stdin().read_to_string(&mut s).map(|_| s)
+        })
+        .await
+        .map_err(|e| Fatal::usage(format!("cannot read the arguments from stdin: {e}")))?,
         Some(s) => s.to_string(),
     };
     let value: Value = serde_json::from_str(&text)
@@ -278,6 +357,8 @@ fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
 /// Which servers a command waits for after the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Settle {
+    /// None (`watch`: it reports every change after the gate itself).
+    Gate,
     /// Every server (`status`: final states).
     All,
     /// Servers without a cache entry (the library's default correctness wait, done here so
@@ -290,10 +371,28 @@ struct Session {
     sb: Switchboard,
     report: StartupReport,
     discovered: Discovered,
+    /// Subscribed as soon as `start` returned, before the settle wait: every event since the
+    /// gate, unread.
+    events: async_channel::Receiver<switchboard::Event>,
+    /// Just before `start`: the library's clock starts inside it, so this is its origin to
+    /// well under a millisecond (for the time until a scheduled reconnect).
+    clock_origin: Instant,
 }
 
 impl Session {
-    async fn start(g: &Global, settle: Settle) -> Result<Session, Fatal> {
+    /// How long until `at` (an instant of the library's clock); zero if past.
+    fn until(&self, at: switchboard::core::Instant) -> Duration {
+        let now = u64::try_from(self.clock_origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        Duration::from_nanos(at.as_nanos().saturating_sub(now))
+    }
+}
+
+impl Session {
+    async fn start(
+        g: &Global,
+        interrupt: &interrupt::Interrupt,
+        settle: Settle,
+    ) -> Result<Session, Fatal> {
         let started = Instant::now();
         let project = match &g.project {
             Some(p) => p.clone(),
@@ -322,24 +421,28 @@ impl Session {
                 return Err(Fatal::usage(broken.join("\n")));
             }
         }
-        let mut servers = discovered.servers.clone();
-        if let Some(ms) = g.timeout_ms {
-            let ms = i64::try_from(ms).unwrap_or(i64::MAX);
-            for s in &mut servers {
-                s.config.timeout_ms.get_or_insert(ms);
-            }
-        }
+        let servers = discovered.servers.clone();
+        // The flag goes to the manager, not into the configs: a config is part of its tool
+        // cache key, so changing it would cost every server its cached tools.
+        let default_timeout = g
+            .timeout_ms
+            .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_millis);
         // Upper bound of the wait after the gate: the longest connect timeout plus the
         // `tools/list` request timeout.
         let longest = servers
             .iter()
-            .map(|s| s.config.connect_timeout())
+            .map(|s| s.config.connect_timeout_or(default_timeout))
             .max()
             .unwrap_or_default();
+        let health = g.health_ms.map(Duration::from_millis);
         let mut builder = Builder::servers(servers)
             .project_dir(&project)
             .naming(naming(g.naming))
-            .uncached_wait(Duration::ZERO);
+            .uncached_wait(Duration::ZERO)
+            .manager_options(|o| {
+                o.default_connect_timeout = default_timeout;
+                o.health = health.map(health_policy);
+            });
         if let Some(ms) = g.gate_ms {
             builder = builder.gate(Duration::from_millis(ms));
         }
@@ -348,13 +451,26 @@ impl Session {
         } else if let Some(dir) = &g.cache_dir {
             builder = builder.cache_dir(dir);
         }
+        let clock_origin = Instant::now();
         let (sb, report) = builder
             .start()
             .await
             .map_err(|e| Fatal::failed(e.to_string()))?;
+        interrupt.running(&sb);
+        // No await since `start` returned: nothing is missed between the gate and here.
+        let kept = sb.events();
+        let events = sb.events();
+        if settle == Settle::Gate {
+            return Ok(Session {
+                sb,
+                report,
+                discovered,
+                events: kept,
+                clock_origin,
+            });
+        }
         let mut live = term::LiveView::new(started, g.quiet);
         let deadline = Instant::now() + longest + Duration::from_secs(30);
-        let events = sb.events();
         loop {
             let servers = sb.servers();
             live.update(&servers);
@@ -365,6 +481,7 @@ impl Session {
                     && match settle {
                         Settle::All => true,
                         Settle::Uncached => report.pending.contains(&s.name),
+                        Settle::Gate => false,
                     }
             });
             if !waiting || Instant::now() >= deadline {
@@ -388,6 +505,8 @@ impl Session {
             sb,
             report,
             discovered,
+            events: kept,
+            clock_origin,
         })
     }
 
@@ -399,6 +518,16 @@ impl Session {
                 .servers()
                 .iter()
                 .any(|s| s.status == ServerStatus::Disconnected && s.last_error.is_some())
+    }
+}
+
+/// `--health-ms`: a ping every `interval`, each given as long to be answered; two misses in a
+/// row close the connection.
+fn health_policy(interval: Duration) -> HealthPolicy {
+    HealthPolicy {
+        interval,
+        timeout: interval,
+        misses: 2,
     }
 }
 

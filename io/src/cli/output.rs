@@ -6,6 +6,7 @@ use super::Session;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::time::Duration;
 use switchboard::core::config::{SkipReason, SourceLevel, SourceMeta};
 use switchboard::{ServerState, ServerStatus, ToolResult};
 
@@ -51,6 +52,10 @@ pub struct ServerJson {
     /// Milliseconds from the start of the last attempt to tools ready; null if not ready.
     pub time_to_ready_ms: Option<u64>,
     pub attempts: u32,
+    /// The reconnect attempt under way or scheduled; null when the server is not reconnecting.
+    pub reconnect_attempt: Option<u32>,
+    /// Milliseconds until that attempt starts; null unless one is scheduled.
+    pub next_attempt_in_ms: Option<u64>,
     pub server_info: Option<ServerInfoJson>,
     pub protocol_version: Option<String>,
     /// The last error (for a stdio server that exited: with its last stderr lines).
@@ -63,8 +68,12 @@ pub struct ServerInfoJson {
     pub version: Option<String>,
 }
 
-impl From<&ServerState> for ServerJson {
-    fn from(s: &ServerState) -> Self {
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl ServerJson {
+    fn new(s: &ServerState, session: &Session) -> Self {
         ServerJson {
             name: s.name.clone(),
             source: (&s.source).into(),
@@ -72,10 +81,10 @@ impl From<&ServerState> for ServerJson {
             status: status_word(s),
             phase: s.phase,
             tools: s.tool_count,
-            time_to_ready_ms: s
-                .time_to_ready
-                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            time_to_ready_ms: s.time_to_ready.map(millis),
             attempts: s.attempts,
+            reconnect_attempt: (s.reconnect_attempt > 0).then_some(s.reconnect_attempt),
+            next_attempt_in_ms: next_attempt(s, session).map(millis),
             server_info: s.server_name.as_ref().map(|n| ServerInfoJson {
                 name: n.clone(),
                 version: s.server_version.clone(),
@@ -118,6 +127,30 @@ pub struct StatusJson {
     pub config_errors: Vec<ConfigErrorJson>,
 }
 
+/// The time until a scheduled reconnect attempt.
+fn next_attempt(s: &ServerState, session: &Session) -> Option<Duration> {
+    (s.reconnect_attempt > 0)
+        .then_some(s.next_attempt_at)
+        .flatten()
+        .map(|at| session.until(at))
+}
+
+/// The STATUS cell: the status word, or for a server reconnecting `reconnecting (attempt 3,
+/// in 2.0 s)` (`reconnecting (attempt 3)` once the attempt is under way).
+fn status_cell(s: &ServerState, next: Option<Duration>) -> String {
+    if s.reconnect_attempt == 0 || s.status != ServerStatus::Connecting {
+        return status_word(s).to_string();
+    }
+    match next {
+        Some(d) => format!(
+            "reconnecting (attempt {}, in {:.1} s)",
+            s.reconnect_attempt,
+            d.as_secs_f64()
+        ),
+        None => format!("reconnecting (attempt {})", s.reconnect_attempt),
+    }
+}
+
 fn skip_reason(r: &SkipReason) -> String {
     match r {
         SkipReason::Disabled => "disabled".into(),
@@ -131,7 +164,12 @@ fn status_json(session: &Session) -> StatusJson {
     let d = &session.discovered;
     StatusJson {
         gate_ms: u64::try_from(session.report.elapsed.as_millis()).unwrap_or(u64::MAX),
-        servers: session.sb.servers().iter().map(ServerJson::from).collect(),
+        servers: session
+            .sb
+            .servers()
+            .iter()
+            .map(|s| ServerJson::new(s, session))
+            .collect(),
         shadowed: d
             .shadowed
             .iter()
@@ -253,7 +291,7 @@ pub fn status(session: &Session, json: bool) {
                         s.source.path
                     ),
                     s.transport.unwrap_or("-").to_string(),
-                    status_word(s).to_string(),
+                    status_cell(s, next_attempt(s, session)),
                     s.tool_count.to_string(),
                     s.time_to_ready.map(fmt_duration).unwrap_or("-".into()),
                 ]
@@ -262,7 +300,7 @@ pub fn status(session: &Session, json: bool) {
         let header = ["SERVER", "SOURCE", "TRANSPORT", "STATUS", "TOOLS", "READY"];
         let text = table(&header, &rows, style, |r, c, cell| {
             if c == 3 {
-                paint_status(style, &servers[r], 0)
+                paint_status(style, &servers[r], &cell)
             } else {
                 cell
             }
@@ -442,5 +480,59 @@ pub fn call_result(r: &ToolResult, json: bool) {
         print_json(r);
     } else {
         println!("{}", r.render_text());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard::core::config::SourceLevel;
+    use switchboard::core::Instant;
+
+    fn state(status: ServerStatus, reconnect_attempt: u32) -> ServerState {
+        ServerState {
+            name: "s".into(),
+            status,
+            phase: "backoff",
+            source: SourceMeta {
+                provider: "switchboard".into(),
+                level: SourceLevel::Project,
+                path: "mcp.json".into(),
+            },
+            config_hash: String::new(),
+            transport: Some("stdio"),
+            conn: None,
+            last_error: Some("stdio server exited (code 1)".into()),
+            attempts: 4,
+            started_at: None,
+            ready_at: None,
+            time_to_ready: None,
+            tool_count: 3,
+            deferred: true,
+            protocol_version: None,
+            server_name: None,
+            server_version: None,
+            reconnect_attempt,
+            next_attempt_at: Some(Instant::from_millis(5000)),
+        }
+    }
+
+    #[test]
+    fn the_status_cell_shows_the_reconnect_attempt_and_when_it_starts() {
+        let s = state(ServerStatus::Connecting, 3);
+        assert_eq!(
+            status_cell(&s, Some(Duration::from_millis(2000))),
+            "reconnecting (attempt 3, in 2.0 s)"
+        );
+        assert_eq!(status_cell(&s, None), "reconnecting (attempt 3)");
+        // Not reconnecting: the plain status word.
+        assert_eq!(
+            status_cell(&state(ServerStatus::Connecting, 0), None),
+            "deferred"
+        );
+        assert_eq!(
+            status_cell(&state(ServerStatus::Disconnected, 2), None),
+            "failed"
+        );
     }
 }

@@ -84,13 +84,13 @@ pub fn status_word(s: &ServerState) -> &'static str {
     }
 }
 
-pub fn paint_status(style: Style, s: &ServerState, width: usize) -> String {
-    let word = format!("{:<width$}", status_word(s));
+/// `text` (a server's status cell) in the colour of its status.
+pub fn paint_status(style: Style, s: &ServerState, text: &str) -> String {
     match s.status {
-        ServerStatus::Connected => style.green(&word),
-        ServerStatus::Connecting => style.yellow(&word),
-        ServerStatus::Disconnected if s.last_error.is_some() => style.red(&word),
-        ServerStatus::Disconnected => word,
+        ServerStatus::Connected => style.green(text),
+        ServerStatus::Connecting => style.yellow(text),
+        ServerStatus::Disconnected if s.last_error.is_some() => style.red(text),
+        ServerStatus::Disconnected => text.to_string(),
     }
 }
 
@@ -144,7 +144,7 @@ impl LiveView {
                 out.push_str(&format!(
                     "\r\x1b[2K  {:<width$}  {}{}  {}\n",
                     s.name,
-                    paint_status(self.style, s, 0),
+                    paint_status(self.style, s, status_word(s)),
                     self.style.dim(&phase),
                     self.style.dim(&when),
                 ));

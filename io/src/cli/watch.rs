@@ -2,21 +2,37 @@
 //! change, tool change, reconnect attempt and diagnostic as it happens, until Ctrl-C or
 //! `--for-ms`; then shut down cleanly.
 //!
-//! With `--json`, one JSON object per line, each with at least `time_ms` (since the watch
-//! started), `event` and `server`:
-//! - `{"event": "server", "status", "tools", "error"}`: the state of each server once connected;
-//! - `{"event": "status_changed", "status"}` (`connected`, `connecting`, `disconnected`);
-//! - `{"event": "reconnect_scheduled", "status", "attempt", "error"}` (the diagnostic that
-//!   follows says when the attempt starts);
+//! The watch subscribes to the switchboard's events the moment `start` returns at the gate
+//! (before anything is printed), prints each server's state at the gate, then every event in
+//! order (a status change already shown in a `server` line is not repeated). With `--json`,
+//! one JSON object per line, each with `time_ms` (since the watch
+//! started), `event` and `server` (null when the event concerns no one server):
+//! - `{"event": "server", "status", "phase", "tools", "deferred", "error"}`: each server's state
+//!   at the gate, one line each, first;
+//! - `{"event": "startup_complete", "round", "tools", "errors"}`: a startup round reached its
+//!   gate (the first one right after the `server` lines);
+//! - `{"event": "status_changed", "status", "attempts"}` (`connected`, `connecting`,
+//!   `disconnected`);
+//! - `{"event": "reconnect_scheduled", "attempt", "next_attempt_in_ms", "error"}`: the
+//!   connection was lost (attempt 1) or reconnect attempt `attempt - 1` failed; attempt
+//!   `attempt` starts in `next_attempt_in_ms`;
+//! - `{"event": "reconnect_started", "attempt"}`: that attempt's time came (the library
+//!   emits no event of its own when an attempt starts: this line is printed when the
+//!   scheduled time passes, or just before the event that shows the attempt ran, whichever
+//!   comes first; it is dropped if the server is disconnected before its time);
 //! - `{"event": "tools_changed", "tools", "deferred"}`: that server's tool count now;
 //! - `{"event": "diagnostic", "level", "message"}` (`server` may be null);
-//! - `{"event": "stopped", "reason"}` (`ctrl-c` or `for-ms`), the last line.
+//! - `{"event": "stopped", "reason", "processes_left"}` (`reason`: `ctrl-c`, `sigterm` or
+//!   `for-ms`), the last line.
 
+use super::interrupt::{self, Interrupt};
 use super::{Fatal, Global, Session, Settle};
 use futures_lite::future;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
+use switchboard::core::manager::Level;
 use switchboard::{Event, ServerStatus, Switchboard};
 
 fn status_word(s: ServerStatus) -> &'static str {
@@ -68,40 +84,95 @@ fn tool_counts(sb: &Switchboard, server: &str) -> (usize, usize) {
     (live + deferred, deferred)
 }
 
-pub(super) async fn run(g: &Global, as_json: bool, for_ms: Option<u64>) -> Result<u8, Fatal> {
+/// A reconnect the core scheduled, parsed from its diagnostic: `connection lost: <error>;
+/// reconnecting in <ms> ms (attempt 1)` or `attempt failed: <error>; retrying in <ms> ms
+/// (attempt <n>)`.
+#[derive(Debug, PartialEq, Eq)]
+struct Scheduled<'a> {
+    error: &'a str,
+    delay_ms: u64,
+    attempt: u32,
+}
+
+fn parse_scheduled(message: &str) -> Option<Scheduled<'_>> {
+    let body = message
+        .strip_prefix("connection lost: ")
+        .or_else(|| message.strip_prefix("attempt failed: "))?;
+    let (error, rest) = ["; reconnecting in ", "; retrying in "]
+        .iter()
+        .filter_map(|sep| {
+            body.rfind(sep)
+                .map(|i| (&body[..i], &body[i + sep.len()..]))
+        })
+        .max_by_key(|(error, _)| error.len())?;
+    let (delay, attempt) = rest.split_once(" ms (attempt ")?;
+    Some(Scheduled {
+        error,
+        delay_ms: delay.parse().ok()?,
+        attempt: attempt.strip_suffix(')')?.parse().ok()?,
+    })
+}
+
+/// A reconnect attempt scheduled and not yet reported as started.
+struct Pending {
+    attempt: u32,
+    due: Instant,
+}
+
+struct Watch<'a> {
+    p: Printer,
+    sb: &'a Switchboard,
+    pending: BTreeMap<String, Pending>,
+    /// The round `start` returned with (already printed from its report).
+    first_round: u64,
+    /// The status last printed for each server: a change published just as the watch
+    /// subscribed is already in its `server` line, and is not printed twice.
+    printed: BTreeMap<String, ServerStatus>,
+}
+
+pub(super) async fn run(
+    g: &Global,
+    interrupt: &Interrupt,
+    as_json: bool,
+    for_ms: Option<u64>,
+) -> Result<u8, Fatal> {
     let started = Instant::now();
-    let session = Session::start(g, Settle::Uncached).await?;
+    let session = Session::start(g, interrupt, Settle::Gate).await?;
+    // From here the watch ends itself on a signal, to print its last line.
+    interrupt.take_over();
     let sb = session.sb.clone();
-    let p = Printer {
-        json: as_json,
-        started,
+    let mut w = Watch {
+        p: Printer {
+            json: as_json,
+            started,
+        },
+        sb: &sb,
+        pending: BTreeMap::new(),
+        first_round: session.report.round,
+        printed: BTreeMap::new(),
     };
     for s in sb.servers() {
-        let (tools, _) = tool_counts(&sb, &s.name);
-        p.emit(
+        w.printed.insert(s.name.clone(), s.status);
+        let (tools, deferred) = tool_counts(&sb, &s.name);
+        w.p.emit(
             "server",
             Some(&s.name),
-            json!({"status": status_word(s.status), "tools": tools, "error": s.last_error}),
+            json!({"status": status_word(s.status), "phase": s.phase, "tools": tools,
+                   "deferred": deferred, "error": s.last_error}),
             format!(
-                "{} with {tools} tools{}",
+                "{} ({}) with {tools} tools ({deferred} deferred){}",
                 status_word(s.status),
+                s.phase,
                 s.last_error
                     .as_deref()
-                    .map(|e| format!(" ({})", super::term::first_line(e)))
+                    .map(|e| format!(": {}", super::term::first_line(e)))
                     .unwrap_or_default()
             ),
         );
     }
-    let events = sb.events();
-    let signals =
-        async_signal::Signals::new([async_signal::Signal::Int, async_signal::Signal::Term])
-            .map_err(|e| Fatal::failed(format!("cannot listen for Ctrl-C: {e}")))?;
-    let stop = async {
-        use futures_lite::StreamExt;
-        let mut signals = signals;
-        let _ = signals.next().await;
-        "ctrl-c"
-    };
+    startup_complete(&w.p, &session.report);
+    let events = session.events.clone();
+    let stop = async { interrupt::name(interrupt.wait().await) };
     let limit = async {
         match for_ms {
             Some(ms) => {
@@ -112,131 +183,235 @@ pub(super) async fn run(g: &Global, as_json: bool, for_ms: Option<u64>) -> Resul
         }
     };
     let watch = async {
-        while let Ok(ev) = events.recv().await {
-            print_event(&p, &sb, ev);
+        loop {
+            let due = w.pending.values().map(|p| p.due).min();
+            let next = future::or(async { Some(events.recv().await) }, async {
+                match due {
+                    Some(at) => async_io::Timer::at(at).await,
+                    None => future::pending().await,
+                };
+                None
+            })
+            .await;
+            match next {
+                Some(Ok(ev)) => w.event(ev),
+                Some(Err(_)) => break,
+                None => w.due(),
+            }
         }
         "stopped"
     };
     let reason = future::or(watch, future::or(stop, limit)).await;
     sb.shutdown().await;
-    p.emit(
+    let left = sb.live_processes().len();
+    w.p.emit(
         "stopped",
         None,
-        json!({"reason": reason, "processes_left": sb.live_processes().len()}),
-        format!(
-            "stopped ({reason}); processes left: {}",
-            sb.live_processes().len()
-        ),
+        json!({"reason": reason, "processes_left": left}),
+        format!("stopped ({reason}); processes left: {left}"),
     );
-    Ok(super::EXIT_OK)
+    Ok(match reason {
+        "ctrl-c" => 130,
+        "sigterm" => 143,
+        _ => super::EXIT_OK,
+    })
 }
 
-fn print_event(p: &Printer, sb: &Switchboard, ev: Event) {
-    match ev {
-        Event::StatusChanged { server, status } => {
-            let state = sb.server_state(&server);
-            let retry = state
-                .as_ref()
-                .filter(|s| s.status == ServerStatus::Connecting && s.reconnect_attempt > 0);
-            match retry {
-                Some(s) => {
-                    let err = s.last_error.clone();
-                    p.emit(
-                        "reconnect_scheduled",
-                        Some(&server),
-                        json!({"status": "connecting", "attempt": s.reconnect_attempt, "error": err}),
-                        format!(
-                            "connection lost ({}); reconnect attempt {} scheduled",
-                            err.as_deref().map(super::term::first_line).unwrap_or("?"),
-                            s.reconnect_attempt
-                        ),
-                    );
-                }
-                None => {
-                    let word = status_word(status);
-                    let attempts = state.as_ref().map_or(0, |s| s.attempts);
-                    p.emit(
-                        "status_changed",
-                        Some(&server),
-                        json!({"status": word, "attempts": attempts}),
-                        format!("status {word}"),
-                    );
-                }
-            }
+fn startup_complete(p: &Printer, report: &switchboard::StartupReport) {
+    p.emit(
+        "startup_complete",
+        None,
+        json!({"round": report.round, "tools": report.tools.len(), "errors": report.errors}),
+        format!(
+            "round {} complete: {} tools, {} errors",
+            report.round,
+            report.tools.len(),
+            report.errors.len()
+        ),
+    );
+}
+
+impl Watch<'_> {
+    /// Report the attempts whose time has come.
+    fn due(&mut self) {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.due <= now)
+            .map(|(s, _)| s.clone())
+            .collect();
+        for server in due {
+            self.started(&server);
         }
-        Event::ToolsChanged { servers } => {
-            for server in servers {
-                let (tools, deferred) = tool_counts(sb, &server);
-                p.emit(
-                    "tools_changed",
+    }
+
+    fn started(&mut self, server: &str) {
+        if let Some(p) = self.pending.remove(server) {
+            self.p.emit(
+                "reconnect_started",
+                Some(server),
+                json!({"attempt": p.attempt}),
+                format!("reconnect attempt {} started", p.attempt),
+            );
+        }
+    }
+
+    fn event(&mut self, ev: Event) {
+        match ev {
+            Event::StatusChanged { server, status } => {
+                match status {
+                    // The attempt ran.
+                    ServerStatus::Connected => self.started(&server),
+                    // Disconnected before its time: the attempt never starts.
+                    ServerStatus::Disconnected => {
+                        if self
+                            .pending
+                            .get(&server)
+                            .is_some_and(|p| p.due > Instant::now())
+                        {
+                            self.pending.remove(&server);
+                        } else {
+                            self.started(&server);
+                        }
+                    }
+                    ServerStatus::Connecting => {}
+                }
+                if self.printed.insert(server.clone(), status) == Some(status) {
+                    return;
+                }
+                let word = status_word(status);
+                let attempts = self.sb.server_state(&server).map_or(0, |s| s.attempts);
+                self.p.emit(
+                    "status_changed",
                     Some(&server),
-                    json!({"tools": tools, "deferred": deferred}),
-                    format!("tools changed: {tools} tools ({deferred} deferred)"),
+                    json!({"status": word, "attempts": attempts}),
+                    format!("status {word}"),
                 );
             }
+            Event::ToolsChanged { servers } => {
+                for server in servers {
+                    let (tools, deferred) = tool_counts(self.sb, &server);
+                    self.p.emit(
+                        "tools_changed",
+                        Some(&server),
+                        json!({"tools": tools, "deferred": deferred}),
+                        format!("tools changed: {tools} tools ({deferred} deferred)"),
+                    );
+                }
+            }
+            Event::Diagnostic {
+                server: Some(server),
+                level: Level::Warn,
+                message,
+            } if parse_scheduled(&message).is_some() => {
+                let Some(s) = parse_scheduled(&message) else {
+                    return;
+                };
+                // A failed attempt's retry: that attempt ran.
+                self.started(&server);
+                self.pending.insert(
+                    server.clone(),
+                    Pending {
+                        attempt: s.attempt,
+                        due: Instant::now() + Duration::from_millis(s.delay_ms),
+                    },
+                );
+                self.p.emit(
+                    "reconnect_scheduled",
+                    Some(&server),
+                    json!({"attempt": s.attempt, "next_attempt_in_ms": s.delay_ms,
+                           "error": s.error}),
+                    format!(
+                        "reconnect attempt {} in {} ms ({})",
+                        s.attempt,
+                        s.delay_ms,
+                        super::term::first_line(s.error)
+                    ),
+                );
+            }
+            Event::Diagnostic {
+                server,
+                level,
+                message,
+            } => {
+                let level = format!("{level:?}").to_lowercase();
+                self.p.emit(
+                    "diagnostic",
+                    server.as_deref(),
+                    json!({"level": level, "message": message}),
+                    format!("{level}: {message}"),
+                );
+            }
+            Event::ServerLog {
+                server,
+                level,
+                severity,
+                logger,
+                data,
+            } => {
+                let text = match &data {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let level = format!("{level:?}").to_lowercase();
+                self.p.emit(
+                    "server_log",
+                    Some(&server),
+                    json!({"level": level, "severity": severity, "logger": logger, "data": data}),
+                    format!("{level}: [{}] {text}", logger.as_deref().unwrap_or(&server)),
+                );
+            }
+            Event::Progress {
+                server,
+                call,
+                progress,
+                total,
+                message,
+            } => {
+                self.p.emit(
+                    "progress",
+                    Some(&server),
+                    json!({"call": call.map(|c| c.0), "progress": progress, "total": total, "message": message}),
+                    format!(
+                        "progress {progress}{}{}",
+                        total.map_or(String::new(), |t| format!("/{t}")),
+                        message.map_or(String::new(), |m| format!(": {m}"))
+                    ),
+                );
+            }
+            // The first round's event may race the subscription: it was printed already.
+            Event::StartupComplete { report } if report.round == self.first_round => {}
+            Event::StartupComplete { report } => startup_complete(&self.p, &report),
         }
-        Event::Diagnostic {
-            server,
-            level,
-            message,
-        } => {
-            let level = format!("{level:?}").to_lowercase();
-            p.emit(
-                "diagnostic",
-                server.as_deref(),
-                json!({"level": level, "message": message}),
-                format!("{level}: {message}"),
-            );
-        }
-        Event::ServerLog {
-            server,
-            level,
-            severity,
-            logger,
-            data,
-        } => {
-            let text = match &data {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let level = format!("{level:?}").to_lowercase();
-            p.emit(
-                "server_log",
-                Some(&server),
-                json!({"level": level, "severity": severity, "logger": logger, "data": data}),
-                format!("{level}: [{}] {text}", logger.as_deref().unwrap_or(&server)),
-            );
-        }
-        Event::Progress {
-            server,
-            call,
-            progress,
-            total,
-            message,
-        } => {
-            p.emit(
-                "progress",
-                Some(&server),
-                json!({"call": call.map(|c| c.0), "progress": progress, "total": total, "message": message}),
-                format!(
-                    "progress {progress}{}{}",
-                    total.map_or(String::new(), |t| format!("/{t}")),
-                    message.map_or(String::new(), |m| format!(": {m}"))
-                ),
-            );
-        }
-        Event::StartupComplete { report } => {
-            p.emit(
-                "startup_complete",
-                None,
-                json!({"round": report.round, "tools": report.tools.len(), "errors": report.errors}),
-                format!(
-                    "round {} complete: {} tools, {} errors",
-                    report.round,
-                    report.tools.len(),
-                    report.errors.len()
-                ),
-            );
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cores_reconnect_diagnostics_parse() {
+        assert_eq!(
+            parse_scheduled(
+                "connection lost: stdio server exited (code 1); last stderr lines:\na; b; reconnecting in 512 ms (attempt 1)"
+            ),
+            Some(Scheduled {
+                error: "stdio server exited (code 1); last stderr lines:\na; b",
+                delay_ms: 512,
+                attempt: 1
+            })
+        );
+        assert_eq!(
+            parse_scheduled("attempt failed: connect timed out; retrying in 4100 ms (attempt 4)"),
+            Some(Scheduled {
+                error: "connect timed out",
+                delay_ms: 4100,
+                attempt: 4
+            })
+        );
+        assert_eq!(parse_scheduled("connection lost: EOF"), None);
+        assert_eq!(parse_scheduled("failed after startup: x"), None);
     }
 }
