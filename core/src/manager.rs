@@ -557,6 +557,8 @@ struct Call {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Counters {
     pub stale_events: u64,
+    /// An `Opened` for an attempt no longer tracked (abandoned, or its end reported first),
+    /// answered with `CloseTransport`.
     pub stale_opened_closed: u64,
     pub deferred_servers_at_gate: u64,
     pub deferred_calls_sent: u64,
