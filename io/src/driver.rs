@@ -185,7 +185,7 @@ impl Driver {
         let (stdio_tx, stdio_rx) = async_channel::unbounded();
         let (http_tx, http_rx) = async_channel::unbounded();
         let (internal_tx, internal_rx) = async_channel::unbounded();
-        let secrets = Arc::new(SecretCache::new().with_registry(cfg.registry.clone()));
+        let secrets = Arc::new(SecretCache::shared().with_registry(cfg.registry.clone()));
         Driver {
             m,
             clock,
