@@ -24,8 +24,11 @@ pub struct DiscoveryOptions {
     /// repository you opted out of reports nothing.
     pub project_configs: bool,
     /// When non-empty, these files replace discovery entirely, in this priority order
-    /// (provider `switchboard`, level user). A missing explicit file is an error.
+    /// (provider `switchboard`, level user). A missing explicit file is an error. A file
+    /// named `.claude.json` is read as Claude Code's (provider `claude-code`): its top-level
+    /// `mcpServers` and `projects["<project_dir>"].mcpServers`.
     pub explicit_files: Vec<PathBuf>,
+    /// Server names and URLs never to run (they are reported as skipped).
     pub deny: DenyList,
 }
 
@@ -88,11 +91,18 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
         return opts
             .explicit_files
             .iter()
-            .map(|path| Candidate {
-                path: path.clone(),
-                provider: "switchboard",
-                level: SourceLevel::User,
-                shape: Shape::Document,
+            .map(|path| {
+                let claude = path.file_name().is_some_and(|n| n == ".claude.json");
+                Candidate {
+                    path: path.clone(),
+                    provider: if claude { "claude-code" } else { "switchboard" },
+                    level: SourceLevel::User,
+                    shape: if claude {
+                        Shape::ClaudeJson
+                    } else {
+                        Shape::Document
+                    },
+                }
             })
             .collect();
     }

@@ -399,3 +399,26 @@ fn an_unreadable_file_is_an_error_and_the_rest_still_loads() {
         matches!(&found.errors[0].error, ConfigError::Document { message, .. } if message.starts_with("cannot read"))
     );
 }
+
+#[test]
+fn an_explicit_claude_json_is_read_the_claude_way() {
+    let d = dirs();
+    let claude = format!(
+        r#"{{"mcpServers": {{"top": {{"command": "t"}}}},
+            "projects": {{"{}": {{"mcpServers": {{"local": {{"command": "l"}}}}}},
+                          "/somewhere/else": {{"mcpServers": {{"not-mine": {{"command": "x"}}}}}}}}}}"#,
+        d.project.display()
+    );
+    write(&d.project, "backup/.claude.json", &claude);
+    let found = discover(&DiscoveryOptions {
+        explicit_files: vec![d.project.join("backup/.claude.json")],
+        ..options(&d)
+    });
+    assert_eq!(found.errors, []);
+    let names: Vec<_> = found
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.source.provider.as_str()))
+        .collect();
+    assert_eq!(names, [("local", "claude-code"), ("top", "claude-code")]);
+}
