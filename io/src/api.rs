@@ -1,7 +1,7 @@
 //! The library handle: [`Switchboard`] and its [`Builder`].
 
 use crate::cache::ToolCache;
-use crate::driver::{Clock, Driver, DriverConfig, Event, Request, Shared};
+use crate::driver::{Clock, ConfigReport, Driver, DriverConfig, Event, Request, Shared};
 use crate::secrets::CredentialProvider;
 use crate::stdio::{ProcessRegistry, StdioOptions};
 use async_channel::{Receiver, Sender};
@@ -30,12 +30,36 @@ pub enum ServerSource {
 /// [`StartupReport`] and in [`Switchboard::server_state`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
+    /// The switchboard has shut down (its driver is gone).
     #[error("the switchboard has shut down")]
     Stopped,
+    /// A tool call failed: transport or protocol failure, timeout, unknown tool
+    /// (`MCP error: ...`). A result with `isError` is not an error.
     #[error("{0}")]
     Call(String),
+    /// The call was cancelled.
     #[error("the call was cancelled")]
     Cancelled,
+    /// No server of that name is known: never configured, or already disconnected.
+    #[error("no server named \"{0}\"")]
+    UnknownServer(String),
+    /// The server is known but not connected (it failed, or waits to reconnect).
+    #[error("server \"{server}\" is not connected: {reason}")]
+    NotConnected {
+        /// The server's name.
+        server: String,
+        /// Its last error, or its phase when it has none.
+        reason: String,
+    },
+    /// Re-listing a server's tools failed; the server keeps its previous list (or, if the
+    /// connection was lost meanwhile, is handled like any lost connection).
+    #[error("re-listing the tools of server \"{server}\" failed: {error}")]
+    Refresh {
+        /// The server's name.
+        server: String,
+        /// What went wrong.
+        error: String,
+    },
 }
 
 /// Builds a [`Switchboard`]. Every setting has the seed's default.
@@ -193,10 +217,12 @@ impl Builder {
         let (servers, discovery) = match &self.source {
             ServerSource::Specs(s) => (s.clone(), None),
             ServerSource::Discover(o) => {
-                let d = crate::discovery::discover(o);
+                let o = o.clone();
+                let d = blocking::unblock(move || crate::discovery::discover(&o)).await;
                 (d.servers.clone(), Some(d))
             }
         };
+        let config = discovery.as_ref().map(config_report).unwrap_or_default();
         let registry = ProcessRegistry::new();
         let clock = Clock::new();
         let manager = Manager::new(options, clock.now());
@@ -230,8 +256,16 @@ impl Builder {
                 driver: Mutex::new(Some(task)),
             }),
         };
-        let report = sb.connect_round(Input::Connect { servers }).await?;
+        let report = sb.connect_round(Input::Connect { servers }, config).await?;
         Ok((sb, report))
+    }
+}
+
+/// What discovery found wrong, for the startup report.
+fn config_report(d: &crate::discovery::Discovered) -> ConfigReport {
+    ConfigReport {
+        errors: d.errors.clone(),
+        shadowed: d.shadowed.clone(),
     }
 }
 
@@ -299,11 +333,19 @@ impl Drop for CallGuard<'_> {
 }
 
 impl Switchboard {
-    async fn connect_round(&self, input: Input) -> Result<StartupReport, Error> {
+    async fn connect_round(
+        &self,
+        input: Input,
+        config: ConfigReport,
+    ) -> Result<StartupReport, Error> {
         let (tx, rx) = async_channel::bounded(1);
         self.inner
             .requests
-            .send(Request::Connect { input, reply: tx })
+            .send(Request::Connect {
+                input,
+                config,
+                reply: tx,
+            })
             .await
             .map_err(|_| Error::Stopped)?;
         rx.recv().await.map_err(|_| Error::Stopped)
@@ -391,16 +433,37 @@ impl Switchboard {
         }
     }
 
-    /// Disconnect one server: close its transport, withdraw its tools, fail its calls.
-    pub async fn disconnect(&self, name: &str) -> Result<(), Error> {
-        self.send(Input::Disconnect {
-            server: name.to_string(),
-        })
+    async fn ask<T>(
+        &self,
+        request: impl FnOnce(Sender<Result<T, Error>>) -> Request,
+    ) -> Result<T, Error> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.inner
+            .requests
+            .send(request(tx))
+            .await
+            .map_err(|_| Error::Stopped)?;
+        rx.recv().await.map_err(|_| Error::Stopped)?
     }
 
-    /// Disconnect every server (pending ones too).
+    /// Disconnect one server: withdraw its tools, fail its calls, close its transport, and
+    /// return once the transport is closed (for stdio: the process group is gone and the
+    /// server reaped). [`Error::UnknownServer`] if no server of that name is known.
+    pub async fn disconnect(&self, name: &str) -> Result<(), Error> {
+        self.ask(|reply| Request::Disconnect {
+            server: Some(name.to_string()),
+            reply,
+        })
+        .await
+    }
+
+    /// Disconnect every server (pending ones too) and return once every transport is closed.
     pub async fn disconnect_all(&self) -> Result<(), Error> {
-        self.send(Input::DisconnectAll)
+        self.ask(|reply| Request::Disconnect {
+            server: None,
+            reply,
+        })
+        .await
     }
 
     /// Re-discover (when the set came from discovery), disconnect all, connect the new set;
@@ -412,23 +475,25 @@ impl Switchboard {
             .lock()
             .map(|s| s.clone())
             .map_err(|_| Error::Stopped)?;
-        let servers = match source {
-            ServerSource::Specs(s) => s,
+        let (servers, config) = match source {
+            ServerSource::Specs(s) => (s, ConfigReport::default()),
             ServerSource::Discover(o) => {
                 let d = blocking::unblock(move || crate::discovery::discover(&o)).await;
                 let servers = d.servers.clone();
+                let config = config_report(&d);
                 if let Ok(mut slot) = self.inner.discovery.lock() {
                     *slot = Some(d);
                 }
-                servers
+                (servers, config)
             }
         };
-        self.connect_round(Input::Reload { servers }).await
+        self.connect_round(Input::Reload { servers }, config).await
     }
 
     /// Connect more servers (skipping those already connected or pending); returns at the gate.
     pub async fn connect(&self, servers: Vec<ServerSpec>) -> Result<StartupReport, Error> {
-        self.connect_round(Input::Connect { servers }).await
+        self.connect_round(Input::Connect { servers }, ConfigReport::default())
+            .await
     }
 
     /// Reconcile to this set: start new servers, restart changed ones, stop removed ones.
@@ -436,11 +501,16 @@ impl Switchboard {
         self.send(Input::Sync { servers })
     }
 
-    /// Re-list one server's tools.
+    /// Re-list one server's tools and return once the new list is in the view (a server that
+    /// is still connecting: once its first list is). Errors: [`Error::UnknownServer`],
+    /// [`Error::NotConnected`] for a failed or backing-off server, [`Error::Refresh`] with the
+    /// server's error when the list fails (the previous list stays) or the connection is lost.
     pub async fn refresh_tools(&self, name: &str) -> Result<(), Error> {
-        self.send(Input::RefreshTools {
+        self.ask(|reply| Request::Refresh {
             server: name.to_string(),
+            reply,
         })
+        .await
     }
 
     /// A stream of tool changes, status changes, diagnostics and startup reports.

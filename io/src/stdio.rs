@@ -442,6 +442,7 @@ pub struct StdioTransport {
     close_requests: Sender<()>,
     supervisor: Option<Task<()>>,
     registry: ProcessRegistry,
+    tail: StderrTail,
 }
 
 impl fmt::Debug for StdioTransport {
@@ -547,8 +548,15 @@ impl StdioTransport {
             opts: opts.clone(),
             registry: registry.clone(),
         };
-        let supervisor =
-            smol::spawn(supervisor.run(reader, writer, stderr_task, tail, close_rx, tag, events));
+        let supervisor = smol::spawn(supervisor.run(
+            reader,
+            writer,
+            stderr_task,
+            tail.clone(),
+            close_rx,
+            tag,
+            events,
+        ));
 
         Ok(StdioTransport {
             server: server.to_string(),
@@ -557,6 +565,7 @@ impl StdioTransport {
             close_requests: close_tx,
             supervisor: Some(supervisor),
             registry: registry.clone(),
+            tail,
         })
     }
 
@@ -588,6 +597,13 @@ impl StdioTransport {
     /// The server process's pid (also its process group id).
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The server's last stderr lines so far, as `"; last stderr lines:\n..."` (empty if it
+    /// wrote none): for errors of attempts the client ends (a connect timeout, a failed
+    /// `initialize`), which do not come from the transport's own `Closed`/`Failed`.
+    pub fn stderr_tail(&self) -> String {
+        self.tail.render()
     }
 
     /// The server name this transport was started for.
