@@ -73,6 +73,8 @@ pub struct Builder {
     credentials: Option<Arc<dyn CredentialProvider>>,
     env: Option<BTreeMap<String, String>>,
     seeded: bool,
+    project_dir: Option<PathBuf>,
+    max_frame_len: Option<usize>,
 }
 
 /// A seed that differs between processes and runs (the core itself never draws one).
@@ -105,12 +107,19 @@ impl Builder {
             credentials: None,
             env: None,
             seeded: false,
+            project_dir: None,
+            max_frame_len: None,
         }
     }
 
-    /// The working directory of stdio servers whose config sets none.
+    /// The project directory: the working directory of stdio servers whose config sets none
+    /// and, with discovery, where project-level config files are looked for (it replaces
+    /// [`DiscoveryOptions::project_dir`](crate::discovery::DiscoveryOptions::project_dir)).
+    ///
+    /// Without this call: with discovery, `DiscoveryOptions::project_dir`; with a fixed
+    /// list, [`StdioOptions::default_cwd`] (default: the embedder's working directory).
     pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.stdio.default_cwd = Some(dir.into());
+        self.project_dir = Some(dir.into());
         self
     }
 
@@ -172,6 +181,17 @@ impl Builder {
         self
     }
 
+    /// The largest message a server may send, in bytes (default 16 MiB), for every
+    /// transport: it sets [`StdioOptions::max_frame_len`],
+    /// [`HttpOptions::max_message_len`](crate::http::HttpOptions::max_message_len) and
+    /// [`ManagerOptions::max_frame_len`] together, whatever order the other setters are
+    /// called in. A bigger message fails its server (stdio) or its request (HTTP) with an
+    /// error naming the limit.
+    pub fn max_frame_len(mut self, bytes: usize) -> Self {
+        self.max_frame_len = Some(bytes);
+        self
+    }
+
     /// Tuning of stdio transports (frame limit, close waits).
     pub fn stdio_options(mut self, o: StdioOptions) -> Self {
         self.stdio = o;
@@ -198,8 +218,27 @@ impl Builder {
     }
 
     /// Start the driver, connect every server, and return at the startup gate.
-    pub async fn start(self) -> Result<(Switchboard, StartupReport), Error> {
+    ///
+    /// With discovery, the report also carries the config files' problems
+    /// ([`StartupReport::config_errors`], invalid entries under their server's name in
+    /// `errors` too) and shadowed entries ([`StartupReport::shadowed`]).
+    pub async fn start(mut self) -> Result<(Switchboard, StartupReport), Error> {
+        if let Some(dir) = &self.project_dir {
+            self.stdio.default_cwd = Some(dir.clone());
+            if let ServerSource::Discover(o) = &mut self.source {
+                o.project_dir = dir.clone();
+            }
+        } else if let ServerSource::Discover(o) = &self.source {
+            if self.stdio.default_cwd.is_none() {
+                self.stdio.default_cwd = Some(o.project_dir.clone());
+            }
+        }
         let mut options = self.options;
+        if let Some(n) = self.max_frame_len {
+            self.stdio.max_frame_len = n;
+            self.http.max_message_len = n;
+            options.max_frame_len = n;
+        }
         if !self.seeded {
             // Jitter exists so that many clients do not reconnect in lockstep: unless the
             // embedder pins a seed (tests, replays), each process draws its own.
@@ -467,7 +506,8 @@ impl Switchboard {
     }
 
     /// Re-discover (when the set came from discovery), disconnect all, connect the new set;
-    /// returns at the gate.
+    /// returns at the gate. With a fixed list, the set is the builder's list or the last one
+    /// given to [`sync`](Self::sync).
     pub async fn reload(&self) -> Result<StartupReport, Error> {
         let source = self
             .inner
@@ -497,7 +537,17 @@ impl Switchboard {
     }
 
     /// Reconcile to this set: start new servers, restart changed ones, stop removed ones.
+    ///
+    /// With a fixed list (see [`Builder::servers`]), this set becomes the list that
+    /// [`reload`](Self::reload) connects. With discovery, `reload` still re-reads the config
+    /// files: that is what it is for.
     pub async fn sync(&self, servers: Vec<ServerSpec>) -> Result<(), Error> {
+        {
+            let mut source = self.inner.source.lock().map_err(|_| Error::Stopped)?;
+            if let ServerSource::Specs(list) = &mut *source {
+                list.clone_from(&servers);
+            }
+        }
         self.send(Input::Sync { servers })
     }
 

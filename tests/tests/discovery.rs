@@ -523,4 +523,57 @@ mod with_the_shell {
             sb.shutdown().await;
         });
     }
+
+    /// The current working directory of a live process.
+    fn cwd_of(pid: u32) -> PathBuf {
+        fs::read_link(format!("/proc/{pid}/cwd")).unwrap()
+    }
+
+    #[test]
+    fn discovered_stdio_servers_without_cwd_run_in_the_project_directory() {
+        let d = dirs();
+        let sub = d.project.join("sub");
+        fs::create_dir_all(&sub).unwrap();
+        write(
+            &d.project,
+            ".mcp.json",
+            &format!(
+                r#"{{"mcpServers": {{{}, "pinned": {{"command": "{}", "args": ["--name", "pinned"], "cwd": "{}"}}}}}}"#,
+                demo_entry("free"),
+                demo_server_bin().display(),
+                sub.display()
+            ),
+        );
+        assert_ne!(std::env::current_dir().unwrap(), d.project);
+        smol::block_on(async {
+            let (sb, report) = Builder::discover(options(&d))
+                .no_cache()
+                .start()
+                .await
+                .unwrap();
+            assert_eq!(report.connected, ["free", "pinned"]);
+            let mut cwds: Vec<PathBuf> = sb.live_processes().into_iter().map(cwd_of).collect();
+            cwds.sort();
+            assert_eq!(cwds, [d.project.clone(), sub.clone()]);
+            sb.shutdown().await;
+
+            // `project_dir()` moves both: where configs are found and where servers run.
+            let other = d.project.join("other");
+            write(
+                &other,
+                ".mcp.json",
+                &format!(r#"{{"mcpServers": {{{}}}}}"#, demo_entry("o")),
+            );
+            let (sb, report) = Builder::discover(options(&d))
+                .project_dir(&other)
+                .no_cache()
+                .start()
+                .await
+                .unwrap();
+            assert_eq!(report.connected, ["o"]);
+            let cwds: Vec<PathBuf> = sb.live_processes().into_iter().map(cwd_of).collect();
+            assert_eq!(cwds, [other]);
+            sb.shutdown().await;
+        });
+    }
 }

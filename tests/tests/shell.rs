@@ -607,3 +607,40 @@ fn refresh_tools_returns_once_the_new_list_is_applied() {
         sb.shutdown().await;
     });
 }
+
+#[test]
+fn max_frame_len_limits_every_transport_whatever_the_setter_order() {
+    smol::block_on(async {
+        // 200 generated tools make a tools/list answer far above 4 KiB; `initialize` fits.
+        let (sb, report) =
+            Builder::servers(vec![demo("big", &["--tools", "200"]), demo("small", &[])])
+                .no_cache()
+                .max_frame_len(4096)
+                // Set after the limit: it does not undo it.
+                .stdio_options(switchboard::stdio::StdioOptions::default())
+                .start()
+                .await
+                .unwrap();
+        let err = report.errors.get("big").cloned().unwrap_or_default();
+        assert!(err.contains("4 KiB"), "{report:?}");
+        assert_eq!(report.connected, ["small"]);
+        sb.shutdown().await;
+    });
+}
+
+#[test]
+fn reload_after_sync_connects_the_synced_set() {
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![demo("a", &[]), demo("b", &[])])
+            .no_cache()
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, ["a", "b"]);
+        sb.sync(vec![demo("a", &[]), demo("c", &[])]).await.unwrap();
+        let report = sb.reload().await.unwrap();
+        assert_eq!(report.connected, ["a", "c"], "{report:?}");
+        assert_eq!(sb.server_state("b"), None);
+        sb.shutdown().await;
+    });
+}
