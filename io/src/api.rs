@@ -159,6 +159,8 @@ impl Builder {
         self
     }
 
+    /// How qualified tool names are built (default `mcp_<server>_<tool>`, sanitised and
+    /// deduplicated).
     pub fn naming(mut self, scheme: NamingScheme) -> Self {
         self.options.naming = scheme;
         self
@@ -170,6 +172,8 @@ impl Builder {
         self
     }
 
+    /// Supplies bearer tokens for servers whose config has an `auth` section (see
+    /// [`CredentialProvider`]).
     pub fn credential_provider(mut self, p: Arc<dyn CredentialProvider>) -> Self {
         self.credentials = Some(p);
         self
@@ -415,10 +419,15 @@ impl Switchboard {
             .unwrap_or_default()
     }
 
+    /// One server's full state (status, phase, last error, timings, server info); `None` if
+    /// no server of that name is known.
     pub fn server_state(&self, name: &str) -> Option<ServerState> {
         self.servers().into_iter().find(|s| s.name == name)
     }
 
+    /// A server's status as the seed derives it: `Connected`, `Connecting` (opening,
+    /// initializing, listing tools, or waiting to reconnect) or `Disconnected` (also for an
+    /// unknown name).
     pub fn status(&self, name: &str) -> ServerStatus {
         self.server_state(name)
             .map_or(ServerStatus::Disconnected, |s| s.status)

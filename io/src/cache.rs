@@ -104,10 +104,12 @@ impl ToolCache {
         self
     }
 
+    /// The directory that holds the entries.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// How long an entry is trusted.
     pub fn ttl(&self) -> Duration {
         self.ttl
     }

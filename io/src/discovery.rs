@@ -56,6 +56,7 @@ impl DiscoveryOptions {
 pub struct Discovered {
     /// Servers to run, sorted by name.
     pub servers: Vec<ServerSpec>,
+    /// Entries that lost to an earlier source naming the same server.
     pub shadowed: Vec<Shadowed>,
     /// Disabled, denied, or project-level with project configs off.
     pub skipped: Vec<Skipped>,

@@ -115,19 +115,32 @@ impl ConfigReport {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
+    /// A startup round reached its gate (`start`, `connect`, `reload`, or `sync` that
+    /// started servers).
     StartupComplete {
+        /// What the round found.
         report: StartupReport,
     },
+    /// These servers' tools in the view changed; read [`Switchboard::tools`](crate::Switchboard::tools).
     ToolsChanged {
+        /// The servers whose slices changed.
         servers: Vec<String>,
     },
+    /// A server's status changed.
     StatusChanged {
+        /// The server.
         server: String,
+        /// Its new status.
         status: switchboard_core::ServerStatus,
     },
+    /// Something worth telling: a late failure, a lost connection, a reconnect, a skipped
+    /// tool definition. Also logged through `tracing` (target `switchboard`).
     Diagnostic {
+        /// The server it is about, if any.
         server: Option<String>,
+        /// How serious it is.
         level: switchboard_core::manager::Level,
+        /// What happened.
         message: String,
     },
 }

@@ -39,6 +39,7 @@ pub const STDIO_TOKEN_ENV: &str = "OAUTH_ACCESS_TOKEN";
 /// holds; refresh elsewhere). `Ok(None)`: no token for this server, connect without one.
 /// The error message should not contain a secret.
 pub trait CredentialProvider: Send + Sync {
+    /// The token for `server`, whose config's `auth` section is `auth`.
     fn bearer_token(&self, server: &str, auth: &Value) -> Result<Option<String>, String>;
 }
 

@@ -128,10 +128,16 @@ pub enum StdioEvent {
     /// One JSON line from the server's stdout (without the newline).
     Frame(Bytes),
     /// The server went away (it exited, closed stdout, or `close` was called).
-    Closed { reason: String },
+    Closed {
+        /// Why, with the server's last stderr lines.
+        reason: String,
+    },
     /// The transport gave up on a misbehaving server (oversized frame, non-MCP output, a read
     /// error); the server has been stopped.
-    Failed { error: String },
+    Failed {
+        /// What went wrong, with the server's last stderr lines.
+        error: String,
+    },
 }
 
 impl StdioEvent {
@@ -148,14 +154,18 @@ impl StdioEvent {
 /// The process to run: a resolved `TransportConfig::Stdio`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StdioCommand {
+    /// The program (looked up in `PATH` when it has no slash).
     pub command: String,
+    /// Its arguments.
     pub args: Vec<String>,
     /// Added to (and overriding) the parent's environment.
     pub env: BTreeMap<String, String>,
+    /// The working directory (default: [`StdioOptions::default_cwd`], else the parent's).
     pub cwd: Option<String>,
 }
 
 impl StdioCommand {
+    /// `command` with `args`, no extra environment, no working directory.
     pub fn new<I, S>(command: impl Into<String>, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -207,6 +217,7 @@ impl fmt::Debug for ProcessRegistry {
 }
 
 impl ProcessRegistry {
+    /// An empty registry.
     pub fn new() -> Self {
         Self::default()
     }
@@ -232,10 +243,12 @@ impl ProcessRegistry {
         self.lock().contains_key(&pid)
     }
 
+    /// How many groups are tracked.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
+    /// No group is tracked.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
