@@ -124,6 +124,15 @@ pub struct StartupReport {
     /// Round members stopped before the report (`Disconnect`, `DisconnectAll`, `Reload`, or a
     /// `Sync` that removed or restarted them): their attempt of this round was abandoned.
     pub disconnected: Vec<String>,
+    /// When the set came from config discovery (filled by the shell; the core leaves it
+    /// empty): files that could not be read or parsed (syntax errors carry line and column)
+    /// and invalid entries. If discovery failed as a whole, the one error saying why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub config_errors: Vec<crate::config::SourceError>,
+    /// When the set came from config discovery (filled by the shell): entries that lost to
+    /// an earlier source naming the same server.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shadowed: Vec<crate::config::Shadowed>,
 }
 
 /// How a call ended. Errors read `MCP error: <message>` (JSON-RPC errors:
@@ -800,6 +809,19 @@ impl Manager {
         self.names.len()
     }
 
+    /// A re-list of this connected server's tools is under way (after `RefreshTools` or a
+    /// `tools/list_changed` notification). The shell uses it to answer `refresh_tools` only
+    /// once the list it asked for is applied.
+    pub fn refreshing(&self, server: &str) -> bool {
+        matches!(
+            self.servers.get(server).map(|s| &s.phase),
+            Some(Phase::Connected {
+                refresh: Some(_),
+                ..
+            })
+        )
+    }
+
     /// Route a qualified name to (server, raw tool name).
     pub fn resolve_tool(&self, qualified: &str) -> Option<(&str, &str)> {
         self.names.resolve(qualified)
@@ -818,6 +840,13 @@ impl Manager {
     /// Rounds whose `StartupComplete` has not been emitted yet.
     pub fn open_rounds(&self) -> Vec<u64> {
         self.rounds.keys().copied().collect()
+    }
+
+    /// The number of the latest startup round, open or complete (`None` before the first).
+    /// Every `Connect` and `Reload` opens one, so right after handling one of them this is
+    /// its round: the shell matches the `StartupComplete` it waits for by this number.
+    pub fn last_round(&self) -> Option<u64> {
+        self.next_round.checked_sub(1).filter(|r| *r > 0)
     }
 
     pub fn counters(&self) -> &Counters {
@@ -1180,6 +1209,8 @@ impl Manager {
             pending: Vec::new(),
             skipped: r.skipped,
             disconnected: r.disconnected.into_iter().collect(),
+            config_errors: Vec::new(),
+            shadowed: Vec::new(),
         };
         for m in &r.members {
             let Some(s) = self.servers.get_mut(m) else {

@@ -1,7 +1,7 @@
 //! The library handle: [`Switchboard`] and its [`Builder`].
 
 use crate::cache::ToolCache;
-use crate::driver::{Clock, Driver, DriverConfig, Event, Request, Shared};
+use crate::driver::{Clock, ConfigReport, Driver, DriverConfig, Event, Request, Shared};
 use crate::secrets::CredentialProvider;
 use crate::stdio::{ProcessRegistry, StdioOptions};
 use async_channel::{Receiver, Sender};
@@ -30,12 +30,36 @@ pub enum ServerSource {
 /// [`StartupReport`] and in [`Switchboard::server_state`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
+    /// The switchboard has shut down (its driver is gone).
     #[error("the switchboard has shut down")]
     Stopped,
+    /// A tool call failed: transport or protocol failure, timeout, unknown tool
+    /// (`MCP error: ...`). A result with `isError` is not an error.
     #[error("{0}")]
     Call(String),
+    /// The call was cancelled.
     #[error("the call was cancelled")]
     Cancelled,
+    /// No server of that name is known: never configured, or already disconnected.
+    #[error("no server named \"{0}\"")]
+    UnknownServer(String),
+    /// The server is known but not connected (it failed, or waits to reconnect).
+    #[error("server \"{server}\" is not connected: {reason}")]
+    NotConnected {
+        /// The server's name.
+        server: String,
+        /// Its last error, or its phase when it has none.
+        reason: String,
+    },
+    /// Re-listing a server's tools failed; the server keeps its previous list (or, if the
+    /// connection was lost meanwhile, is handled like any lost connection).
+    #[error("re-listing the tools of server \"{server}\" failed: {error}")]
+    Refresh {
+        /// The server's name.
+        server: String,
+        /// What went wrong.
+        error: String,
+    },
 }
 
 /// Builds a [`Switchboard`]. Every setting has the seed's default.
@@ -49,6 +73,8 @@ pub struct Builder {
     credentials: Option<Arc<dyn CredentialProvider>>,
     env: Option<BTreeMap<String, String>>,
     seeded: bool,
+    project_dir: Option<PathBuf>,
+    max_frame_len: Option<usize>,
 }
 
 /// A seed that differs between processes and runs (the core itself never draws one).
@@ -81,12 +107,19 @@ impl Builder {
             credentials: None,
             env: None,
             seeded: false,
+            project_dir: None,
+            max_frame_len: None,
         }
     }
 
-    /// The working directory of stdio servers whose config sets none.
+    /// The project directory: the working directory of stdio servers whose config sets none
+    /// and, with discovery, where project-level config files are looked for (it replaces
+    /// [`DiscoveryOptions::project_dir`](crate::discovery::DiscoveryOptions::project_dir)).
+    ///
+    /// Without this call: with discovery, `DiscoveryOptions::project_dir`; with a fixed
+    /// list, [`StdioOptions::default_cwd`] (default: the embedder's working directory).
     pub fn project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.stdio.default_cwd = Some(dir.into());
+        self.project_dir = Some(dir.into());
         self
     }
 
@@ -126,6 +159,8 @@ impl Builder {
         self
     }
 
+    /// How qualified tool names are built (default `mcp_<server>_<tool>`, sanitised and
+    /// deduplicated).
     pub fn naming(mut self, scheme: NamingScheme) -> Self {
         self.options.naming = scheme;
         self
@@ -137,6 +172,8 @@ impl Builder {
         self
     }
 
+    /// Supplies bearer tokens for servers whose config has an `auth` section (see
+    /// [`CredentialProvider`]).
     pub fn credential_provider(mut self, p: Arc<dyn CredentialProvider>) -> Self {
         self.credentials = Some(p);
         self
@@ -145,6 +182,17 @@ impl Builder {
     /// Variables for `${VAR}` expansion (default: the process environment).
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
         self.env = Some(env);
+        self
+    }
+
+    /// The largest message a server may send, in bytes (default 16 MiB), for every
+    /// transport: it sets [`StdioOptions::max_frame_len`],
+    /// [`HttpOptions::max_message_len`](crate::http::HttpOptions::max_message_len) and
+    /// [`ManagerOptions::max_frame_len`] together, whatever order the other setters are
+    /// called in. A bigger message fails its server (stdio) or its request (HTTP) with an
+    /// error naming the limit.
+    pub fn max_frame_len(mut self, bytes: usize) -> Self {
+        self.max_frame_len = Some(bytes);
         self
     }
 
@@ -174,8 +222,27 @@ impl Builder {
     }
 
     /// Start the driver, connect every server, and return at the startup gate.
-    pub async fn start(self) -> Result<(Switchboard, StartupReport), Error> {
+    ///
+    /// With discovery, the report also carries the config files' problems
+    /// ([`StartupReport::config_errors`], invalid entries under their server's name in
+    /// `errors` too) and shadowed entries ([`StartupReport::shadowed`]).
+    pub async fn start(mut self) -> Result<(Switchboard, StartupReport), Error> {
+        if let Some(dir) = &self.project_dir {
+            self.stdio.default_cwd = Some(dir.clone());
+            if let ServerSource::Discover(o) = &mut self.source {
+                o.project_dir = dir.clone();
+            }
+        } else if let ServerSource::Discover(o) = &self.source {
+            if self.stdio.default_cwd.is_none() {
+                self.stdio.default_cwd = Some(o.project_dir.clone());
+            }
+        }
         let mut options = self.options;
+        if let Some(n) = self.max_frame_len {
+            self.stdio.max_frame_len = n;
+            self.http.max_message_len = n;
+            options.max_frame_len = n;
+        }
         if !self.seeded {
             // Jitter exists so that many clients do not reconnect in lockstep: unless the
             // embedder pins a seed (tests, replays), each process draws its own.
@@ -193,10 +260,12 @@ impl Builder {
         let (servers, discovery) = match &self.source {
             ServerSource::Specs(s) => (s.clone(), None),
             ServerSource::Discover(o) => {
-                let d = crate::discovery::discover(o);
+                let o = o.clone();
+                let d = blocking::unblock(move || crate::discovery::discover(&o)).await;
                 (d.servers.clone(), Some(d))
             }
         };
+        let config = discovery.as_ref().map(config_report).unwrap_or_default();
         let registry = ProcessRegistry::new();
         let clock = Clock::new();
         let manager = Manager::new(options, clock.now());
@@ -230,8 +299,16 @@ impl Builder {
                 driver: Mutex::new(Some(task)),
             }),
         };
-        let report = sb.connect_round(Input::Connect { servers }).await?;
+        let report = sb.connect_round(Input::Connect { servers }, config).await?;
         Ok((sb, report))
+    }
+}
+
+/// What discovery found wrong, for the startup report.
+fn config_report(d: &crate::discovery::Discovered) -> ConfigReport {
+    ConfigReport {
+        errors: d.errors.clone(),
+        shadowed: d.shadowed.clone(),
     }
 }
 
@@ -299,11 +376,19 @@ impl Drop for CallGuard<'_> {
 }
 
 impl Switchboard {
-    async fn connect_round(&self, input: Input) -> Result<StartupReport, Error> {
+    async fn connect_round(
+        &self,
+        input: Input,
+        config: ConfigReport,
+    ) -> Result<StartupReport, Error> {
         let (tx, rx) = async_channel::bounded(1);
         self.inner
             .requests
-            .send(Request::Connect { input, reply: tx })
+            .send(Request::Connect {
+                input,
+                config,
+                reply: tx,
+            })
             .await
             .map_err(|_| Error::Stopped)?;
         rx.recv().await.map_err(|_| Error::Stopped)
@@ -334,10 +419,15 @@ impl Switchboard {
             .unwrap_or_default()
     }
 
+    /// One server's full state (status, phase, last error, timings, server info); `None` if
+    /// no server of that name is known.
     pub fn server_state(&self, name: &str) -> Option<ServerState> {
         self.servers().into_iter().find(|s| s.name == name)
     }
 
+    /// A server's status as the seed derives it: `Connected`, `Connecting` (opening,
+    /// initializing, listing tools, or waiting to reconnect) or `Disconnected` (also for an
+    /// unknown name).
     pub fn status(&self, name: &str) -> ServerStatus {
         self.server_state(name)
             .map_or(ServerStatus::Disconnected, |s| s.status)
@@ -391,20 +481,42 @@ impl Switchboard {
         }
     }
 
-    /// Disconnect one server: close its transport, withdraw its tools, fail its calls.
-    pub async fn disconnect(&self, name: &str) -> Result<(), Error> {
-        self.send(Input::Disconnect {
-            server: name.to_string(),
-        })
+    async fn ask<T>(
+        &self,
+        request: impl FnOnce(Sender<Result<T, Error>>) -> Request,
+    ) -> Result<T, Error> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.inner
+            .requests
+            .send(request(tx))
+            .await
+            .map_err(|_| Error::Stopped)?;
+        rx.recv().await.map_err(|_| Error::Stopped)?
     }
 
-    /// Disconnect every server (pending ones too).
+    /// Disconnect one server: withdraw its tools, fail its calls, close its transport, and
+    /// return once the transport is closed (for stdio: the process group is gone and the
+    /// server reaped). [`Error::UnknownServer`] if no server of that name is known.
+    pub async fn disconnect(&self, name: &str) -> Result<(), Error> {
+        self.ask(|reply| Request::Disconnect {
+            server: Some(name.to_string()),
+            reply,
+        })
+        .await
+    }
+
+    /// Disconnect every server (pending ones too) and return once every transport is closed.
     pub async fn disconnect_all(&self) -> Result<(), Error> {
-        self.send(Input::DisconnectAll)
+        self.ask(|reply| Request::Disconnect {
+            server: None,
+            reply,
+        })
+        .await
     }
 
     /// Re-discover (when the set came from discovery), disconnect all, connect the new set;
-    /// returns at the gate.
+    /// returns at the gate. With a fixed list, the set is the builder's list or the last one
+    /// given to [`sync`](Self::sync).
     pub async fn reload(&self) -> Result<StartupReport, Error> {
         let source = self
             .inner
@@ -412,35 +524,52 @@ impl Switchboard {
             .lock()
             .map(|s| s.clone())
             .map_err(|_| Error::Stopped)?;
-        let servers = match source {
-            ServerSource::Specs(s) => s,
+        let (servers, config) = match source {
+            ServerSource::Specs(s) => (s, ConfigReport::default()),
             ServerSource::Discover(o) => {
                 let d = blocking::unblock(move || crate::discovery::discover(&o)).await;
                 let servers = d.servers.clone();
+                let config = config_report(&d);
                 if let Ok(mut slot) = self.inner.discovery.lock() {
                     *slot = Some(d);
                 }
-                servers
+                (servers, config)
             }
         };
-        self.connect_round(Input::Reload { servers }).await
+        self.connect_round(Input::Reload { servers }, config).await
     }
 
     /// Connect more servers (skipping those already connected or pending); returns at the gate.
     pub async fn connect(&self, servers: Vec<ServerSpec>) -> Result<StartupReport, Error> {
-        self.connect_round(Input::Connect { servers }).await
+        self.connect_round(Input::Connect { servers }, ConfigReport::default())
+            .await
     }
 
     /// Reconcile to this set: start new servers, restart changed ones, stop removed ones.
+    ///
+    /// With a fixed list (see [`Builder::servers`]), this set becomes the list that
+    /// [`reload`](Self::reload) connects. With discovery, `reload` still re-reads the config
+    /// files: that is what it is for.
     pub async fn sync(&self, servers: Vec<ServerSpec>) -> Result<(), Error> {
+        {
+            let mut source = self.inner.source.lock().map_err(|_| Error::Stopped)?;
+            if let ServerSource::Specs(list) = &mut *source {
+                list.clone_from(&servers);
+            }
+        }
         self.send(Input::Sync { servers })
     }
 
-    /// Re-list one server's tools.
+    /// Re-list one server's tools and return once the new list is in the view (a server that
+    /// is still connecting: once its first list is). Errors: [`Error::UnknownServer`],
+    /// [`Error::NotConnected`] for a failed or backing-off server, [`Error::Refresh`] with the
+    /// server's error when the list fails (the previous list stays) or the connection is lost.
     pub async fn refresh_tools(&self, name: &str) -> Result<(), Error> {
-        self.send(Input::RefreshTools {
+        self.ask(|reply| Request::Refresh {
             server: name.to_string(),
+            reply,
         })
+        .await
     }
 
     /// A stream of tool changes, status changes, diagnostics and startup reports.

@@ -10,6 +10,9 @@
 //! unreadable, corrupt, another version, another key, too old) is a miss, logged at warn when
 //! it is unexpected. Writes are atomic (temp file in the same directory, fsync, rename), so a
 //! reader — in this process or another — sees a whole old entry, a whole new one, or none.
+//! A writer that dies between writing its temp file and the rename leaves the temp file
+//! behind: each `store` removes such files once they are [`STALE_TEMP_AGE`] old, an age no
+//! live writer's temp file reaches.
 //!
 //! The API is synchronous file IO; the driver runs it off the executor, e.g.
 //! `blocking::unblock(move || cache.load(&key, now))` (`ToolCache` is cheap to clone). Time is
@@ -32,6 +35,10 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 const MAX_ENTRY_BYTES: u64 = 64 * 1024 * 1024;
 /// Longest sanitized server-name part of a file name.
 const MAX_NAME_PART: usize = 64;
+
+/// A temp file older than this is left over from a writer that died before its rename (no
+/// writer holds one for more than the time it takes to write and fsync an entry): removed.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
 
 /// Distinguishes temp files written by the threads of one process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -97,10 +104,12 @@ impl ToolCache {
         self
     }
 
+    /// The directory that holds the entries.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// How long an entry is trusted.
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
@@ -198,7 +207,36 @@ impl ToolCache {
         if let Ok(dir) = fs::File::open(&self.dir) {
             let _ = dir.sync_all();
         }
+        self.remove_stale_temp_files(now_unix_ms);
         Ok(())
+    }
+
+    /// Removes temp files of writers that died before their rename: those last modified more
+    /// than [`STALE_TEMP_AGE`] before `now_unix_ms`. Best effort; returns how many it removed.
+    pub fn remove_stale_temp_files(&self, now_unix_ms: u64) -> usize {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if !is_temp_name(&name.to_string_lossy()) {
+                continue;
+            }
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let Some(modified) = modified else { continue };
+            let age = Duration::from_millis(now_unix_ms.saturating_sub(modified));
+            if age > STALE_TEMP_AGE && fs::remove_file(entry.path()).is_ok() {
+                tracing::debug!(path = %entry.path().display(), age_s = age.as_secs(), "removed a stale tool cache temp file");
+                removed += 1;
+            }
+        }
+        removed
     }
 }
 
@@ -214,6 +252,18 @@ fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
         ));
     }
     Ok(text)
+}
+
+/// `.<entry file name>.<pid>.<counter>.tmp`, as `store` names its temp files.
+fn is_temp_name(name: &str) -> bool {
+    let Some(inner) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+        return false;
+    };
+    let mut parts = inner.rsplitn(3, '.');
+    let numeric =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let (counter, pid, entry) = (parts.next(), parts.next(), parts.next());
+    numeric(counter) && numeric(pid) && entry.is_some_and(|e| e.ends_with(".json"))
 }
 
 /// `<sanitized server>-<first 16 hex digits of the config hash>.json`.
@@ -246,6 +296,15 @@ fn file_name(key: &CacheKey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_store_temp_names_count_as_temp_files() {
+        assert!(is_temp_name(".a-0123.json.42.7.tmp"));
+        assert!(!is_temp_name("a-0123.json"));
+        assert!(!is_temp_name(".a-0123.json.x.7.tmp"));
+        assert!(!is_temp_name(".notes.tmp"));
+        assert!(!is_temp_name(".a.json..7.tmp"));
+    }
 
     #[test]
     fn file_names_are_sanitized_and_short() {

@@ -16,7 +16,8 @@ use switchboard_core::config::{
 /// Where to look and what to keep.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscoveryOptions {
-    /// The project (working) directory.
+    /// The project (working) directory. It must exist: if it does not, discovery fails as a
+    /// whole (no servers, one error).
     pub project_dir: PathBuf,
     /// The user's home directory; `None` skips every user-level file.
     pub home_dir: Option<PathBuf>,
@@ -24,8 +25,11 @@ pub struct DiscoveryOptions {
     /// repository you opted out of reports nothing.
     pub project_configs: bool,
     /// When non-empty, these files replace discovery entirely, in this priority order
-    /// (provider `switchboard`, level user). A missing explicit file is an error.
+    /// (provider `switchboard`, level user). A missing explicit file is an error. A file
+    /// named `.claude.json` is read as Claude Code's (provider `claude-code`): its top-level
+    /// `mcpServers` and `projects["<project_dir>"].mcpServers`.
     pub explicit_files: Vec<PathBuf>,
+    /// Server names and URLs never to run (they are reported as skipped).
     pub deny: DenyList,
 }
 
@@ -52,10 +56,12 @@ impl DiscoveryOptions {
 pub struct Discovered {
     /// Servers to run, sorted by name.
     pub servers: Vec<ServerSpec>,
+    /// Entries that lost to an earlier source naming the same server.
     pub shadowed: Vec<Shadowed>,
     /// Disabled, denied, or project-level with project configs off.
     pub skipped: Vec<Skipped>,
     /// Each names its file ([`SourceError::source`]); syntax errors carry line and column.
+    /// When discovery fails as a whole (see [`discover`]), the one error saying why.
     pub errors: Vec<SourceError>,
     /// Every file that was read (whether or not it parsed), in priority order.
     pub files_read: Vec<PathBuf>,
@@ -88,11 +94,18 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
         return opts
             .explicit_files
             .iter()
-            .map(|path| Candidate {
-                path: path.clone(),
-                provider: "switchboard",
-                level: SourceLevel::User,
-                shape: Shape::Document,
+            .map(|path| {
+                let claude = path.file_name().is_some_and(|n| n == ".claude.json");
+                Candidate {
+                    path: path.clone(),
+                    provider: if claude { "claude-code" } else { "switchboard" },
+                    level: SourceLevel::User,
+                    shape: if claude {
+                        Shape::ClaudeJson
+                    } else {
+                        Shape::Document
+                    },
+                }
             })
             .collect();
     }
@@ -133,7 +146,47 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
 }
 
 /// Find, read, parse and merge every config file (see [`DiscoveryOptions`] for the order).
+///
+/// A file that cannot be read or parsed is one error and the rest still loads. Discovery
+/// fails as a whole — no servers and one error, as the seed reports it — when the project
+/// directory is not a directory, or if discovery itself breaks (a panic).
 pub fn discover(opts: &DiscoveryOptions) -> Discovered {
+    let failed = |message: String| {
+        let path = opts.project_dir.to_string_lossy().into_owned();
+        Discovered {
+            errors: vec![SourceError {
+                source: SourceMeta {
+                    provider: "switchboard".to_string(),
+                    level: SourceLevel::Project,
+                    path: path.clone(),
+                },
+                error: ConfigError::Document {
+                    path,
+                    message: format!("config discovery failed: {message}"),
+                },
+            }],
+            ..Discovered::default()
+        }
+    };
+    match std::fs::metadata(&opts.project_dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return failed("the project directory is not a directory".into()),
+        Err(e) => return failed(format!("cannot open the project directory: {e}")),
+    }
+    match std::panic::catch_unwind(|| discover_files(opts)) {
+        Ok(found) => found,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            failed(what)
+        }
+    }
+}
+
+fn discover_files(opts: &DiscoveryOptions) -> Discovered {
     let explicit = !opts.explicit_files.is_empty();
     // Claude keys projects by the real path of the working directory.
     let project_key = std::fs::canonicalize(&opts.project_dir)

@@ -5,6 +5,7 @@
 //! event, an internal completion and an API request; feed it in; repeat. Decisions stay in the
 //! core — this file only moves bytes, spawns and kills processes, reads and writes files.
 
+use crate::api::Error as ApiError;
 use crate::cache::{now_unix_ms, ToolCache};
 use crate::http::{HttpOptions, HttpTarget, HttpTransport};
 use crate::secrets::{resolve_secrets, CredentialProvider, SecretCache};
@@ -14,7 +15,7 @@ use async_io::Timer;
 use futures_lite::future;
 use serde_json::Value;
 use smol::Task;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_core::config::{ServerSpec, TransportConfig};
@@ -63,50 +64,109 @@ pub(crate) enum Request {
         timeout: Option<Duration>,
         reply: Sender<CallOutcome>,
     },
-    /// Start a round and answer with its report.
+    /// Start a round and answer with its report, completed with `config` (what discovery
+    /// found wrong with the config files).
     Connect {
         input: Input,
+        config: ConfigReport,
         reply: Sender<StartupReport>,
     },
     /// Close everything, wait until every process is reaped, then answer and stop.
     Shutdown {
         reply: Sender<()>,
     },
+    /// Disconnect one server (`None`: all) and answer once its transports are closed.
+    Disconnect {
+        server: Option<String>,
+        reply: Sender<Result<(), ApiError>>,
+    },
+    /// Re-list one server's tools and answer once the new list is applied (or failed).
+    Refresh {
+        server: String,
+        reply: Sender<Result<(), ApiError>>,
+    },
+}
+
+/// Config problems found by discovery, reported with the startup round they fed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConfigReport {
+    pub errors: Vec<switchboard_core::config::SourceError>,
+    pub shadowed: Vec<switchboard_core::config::Shadowed>,
+}
+
+impl ConfigReport {
+    /// Into the report: every error and shadowed entry, and each invalid server entry also
+    /// under its server's name in `errors` (as the seed reports invalid configs).
+    fn add_to(self, report: &mut StartupReport) {
+        for e in &self.errors {
+            if let switchboard_core::config::ConfigError::Server { server, .. } = &e.error {
+                report
+                    .errors
+                    .entry(server.clone())
+                    .or_insert_with(|| e.to_string());
+            }
+        }
+        report.config_errors.extend(self.errors);
+        report.shadowed.extend(self.shadowed);
+    }
 }
 
 /// Events for the embedder (`Switchboard::events`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
+    /// A startup round reached its gate (`start`, `connect`, `reload`, or `sync` that
+    /// started servers).
     StartupComplete {
+        /// What the round found.
         report: StartupReport,
     },
+    /// These servers' tools in the view changed; read [`Switchboard::tools`](crate::Switchboard::tools).
     ToolsChanged {
+        /// The servers whose slices changed.
         servers: Vec<String>,
     },
+    /// A server's status changed.
     StatusChanged {
+        /// The server.
         server: String,
+        /// Its new status.
         status: switchboard_core::ServerStatus,
     },
+    /// Something worth telling: a late failure, a lost connection, a reconnect, a skipped
+    /// tool definition. Also logged through `tracing` (target `switchboard`).
     Diagnostic {
+        /// The server it is about, if any.
         server: Option<String>,
+        /// How serious it is.
         level: switchboard_core::manager::Level,
+        /// What happened.
         message: String,
     },
     /// A server's `notifications/progress`; `call` when it is about one of our calls.
     Progress {
+        /// The server that sent it.
         server: String,
+        /// The call it reports on, when its progress token is one of our calls in flight.
         call: Option<CallId>,
+        /// Progress so far (increases with every notification).
         progress: f64,
+        /// The total, when the server knows it.
         total: Option<f64>,
+        /// A human-readable note, if any.
         message: Option<String>,
     },
     /// A server's log message (`notifications/message`); `severity` is its MCP level.
     ServerLog {
+        /// The server that sent it.
         server: String,
+        /// The MCP level mapped onto Switchboard's levels.
         level: switchboard_core::manager::Level,
+        /// The MCP level as sent (`debug` … `emergency`).
         severity: String,
+        /// The server's logger name, if any.
         logger: Option<String>,
+        /// The message: any JSON value, usually a string.
         data: Value,
     },
 }
@@ -152,6 +212,9 @@ enum Internal {
         tools: Option<Vec<ToolDef>>,
     },
     Closed(ConnId),
+    /// An opening task cancelled by `CloseTransport` is gone. If it had finished, its
+    /// `Opened`/`OpenFailed` came before this (same channel).
+    Aborted(ConnId),
 }
 
 pub(crate) struct DriverConfig {
@@ -185,8 +248,20 @@ pub(crate) struct Driver {
     closing: BTreeMap<ConnId, Task<()>>,
     background: Vec<Task<()>>,
     calls: BTreeMap<CallId, Sender<CallOutcome>>,
-    startup_waiters: Vec<Sender<StartupReport>>,
+    /// By round number: rounds can complete out of order (a round whose members were all
+    /// disconnected completes at once).
+    startup_waiters: BTreeMap<u64, (Sender<StartupReport>, ConfigReport)>,
     shutdown: Option<Sender<()>>,
+    /// Which server each attempt that still has something open belongs to.
+    conn_server: BTreeMap<ConnId, String>,
+    /// Opening tasks being cancelled (see `Internal::Aborted`).
+    aborting: BTreeMap<ConnId, Task<()>>,
+    close_waiters: Vec<CloseWaiter>,
+    refresh_waiters: Vec<RefreshWaiter>,
+    /// What the last outputs said about servers that refresh waiters watch.
+    refresh_seen: Vec<(String, RefreshSeen)>,
+    /// Stderr tails of stdio attempts the core ended with an error, by server.
+    failed_tails: BTreeMap<String, FailedTail>,
 }
 
 impl Driver {
@@ -201,7 +276,7 @@ impl Driver {
         let (stdio_tx, stdio_rx) = async_channel::unbounded();
         let (http_tx, http_rx) = async_channel::unbounded();
         let (internal_tx, internal_rx) = async_channel::unbounded();
-        let secrets = Arc::new(SecretCache::new().with_registry(cfg.registry.clone()));
+        let secrets = Arc::new(SecretCache::shared().with_registry(cfg.registry.clone()));
         Driver {
             m,
             clock,
@@ -222,16 +297,29 @@ impl Driver {
             closing: BTreeMap::new(),
             background: Vec::new(),
             calls: BTreeMap::new(),
-            startup_waiters: Vec::new(),
+            startup_waiters: BTreeMap::new(),
             shutdown: None,
+            conn_server: BTreeMap::new(),
+            aborting: BTreeMap::new(),
+            close_waiters: Vec::new(),
+            refresh_waiters: Vec::new(),
+            refresh_seen: Vec::new(),
+            failed_tails: BTreeMap::new(),
         }
     }
 
     pub(crate) async fn run(mut self) {
         loop {
             self.perform_outputs();
+            if self.check_waiters() {
+                // A deferred refresh was issued: perform what it asked for.
+                self.perform_outputs();
+            }
             if let Some(reply) = &self.shutdown {
-                if self.opening.is_empty() && self.transports.is_empty() && self.closing.is_empty()
+                if self.opening.is_empty()
+                    && self.aborting.is_empty()
+                    && self.transports.is_empty()
+                    && self.closing.is_empty()
                 {
                     // Every process is reaped. Let cache writes finish (they are quick).
                     for t in std::mem::take(&mut self.background) {
@@ -355,12 +443,21 @@ impl Driver {
                     },
                 );
             }
-            Request::Connect { input, reply } => {
+            Request::Connect {
+                input,
+                config,
+                reply,
+            } => {
                 self.remember_auth(&input);
-                self.startup_waiters.push(reply);
                 self.m.handle(now, input);
+                // `Connect` and `Reload` always open a round: the latest one is theirs.
+                if let Some(round) = self.m.last_round() {
+                    self.startup_waiters.insert(round, (reply, config));
+                }
             }
             Request::Shutdown { reply } => self.begin_shutdown(reply),
+            Request::Disconnect { server, reply } => self.on_disconnect(server, reply),
+            Request::Refresh { server, reply } => self.on_refresh(server, reply),
         }
     }
 
@@ -427,6 +524,7 @@ impl Driver {
                         },
                     );
                 }
+                self.forget_if_gone(conn);
             }
             Internal::CacheLoaded { server, key, tools } => {
                 self.m
@@ -434,6 +532,11 @@ impl Driver {
             }
             Internal::Closed(conn) => {
                 self.closing.remove(&conn);
+                self.forget_if_gone(conn);
+            }
+            Internal::Aborted(conn) => {
+                self.aborting.remove(&conn);
+                self.forget_if_gone(conn);
             }
         }
     }
@@ -471,13 +574,16 @@ impl Driver {
                     }
                 }
                 Output::CloseTransport { conn } => {
-                    // Dropping a task that is still resolving secrets or spawning cancels it;
+                    // Cancelling a task that is still resolving secrets or spawning stops it;
                     // if it already spawned, `on_internal` closes what arrives. A conn we do
                     // not hold (already closed, or reaped by itself) is a no-op: the core
                     // also closes a transport whose `Opened` reached it after the attempt's
                     // end (its `Closed` can overtake the spawn's completion).
-                    self.opening.remove(&conn);
+                    if let Some(task) = self.opening.remove(&conn) {
+                        self.abort_opening(conn, task);
+                    }
                     if let Some(t) = self.transports.remove(&conn) {
+                        self.remember_failed_tail(conn, &t);
                         self.close_in_background(conn, t);
                     }
                 }
@@ -513,11 +619,14 @@ impl Driver {
                         }));
                     }
                 }
-                Output::StartupComplete(report) => {
+                Output::StartupComplete(mut report) => {
+                    for (server, error) in &mut report.errors {
+                        self.add_failed_tail(server, error);
+                    }
                     refresh = true;
                     refresh_tools = true;
-                    if !self.startup_waiters.is_empty() {
-                        let w = self.startup_waiters.remove(0);
+                    if let Some((w, config)) = self.startup_waiters.remove(&report.round) {
+                        config.add_to(&mut report);
                         replies.push((w, report.clone()));
                     }
                     events.push(Event::StartupComplete { report });
@@ -525,6 +634,7 @@ impl Driver {
                 Output::ToolsChanged { servers } => {
                     refresh = true;
                     refresh_tools = true;
+                    self.observe_tools_changed(&servers);
                     events.push(Event::ToolsChanged { servers });
                 }
                 Output::StatusChanged { server, status } => {
@@ -539,9 +649,13 @@ impl Driver {
                 Output::Diagnostic {
                     server,
                     level,
-                    message,
+                    mut message,
                 } => {
+                    if let Some(s) = &server {
+                        self.add_failed_tail(s, &mut message);
+                    }
                     log_diagnostic(server.as_deref(), level, &message);
+                    self.observe_diagnostic(server.as_deref(), level, &message);
                     events.push(Event::Diagnostic {
                         server,
                         level,
@@ -594,6 +708,20 @@ impl Driver {
                     s.tools = Arc::new(self.m.tools());
                 }
                 s.servers = self.m.servers();
+                self.failed_tails.retain(|name, ft| {
+                    s.servers
+                        .iter()
+                        .any(|st| st.name == *name && st.attempts == ft.attempts)
+                });
+                for st in &mut s.servers {
+                    if let (Some(ft), Some(e)) =
+                        (self.failed_tails.get(&st.name), st.last_error.as_mut())
+                    {
+                        if *e == ft.error {
+                            e.push_str(&ft.tail);
+                        }
+                    }
+                }
             }
         }
         for (w, report) in replies {
@@ -617,6 +745,7 @@ impl Driver {
         let secrets = self.secrets.clone();
         let creds = self.cfg.credentials.clone();
         let auth = self.auth.get(&server).cloned();
+        self.conn_server.insert(conn, server.clone());
         let task = smol::spawn(async move {
             let resolved =
                 resolve_secrets(&server, config, auth.as_ref(), creds.as_deref(), &secrets).await;
@@ -652,6 +781,288 @@ impl Driver {
         if let Ok(mut subs) = self.subscribers.lock() {
             subs.retain(|s| s.try_send(ev.clone()).is_ok() || !s.is_closed() && !s.is_full());
         }
+    }
+}
+
+/// The stderr tail of a stdio attempt the core ended with `error` (its `attempts`-th).
+struct FailedTail {
+    attempts: u32,
+    error: String,
+    tail: String,
+}
+
+/// A `disconnect`/`disconnect_all` waiting for transports to close.
+struct CloseWaiter {
+    /// `None` until the outputs of the disconnect were performed; then the attempts that
+    /// still had something open.
+    conns: Option<BTreeSet<ConnId>>,
+    /// `None`: every server.
+    server: Option<String>,
+    reply: Sender<Result<(), ApiError>>,
+}
+
+/// A `refresh_tools` waiting for the list it asked for.
+struct RefreshWaiter {
+    server: String,
+    state: RefreshWait,
+    reply: Sender<Result<(), ApiError>>,
+}
+
+enum RefreshWait {
+    /// Another re-list was under way when asked: issue ours once it ends, so the answer is a
+    /// list fetched after the request.
+    Queued,
+    /// Ours is under way on this attempt.
+    Issued(ConnId),
+    /// The server was still connecting: its first list is the answer.
+    FirstList,
+}
+
+/// How a re-list ended, seen in the core's outputs.
+enum RefreshSeen {
+    Applied,
+    Failed(String),
+}
+
+/// The core's wording of a failed re-list (`Manager::end_refresh`); the previous list stays.
+const REFRESH_FAILED_SUFFIX: &str = "; keeping the previous tool list";
+
+impl Driver {
+    /// The core closes `conn` itself: if that ended the server's attempt with an error, keep
+    /// the server's last stderr lines for that error (issue 4: a server that fails to start
+    /// or dies reports them). Transports that end by themselves put them in their own
+    /// `Closed`/`Failed` already.
+    fn remember_failed_tail(&mut self, conn: ConnId, t: &Transport) {
+        let Transport::Stdio(t) = t else { return };
+        let tail = t.stderr_tail();
+        let Some(server) = self.conn_server.get(&conn) else {
+            return;
+        };
+        let Some(state) = self.m.server_state(server) else {
+            return;
+        };
+        if tail.is_empty() || state.conn == Some(conn) {
+            return;
+        }
+        if let Some(error) = state.last_error {
+            self.failed_tails.insert(
+                server.clone(),
+                FailedTail {
+                    attempts: state.attempts,
+                    error,
+                    tail,
+                },
+            );
+        }
+    }
+
+    /// Append the kept stderr tail to an error (or a message ending with it) of that attempt.
+    fn add_failed_tail(&self, server: &str, message: &mut String) {
+        if let Some(ft) = self.failed_tails.get(server) {
+            if message.ends_with(&ft.error) {
+                message.push_str(&ft.tail);
+            }
+        }
+    }
+
+    fn on_disconnect(&mut self, server: Option<String>, reply: Sender<Result<(), ApiError>>) {
+        let now = self.now();
+        match &server {
+            Some(name) => {
+                if self.m.server_state(name).is_none() {
+                    let _ = reply.try_send(Err(ApiError::UnknownServer(name.clone())));
+                    return;
+                }
+                self.m.handle(
+                    now,
+                    Input::Disconnect {
+                        server: name.clone(),
+                    },
+                );
+            }
+            None => self.m.handle(now, Input::DisconnectAll),
+        }
+        self.close_waiters.push(CloseWaiter {
+            conns: None,
+            server,
+            reply,
+        });
+    }
+
+    fn on_refresh(&mut self, server: String, reply: Sender<Result<(), ApiError>>) {
+        let Some(state) = self.m.server_state(&server) else {
+            let _ = reply.try_send(Err(ApiError::UnknownServer(server)));
+            return;
+        };
+        let state = match (state.phase, state.conn) {
+            ("connected", Some(_)) if self.m.refreshing(&server) => RefreshWait::Queued,
+            ("connected", Some(conn)) => {
+                let now = self.now();
+                self.m.handle(
+                    now,
+                    Input::RefreshTools {
+                        server: server.clone(),
+                    },
+                );
+                RefreshWait::Issued(conn)
+            }
+            ("opening" | "initializing" | "listing-tools", _) => RefreshWait::FirstList,
+            (phase, _) => {
+                let reason = state.last_error.unwrap_or_else(|| phase.to_string());
+                let _ = reply.try_send(Err(ApiError::NotConnected { server, reason }));
+                return;
+            }
+        };
+        self.refresh_waiters.push(RefreshWaiter {
+            server,
+            state,
+            reply,
+        });
+    }
+
+    /// Cancel an opening task; `Internal::Aborted` reports when it is gone.
+    fn abort_opening(&mut self, conn: ConnId, task: Task<()>) {
+        let tx = self.internal_tx.clone();
+        let abort = smol::spawn(async move {
+            task.cancel().await;
+            let _ = tx.send(Internal::Aborted(conn)).await;
+        });
+        self.aborting.insert(conn, abort);
+    }
+
+    fn conn_is_open(&self, conn: &ConnId) -> bool {
+        self.opening.contains_key(conn)
+            || self.aborting.contains_key(conn)
+            || self.transports.contains_key(conn)
+            || self.closing.contains_key(conn)
+    }
+
+    fn forget_if_gone(&mut self, conn: ConnId) {
+        if !self.conn_is_open(&conn) {
+            self.conn_server.remove(&conn);
+        }
+    }
+
+    fn observe_tools_changed(&mut self, servers: &[String]) {
+        for w in &self.refresh_waiters {
+            if servers.contains(&w.server) {
+                self.refresh_seen
+                    .push((w.server.clone(), RefreshSeen::Applied));
+            }
+        }
+    }
+
+    fn observe_diagnostic(
+        &mut self,
+        server: Option<&str>,
+        level: switchboard_core::manager::Level,
+        message: &str,
+    ) {
+        let (Some(server), switchboard_core::manager::Level::Warn) = (server, level) else {
+            return;
+        };
+        let Some(error) = message.strip_suffix(REFRESH_FAILED_SUFFIX) else {
+            return;
+        };
+        if self.refresh_waiters.iter().any(|w| w.server == server) {
+            self.refresh_seen
+                .push((server.to_string(), RefreshSeen::Failed(error.to_string())));
+        }
+    }
+
+    /// Answer the waiters whose work is done. True if it issued a queued refresh (its outputs
+    /// are then waiting to be performed).
+    fn check_waiters(&mut self) -> bool {
+        let mut waiters = std::mem::take(&mut self.close_waiters);
+        waiters.retain_mut(|w| {
+            let conns = w.conns.get_or_insert_with(|| {
+                self.conn_server
+                    .iter()
+                    .filter(|(_, s)| match &w.server {
+                        Some(n) => n == *s,
+                        None => true,
+                    })
+                    .map(|(c, _)| *c)
+                    .collect()
+            });
+            conns.retain(|c| self.conn_is_open(c));
+            if conns.is_empty() {
+                let _ = w.reply.try_send(Ok(()));
+                false
+            } else {
+                true
+            }
+        });
+        self.close_waiters = waiters;
+
+        let seen = std::mem::take(&mut self.refresh_seen);
+        let mut issued = false;
+        let mut waiters = std::mem::take(&mut self.refresh_waiters);
+        waiters.retain_mut(|w| {
+            let state = self.m.server_state(&w.server);
+            let phase = state.as_ref().map(|s| s.phase);
+            let conn = state.as_ref().and_then(|s| s.conn);
+            let lost = || {
+                let error = state
+                    .as_ref()
+                    .and_then(|s| s.last_error.clone())
+                    .unwrap_or_else(|| "the server was disconnected".to_string());
+                Err(ApiError::Refresh {
+                    server: w.server.clone(),
+                    error,
+                })
+            };
+            let outcome = match w.state {
+                RefreshWait::Queued => match conn {
+                    Some(c) if phase == Some("connected") => {
+                        if !self.m.refreshing(&w.server) {
+                            let now = self.clock.now();
+                            self.m.handle(
+                                now,
+                                Input::RefreshTools {
+                                    server: w.server.clone(),
+                                },
+                            );
+                            w.state = RefreshWait::Issued(c);
+                            issued = true;
+                        }
+                        None
+                    }
+                    _ => Some(lost()),
+                },
+                RefreshWait::Issued(c) => {
+                    let ours = seen.iter().find(|(s, _)| *s == w.server).map(|(_, r)| r);
+                    if phase != Some("connected") || conn != Some(c) {
+                        Some(lost())
+                    } else {
+                        match ours {
+                            Some(RefreshSeen::Failed(error)) => Some(Err(ApiError::Refresh {
+                                server: w.server.clone(),
+                                error: error.clone(),
+                            })),
+                            Some(RefreshSeen::Applied) => Some(Ok(())),
+                            // Ended without a word (it could not be sent).
+                            None if !self.m.refreshing(&w.server) => Some(Ok(())),
+                            None => None,
+                        }
+                    }
+                }
+                RefreshWait::FirstList => match phase {
+                    Some("connected") => Some(Ok(())),
+                    Some("opening" | "initializing" | "listing-tools") => None,
+                    _ => Some(lost()),
+                },
+            };
+            match outcome {
+                Some(result) => {
+                    let _ = w.reply.try_send(result);
+                    false
+                }
+                None => true,
+            }
+        });
+        self.refresh_waiters = waiters;
+        issued
     }
 }
 

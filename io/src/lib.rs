@@ -16,6 +16,45 @@
 //! - [`secrets`]: `!command` values and the credential provider.
 //! - [`demo_server`]: the standalone demo MCP server (binary `mcp-demo-server`, and
 //!   `switchboard __demo-server`).
+//!
+//! # Example
+//!
+//! Every server fails or succeeds on its own: here one command does not exist and the other
+//! exits at once, and the switchboard still starts, with each error in the startup report.
+//! (The [`Switchboard`] docs show a real server.)
+//!
+//! ```
+//! use switchboard::core::config::{ServerConfig, ServerSpec};
+//! use switchboard::{Builder, Error, ServerStatus};
+//!
+//! smol::block_on(async {
+//!     let (sb, report) = Builder::servers(vec![
+//!         ServerSpec::new("missing", ServerConfig::stdio("/nonexistent/mcp-server", &[])),
+//!         ServerSpec::new("quits", ServerConfig::stdio("sh", &["-c", "echo bye >&2; exit 3"])),
+//!     ])
+//!     .no_cache()
+//!     .start()
+//!     .await?;
+//!     for (server, error) in &report.errors {
+//!         println!("{server}: {error}");
+//!     }
+//!     assert!(report.errors["missing"].contains("/nonexistent/mcp-server"));
+//!     assert!(report.errors.contains_key("quits"));
+//!     assert_eq!(sb.status("quits"), ServerStatus::Disconnected);
+//!     assert!(sb.tools().is_empty());
+//!
+//!     // A tool nobody offers is an error of that call, not of the switchboard.
+//!     let err = sb.call("mcp_quits_echo", serde_json::json!({})).await.unwrap_err();
+//!     assert!(matches!(err, Error::Call(_)), "{err}");
+//!
+//!     sb.shutdown().await;
+//!     assert!(sb.live_processes().is_empty());
+//!     Ok::<(), Error>(())
+//! })
+//! .unwrap();
+//! ```
+
+#![warn(missing_docs)]
 
 pub use switchboard_core as core;
 

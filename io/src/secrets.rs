@@ -3,10 +3,10 @@
 //!
 //! A value that starts with `!` is a shell command (`sh -c`); its trimmed stdout becomes the
 //! value. `!!` escapes a literal leading `!` (`"!!x"` is the value `"!x"`). Each command runs
-//! at most once per [`SecretCache`] (the life of the process, in practice) — concurrent
-//! connects that need the same command share one run — with a 10 s timeout, in its own
-//! process group that is killed on timeout or if the resolution is cancelled. Failures are not
-//! cached: the next connect tries again.
+//! at most once per process (every [`Switchboard`](crate::Switchboard) shares
+//! [`SecretCache::shared`]'s results) — concurrent connects that need the same command share
+//! one run — with a 10 s timeout, in its own process group that is killed on timeout or if the
+//! resolution is cancelled. Failures are not cached: the next connect tries again.
 //!
 //! A failure is an error for that server only, worded `secret command "<cmd>" failed: ...`,
 //! and never contains the secret's value. A command that prints nothing is a failure too: an
@@ -24,7 +24,7 @@ use serde_json::Value;
 use smol::lock::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use switchboard_core::config::TransportConfig;
 
@@ -39,12 +39,24 @@ pub const STDIO_TOKEN_ENV: &str = "OAUTH_ACCESS_TOKEN";
 /// holds; refresh elsewhere). `Ok(None)`: no token for this server, connect without one.
 /// The error message should not contain a secret.
 pub trait CredentialProvider: Send + Sync {
+    /// The token for `server`, whose config's `auth` section is `auth`.
     fn bearer_token(&self, server: &str, auth: &Value) -> Result<Option<String>, String>;
 }
 
-/// Results of secret commands, keyed by the command string, for the life of the cache.
+/// Results of secret commands, keyed by the command string.
+type SecretValues = Arc<Mutex<BTreeMap<String, Arc<OnceCell<String>>>>>;
+
+/// The process-wide results behind [`SecretCache::shared`].
+fn process_values() -> SecretValues {
+    static VALUES: OnceLock<SecretValues> = OnceLock::new();
+    VALUES.get_or_init(SecretValues::default).clone()
+}
+
+/// Results of secret commands, keyed by the command string: process-wide
+/// ([`SecretCache::shared`], what the library uses) or private to one cache
+/// ([`SecretCache::new`]).
 pub struct SecretCache {
-    values: Mutex<BTreeMap<String, Arc<OnceCell<String>>>>,
+    values: SecretValues,
     timeout: Duration,
     registry: ProcessRegistry,
 }
@@ -67,12 +79,23 @@ impl Default for SecretCache {
 }
 
 impl SecretCache {
-    /// An empty cache with the 10 s command timeout and a private process registry.
+    /// An empty cache of its own, with the 10 s command timeout and a private process
+    /// registry.
     pub fn new() -> Self {
         SecretCache {
-            values: Mutex::new(BTreeMap::new()),
+            values: SecretValues::default(),
             timeout: SECRET_COMMAND_TIMEOUT,
             registry: ProcessRegistry::new(),
+        }
+    }
+
+    /// A cache whose results live for the life of the process: every `shared()` cache sees
+    /// the values any of them resolved (each command runs once per process; failures are not
+    /// kept). The timeout and the process registry stay per cache.
+    pub fn shared() -> Self {
+        SecretCache {
+            values: process_values(),
+            ..Self::new()
         }
     }
 
@@ -83,6 +106,7 @@ impl SecretCache {
         self
     }
 
+    /// Give up on a command after `timeout` (default 10 s) and kill its process group.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self

@@ -128,10 +128,16 @@ pub enum StdioEvent {
     /// One JSON line from the server's stdout (without the newline).
     Frame(Bytes),
     /// The server went away (it exited, closed stdout, or `close` was called).
-    Closed { reason: String },
+    Closed {
+        /// Why, with the server's last stderr lines.
+        reason: String,
+    },
     /// The transport gave up on a misbehaving server (oversized frame, non-MCP output, a read
     /// error); the server has been stopped.
-    Failed { error: String },
+    Failed {
+        /// What went wrong, with the server's last stderr lines.
+        error: String,
+    },
 }
 
 impl StdioEvent {
@@ -148,14 +154,18 @@ impl StdioEvent {
 /// The process to run: a resolved `TransportConfig::Stdio`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StdioCommand {
+    /// The program (looked up in `PATH` when it has no slash).
     pub command: String,
+    /// Its arguments.
     pub args: Vec<String>,
     /// Added to (and overriding) the parent's environment.
     pub env: BTreeMap<String, String>,
+    /// The working directory (default: [`StdioOptions::default_cwd`], else the parent's).
     pub cwd: Option<String>,
 }
 
 impl StdioCommand {
+    /// `command` with `args`, no extra environment, no working directory.
     pub fn new<I, S>(command: impl Into<String>, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -207,6 +217,7 @@ impl fmt::Debug for ProcessRegistry {
 }
 
 impl ProcessRegistry {
+    /// An empty registry.
     pub fn new() -> Self {
         Self::default()
     }
@@ -232,10 +243,12 @@ impl ProcessRegistry {
         self.lock().contains_key(&pid)
     }
 
+    /// How many groups are tracked.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
+    /// No group is tracked.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
@@ -442,6 +455,7 @@ pub struct StdioTransport {
     close_requests: Sender<()>,
     supervisor: Option<Task<()>>,
     registry: ProcessRegistry,
+    tail: StderrTail,
 }
 
 impl fmt::Debug for StdioTransport {
@@ -547,8 +561,15 @@ impl StdioTransport {
             opts: opts.clone(),
             registry: registry.clone(),
         };
-        let supervisor =
-            smol::spawn(supervisor.run(reader, writer, stderr_task, tail, close_rx, tag, events));
+        let supervisor = smol::spawn(supervisor.run(
+            reader,
+            writer,
+            stderr_task,
+            tail.clone(),
+            close_rx,
+            tag,
+            events,
+        ));
 
         Ok(StdioTransport {
             server: server.to_string(),
@@ -557,6 +578,7 @@ impl StdioTransport {
             close_requests: close_tx,
             supervisor: Some(supervisor),
             registry: registry.clone(),
+            tail,
         })
     }
 
@@ -588,6 +610,13 @@ impl StdioTransport {
     /// The server process's pid (also its process group id).
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The server's last stderr lines so far, as `"; last stderr lines:\n..."` (empty if it
+    /// wrote none): for errors of attempts the client ends (a connect timeout, a failed
+    /// `initialize`), which do not come from the transport's own `Closed`/`Failed`.
+    pub fn stderr_tail(&self) -> String {
+        self.tail.render()
     }
 
     /// The server name this transport was started for.

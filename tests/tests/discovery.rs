@@ -399,3 +399,181 @@ fn an_unreadable_file_is_an_error_and_the_rest_still_loads() {
         matches!(&found.errors[0].error, ConfigError::Document { message, .. } if message.starts_with("cannot read"))
     );
 }
+
+#[test]
+fn an_explicit_claude_json_is_read_the_claude_way() {
+    let d = dirs();
+    let claude = format!(
+        r#"{{"mcpServers": {{"top": {{"command": "t"}}}},
+            "projects": {{"{}": {{"mcpServers": {{"local": {{"command": "l"}}}}}},
+                          "/somewhere/else": {{"mcpServers": {{"not-mine": {{"command": "x"}}}}}}}}}}"#,
+        d.project.display()
+    );
+    write(&d.project, "backup/.claude.json", &claude);
+    let found = discover(&DiscoveryOptions {
+        explicit_files: vec![d.project.join("backup/.claude.json")],
+        ..options(&d)
+    });
+    assert_eq!(found.errors, []);
+    let names: Vec<_> = found
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.source.provider.as_str()))
+        .collect();
+    assert_eq!(names, [("local", "claude-code"), ("top", "claude-code")]);
+}
+
+#[test]
+fn discovery_fails_as_a_whole_with_no_servers_and_one_error_when_the_project_is_missing() {
+    let d = dirs();
+    write(&d.home, ".cursor/mcp.json", &stdio("ok"));
+    let found = discover(&DiscoveryOptions {
+        project_dir: d.project.join("gone"),
+        ..options(&d)
+    });
+    assert_eq!(found.servers, []);
+    assert_eq!(found.errors.len(), 1, "{:?}", found.errors);
+    let message = found.errors[0].to_string();
+    assert!(
+        message.contains("gone") && message.contains("config discovery failed"),
+        "{message}"
+    );
+}
+
+mod with_the_shell {
+    use super::*;
+    use crate::support::demo_server_bin;
+    use switchboard::Builder;
+
+    fn demo_entry(name: &str) -> String {
+        format!(
+            r#""{name}": {{"command": "{}", "args": ["--name", "{name}"]}}"#,
+            demo_server_bin().display()
+        )
+    }
+
+    #[test]
+    fn the_startup_report_carries_config_errors_and_shadowed_entries() {
+        let d = dirs();
+        write(
+            &d.project,
+            ".mcp.json",
+            &format!(r#"{{"mcpServers": {{{}, "bad": {{}}}}}}"#, demo_entry("a")),
+        );
+        write(&d.home, ".cursor/mcp.json", &stdio("a"));
+        write(
+            &d.home,
+            ".codex/config.toml",
+            "[mcp_servers.b]\ncommand = = 1\n",
+        );
+        smol::block_on(async {
+            let (sb, report) = Builder::discover(options(&d))
+                .no_cache()
+                .start()
+                .await
+                .unwrap();
+            assert_eq!(report.connected, ["a"]);
+            assert_eq!(report.shadowed.len(), 1);
+            assert_eq!(report.shadowed[0].server, "a");
+            assert!(report.shadowed[0]
+                .shadowed
+                .path
+                .ends_with(".cursor/mcp.json"));
+            let syntax = report
+                .config_errors
+                .iter()
+                .find_map(|e| match &e.error {
+                    ConfigError::Syntax {
+                        path, line, column, ..
+                    } => Some((path.clone(), *line, *column)),
+                    _ => None,
+                })
+                .expect("the TOML syntax error is reported");
+            assert!(syntax.0.ends_with("config.toml"));
+            assert_eq!((syntax.1, syntax.2), (2, 11));
+            // The invalid entry is also under its name, as the seed reports invalid configs.
+            let bad = report
+                .errors
+                .get("bad")
+                .expect("the invalid entry is an error");
+            assert!(bad.contains(".mcp.json"), "{bad}");
+            assert_eq!(report.config_errors.len(), 2, "{:?}", report.config_errors);
+            sb.shutdown().await;
+        });
+    }
+
+    #[test]
+    fn a_failed_discovery_starts_with_no_tools_and_one_error() {
+        let d = dirs();
+        write(&d.home, ".cursor/mcp.json", &stdio("ok"));
+        smol::block_on(async {
+            let (sb, report) = Builder::discover(DiscoveryOptions {
+                project_dir: d.project.join("gone"),
+                ..options(&d)
+            })
+            .no_cache()
+            .start()
+            .await
+            .unwrap();
+            assert!(report.tools.is_empty() && sb.tools().is_empty());
+            assert_eq!(report.config_errors.len(), 1);
+            assert!(report.config_errors[0]
+                .to_string()
+                .contains("config discovery failed"));
+            sb.shutdown().await;
+        });
+    }
+
+    /// The current working directory of a live process.
+    fn cwd_of(pid: u32) -> PathBuf {
+        fs::read_link(format!("/proc/{pid}/cwd")).unwrap()
+    }
+
+    #[test]
+    fn discovered_stdio_servers_without_cwd_run_in_the_project_directory() {
+        let d = dirs();
+        let sub = d.project.join("sub");
+        fs::create_dir_all(&sub).unwrap();
+        write(
+            &d.project,
+            ".mcp.json",
+            &format!(
+                r#"{{"mcpServers": {{{}, "pinned": {{"command": "{}", "args": ["--name", "pinned"], "cwd": "{}"}}}}}}"#,
+                demo_entry("free"),
+                demo_server_bin().display(),
+                sub.display()
+            ),
+        );
+        assert_ne!(std::env::current_dir().unwrap(), d.project);
+        smol::block_on(async {
+            let (sb, report) = Builder::discover(options(&d))
+                .no_cache()
+                .start()
+                .await
+                .unwrap();
+            assert_eq!(report.connected, ["free", "pinned"]);
+            let mut cwds: Vec<PathBuf> = sb.live_processes().into_iter().map(cwd_of).collect();
+            cwds.sort();
+            assert_eq!(cwds, [d.project.clone(), sub.clone()]);
+            sb.shutdown().await;
+
+            // `project_dir()` moves both: where configs are found and where servers run.
+            let other = d.project.join("other");
+            write(
+                &other,
+                ".mcp.json",
+                &format!(r#"{{"mcpServers": {{{}}}}}"#, demo_entry("o")),
+            );
+            let (sb, report) = Builder::discover(options(&d))
+                .project_dir(&other)
+                .no_cache()
+                .start()
+                .await
+                .unwrap();
+            assert_eq!(report.connected, ["o"]);
+            let cwds: Vec<PathBuf> = sb.live_processes().into_iter().map(cwd_of).collect();
+            assert_eq!(cwds, [other]);
+            sb.shutdown().await;
+        });
+    }
+}

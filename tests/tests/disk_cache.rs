@@ -225,3 +225,48 @@ fn concurrent_writers_never_leave_a_torn_entry() {
         .collect();
     assert_eq!(names, vec!["busy-0123456789abcdef.json".to_string()]);
 }
+
+#[test]
+fn stale_temp_files_of_dead_writers_are_removed_and_live_ones_kept() {
+    use std::fs;
+    use std::time::SystemTime;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tools");
+    fs::create_dir_all(&root).unwrap();
+    let two_hours_ago = SystemTime::now() - Duration::from_secs(2 * 60 * 60);
+    let file = |name: &str, old: bool| {
+        let path = root.join(name);
+        let f = fs::File::create(&path).unwrap();
+        if old {
+            f.set_modified(two_hours_ago).unwrap();
+        }
+        path
+    };
+    // A writer that died before its rename two hours ago, and one writing right now.
+    let dead = file(".a-0123456789abcdef.json.4242.0.tmp", true);
+    let live = file(".a-0123456789abcdef.json.4243.0.tmp", false);
+    // Old files that are not our temp files are never touched.
+    let entry = file("b-0123456789abcdef.json", true);
+    let other = file(".notes.tmp", true);
+
+    let cache = ToolCache::new(&root);
+    cache
+        .store(
+            &key("a", HASH_A),
+            &tools(&["x"]),
+            switchboard::cache::now_unix_ms(),
+        )
+        .unwrap();
+    assert!(!dead.exists(), "the dead writer's temp file is removed");
+    assert!(live.exists(), "a live writer's temp file is kept");
+    assert!(entry.exists() && other.exists());
+    assert_eq!(
+        cache.load(&key("a", HASH_A), switchboard::cache::now_unix_ms()),
+        Some(tools(&["x"]))
+    );
+    // Nothing else is stale now.
+    assert_eq!(
+        cache.remove_stale_temp_files(switchboard::cache::now_unix_ms()),
+        0
+    );
+}

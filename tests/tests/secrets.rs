@@ -192,3 +192,74 @@ fn provider_tokens_become_env_or_authorization_header() {
         );
     });
 }
+
+#[test]
+fn secret_results_are_kept_for_the_life_of_the_process_across_handles_and_failures_are_not() {
+    use switchboard::core::config::{ServerConfig, ServerSpec};
+    smol::block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let counter = dir.path().join("runs");
+        // The temporary path makes the command (the cache key) unique to this test.
+        let ok = format!("!echo run >> '{}'; echo s3cret", counter.display());
+        let spec = |ok: &str| {
+            let mut config = ServerConfig::stdio(
+                crate::support::demo_server_bin().to_string_lossy(),
+                &["--name", "s"],
+            );
+            config.env.insert("TOKEN".into(), ok.to_string());
+            ServerSpec::new("s", config)
+        };
+        // Two separate switchboards (not clones): the second one does not run it again.
+        for _ in 0..2 {
+            let (sb, report) = switchboard::Builder::servers(vec![spec(&ok)])
+                .no_cache()
+                .start()
+                .await
+                .unwrap();
+            assert_eq!(report.connected, ["s"], "{report:?}");
+            sb.shutdown().await;
+        }
+        let runs = std::fs::read_to_string(&counter).unwrap();
+        assert_eq!(
+            runs.lines().count(),
+            1,
+            "the command ran once in this process"
+        );
+        // Two more `shared()` caches see the value without running it.
+        let resolved = resolve_secrets(
+            "t",
+            stdio_with_env(&[("TOKEN", &ok)]),
+            None,
+            None,
+            &SecretCache::shared(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(env_of(&resolved)["TOKEN"], "s3cret");
+        assert_eq!(
+            std::fs::read_to_string(&counter).unwrap().lines().count(),
+            1
+        );
+
+        // A failure is not kept: each resolution runs the command again.
+        let failing = format!("!echo fail >> '{}'; exit 3", counter.display());
+        for _ in 0..2 {
+            let err = resolve_secrets(
+                "t",
+                stdio_with_env(&[("TOKEN", &failing)]),
+                None,
+                None,
+                &SecretCache::shared(),
+            )
+            .await
+            .unwrap_err();
+            assert!(err.contains("failed"), "{err}");
+        }
+        let fails = std::fs::read_to_string(&counter)
+            .unwrap()
+            .lines()
+            .filter(|l| *l == "fail")
+            .count();
+        assert_eq!(fails, 2);
+    });
+}

@@ -162,7 +162,16 @@ fn every_fault_is_isolated_to_its_server_with_a_precise_error() {
         .await
         .unwrap();
         let err = |n: &str| report.errors.get(n).cloned().unwrap_or_default();
-        assert_eq!(err("hangs"), "connect timed out after 800 ms");
+        // The client ended this attempt (no transport event carries the stderr): the error
+        // still ends with the server's last stderr lines.
+        assert_eq!(
+            err("hangs"),
+            "connect timed out after 800 ms; last stderr lines:\n[hangs] --hang-init: not answering initialize"
+        );
+        assert_eq!(
+            sb.server_state("hangs").unwrap().last_error.as_deref(),
+            Some(err("hangs").as_str())
+        );
         assert!(
             err("refuses").starts_with("initialize failed: MCP error"),
             "{}",
@@ -459,6 +468,179 @@ fn health_pings_catch_a_stalled_server_and_reconnect_it() {
         for g in first {
             assert_group_gone(g);
         }
+        sb.shutdown().await;
+    });
+}
+
+/// The process group of the server started with `--name <name>`, among `groups`.
+fn group_of(groups: &[u32], name: &str) -> u32 {
+    let needle = format!("--name\0{name}\0");
+    *groups
+        .iter()
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .unwrap_or_else(|| panic!("no live process for server {name} among {groups:?}"))
+}
+
+/// Nothing of the group is alive: checked once, at once (the caller awaited the close).
+fn group_gone_now(pgid: u32) -> bool {
+    !crate::stdio::group_signalable(pgid) || crate::stdio::live_group_members(pgid).is_empty()
+}
+
+#[test]
+fn disconnect_returns_once_the_servers_processes_are_gone_and_unknown_names_are_errors() {
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![
+            demo("a", &["--spawn-grandchild"]),
+            demo("b", &["--ignore-sigterm", "--spawn-grandchild"]),
+            demo("c", &[]),
+        ])
+        .no_cache()
+        .stdio_options(switchboard::stdio::StdioOptions {
+            stdin_close_wait: Duration::from_millis(100),
+            sigterm_wait: Duration::from_millis(300),
+            ..Default::default()
+        })
+        .start()
+        .await
+        .unwrap();
+        assert_eq!(report.connected.len(), 3, "{report:?}");
+        let groups = sb.live_processes();
+        let (a, b, c) = (
+            group_of(&groups, "a"),
+            group_of(&groups, "b"),
+            group_of(&groups, "c"),
+        );
+
+        sb.disconnect("a").await.unwrap();
+        assert!(
+            group_gone_now(a),
+            "disconnect returned while a's group lived"
+        );
+        assert!(!sb.live_processes().contains(&a));
+        assert_eq!(sb.status("a"), ServerStatus::Disconnected);
+        assert!(sb.tools().iter().all(|t| t.server != "a"));
+        // The others are untouched.
+        assert!(!group_gone_now(b) && !group_gone_now(c));
+        let r = sb.call("mcp_b_echo", json!({"text": "b"})).await.unwrap();
+        assert_eq!(r.render_text(), "b");
+
+        // Unknown names (never configured, or already disconnected) are typed errors.
+        assert_eq!(
+            sb.disconnect("nope").await,
+            Err(Error::UnknownServer("nope".into()))
+        );
+        assert_eq!(
+            sb.disconnect("a").await,
+            Err(Error::UnknownServer("a".into()))
+        );
+        assert_eq!(
+            sb.refresh_tools("nope").await,
+            Err(Error::UnknownServer("nope".into()))
+        );
+
+        // `b` ignores SIGTERM: disconnect_all returns only after the SIGKILL reaped it.
+        sb.disconnect_all().await.unwrap();
+        assert!(
+            group_gone_now(b),
+            "disconnect_all returned while b's group lived"
+        );
+        assert!(
+            group_gone_now(c),
+            "disconnect_all returned while c's group lived"
+        );
+        assert!(sb.live_processes().is_empty());
+        assert!(sb.tools().is_empty());
+        sb.shutdown().await;
+    });
+}
+
+#[test]
+fn refresh_tools_returns_once_the_new_list_is_applied() {
+    smol::block_on(async {
+        // Every tools/list is answered (and computed) 1 s after it arrived; 1.6 s after
+        // `initialized` the server adds `late_tool` (and says so, which makes the core re-list
+        // too). The first list, answered at about 1 s, lacks it. A re-list asked for after
+        // start() returned is answered at 2 s or later, so it has it; an early answer, or the
+        // core's own re-list (answered at 2.6 s or later), would come too late for the check.
+        let (sb, report) = Builder::servers(vec![
+            demo(
+                "lc",
+                &["--list-changed-after-ms", "1600", "--list-delay-ms", "1000"],
+            ),
+            demo("failing", &["--fail-init"]),
+        ])
+        .no_cache()
+        .start()
+        .await
+        .unwrap();
+        assert_eq!(report.connected, vec!["lc"]);
+        let has_late = |sb: &switchboard::Switchboard| {
+            sb.tools()
+                .iter()
+                .any(|t| t.qualified_name == "mcp_lc_late_tool")
+        };
+        assert!(!has_late(&sb), "the first list predates late_tool");
+        let events = sb.events();
+        sb.refresh_tools("lc").await.unwrap();
+        assert!(
+            has_late(&sb),
+            "refresh_tools returned before the new list was applied"
+        );
+        // The view changed before the answer: its ToolsChanged is already queued.
+        let mut saw = false;
+        while let Ok(e) = events.try_recv() {
+            saw |= matches!(&e, Event::ToolsChanged { servers } if servers == &["lc"]);
+        }
+        assert!(saw);
+        // Again, with no re-list under way: answered after one more list.
+        sb.refresh_tools("lc").await.unwrap();
+        assert!(has_late(&sb));
+        // A server that failed to start is known but not connected.
+        let err = sb.refresh_tools("failing").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::NotConnected { server, reason } if server == "failing" && reason.contains("initialize failed")),
+            "{err:?}"
+        );
+        sb.shutdown().await;
+    });
+}
+
+#[test]
+fn max_frame_len_limits_every_transport_whatever_the_setter_order() {
+    smol::block_on(async {
+        // 200 generated tools make a tools/list answer far above 4 KiB; `initialize` fits.
+        let (sb, report) =
+            Builder::servers(vec![demo("big", &["--tools", "200"]), demo("small", &[])])
+                .no_cache()
+                .max_frame_len(4096)
+                // Set after the limit: it does not undo it.
+                .stdio_options(switchboard::stdio::StdioOptions::default())
+                .start()
+                .await
+                .unwrap();
+        let err = report.errors.get("big").cloned().unwrap_or_default();
+        assert!(err.contains("4 KiB"), "{report:?}");
+        assert_eq!(report.connected, ["small"]);
+        sb.shutdown().await;
+    });
+}
+
+#[test]
+fn reload_after_sync_connects_the_synced_set() {
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![demo("a", &[]), demo("b", &[])])
+            .no_cache()
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, ["a", "b"]);
+        sb.sync(vec![demo("a", &[]), demo("c", &[])]).await.unwrap();
+        let report = sb.reload().await.unwrap();
+        assert_eq!(report.connected, ["a", "c"], "{report:?}");
+        assert_eq!(sb.server_state("b"), None);
         sb.shutdown().await;
     });
 }

@@ -52,8 +52,11 @@ impl std::fmt::Display for HttpError {
 /// Scheme, host and port: what a pooled connection can serve.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Origin {
+    /// `https` (TLS) rather than `http`.
     pub https: bool,
+    /// Host name or IP address.
     pub host: String,
+    /// Port (the scheme's default when the URL has none).
     pub port: u16,
 }
 
@@ -67,6 +70,7 @@ impl std::fmt::Display for Origin {
 /// A validated absolute `http`/`https` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Url {
+    /// Where to connect.
     pub origin: Origin,
     /// The `Host` header value (the authority as written, without userinfo).
     pub authority: String,
@@ -75,6 +79,7 @@ pub struct Url {
 }
 
 impl Url {
+    /// Parses an absolute `http`/`https` URL; the error names the URL and what is wrong.
     pub fn parse(s: &str) -> Result<Url, String> {
         let uri: Uri = s.parse().map_err(|e| format!("invalid URL \"{s}\": {e}"))?;
         let https = match uri.scheme_str() {
@@ -165,8 +170,11 @@ struct Conn {
 
 /// A response whose body is still to be read.
 pub struct Response {
+    /// The status code.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
+    /// The body, read as it arrives.
     pub body: Body,
 }
 
@@ -286,6 +294,8 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
+    /// A client with its own connection pool: connects time out after `connect_timeout`,
+    /// and at most `max_idle_per_origin` idle connections are kept per origin.
     pub fn new(connect_timeout: Duration, max_idle_per_origin: usize) -> Self {
         HttpClient {
             pool: Arc::new(Pool {

@@ -146,8 +146,11 @@ pub enum HttpKind {
 /// A resolved HTTP or SSE config.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpTarget {
+    /// Streamable HTTP or legacy SSE.
     pub kind: HttpKind,
+    /// The endpoint URL (variables expanded).
     pub url: String,
+    /// Headers sent with every request (secrets resolved).
     pub headers: BTreeMap<String, String>,
 }
 
@@ -331,6 +334,7 @@ impl HttpTransport {
         }
     }
 
+    /// The server name this transport was opened for.
     pub fn server(&self) -> &str {
         &self.server
     }

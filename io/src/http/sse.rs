@@ -20,6 +20,7 @@ use std::time::Duration;
 pub struct SseEvent {
     /// The `event` field, or `"message"` when the event had none.
     pub event: String,
+    /// The `data` lines, joined with newlines.
     pub data: String,
     /// The last event id in force when this event was dispatched (WHATWG's `lastEventId`).
     pub id: Option<String>,
@@ -28,6 +29,7 @@ pub struct SseEvent {
 /// The stream broke the size limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventTooLarge {
+    /// The limit, in bytes.
     pub limit: usize,
 }
 
@@ -41,6 +43,7 @@ impl std::fmt::Display for EventTooLarge {
     }
 }
 
+/// An incremental `text/event-stream` parser (the WHATWG algorithm), bounded in memory.
 #[derive(Debug)]
 pub struct SseParser {
     max_event_len: usize,
@@ -58,6 +61,7 @@ pub struct SseParser {
 }
 
 impl SseParser {
+    /// A parser that fails once one event grows past `max_event_len` bytes.
     pub fn new(max_event_len: usize) -> Self {
         SseParser {
             max_event_len,
