@@ -43,6 +43,10 @@ pub enum TransportEvent {
     Closed { reason: String },
     /// The transport could not be opened or broke (spawn failure, I/O error, oversized frame).
     Failed { error: String },
+    /// Something the transport wants the embedder to know that changes no state (e.g. a
+    /// Streamable HTTP server answered like a legacy one, so the transport fell back to
+    /// HTTP+SSE). Becomes a warning `Diagnostic` of the attempt's server; ignored when stale.
+    Notice { message: String },
 }
 
 /// Inputs: everything the outside world tells the manager.
@@ -1276,6 +1280,7 @@ impl Manager {
                 }
             }
             TransportEvent::Frame(frame) => self.on_frame(conn, &server, &frame),
+            TransportEvent::Notice { message } => self.diag(Some(&server), Level::Warn, message),
             TransportEvent::Closed { reason } => {
                 self.remove_conn(conn);
                 self.transport_gone(&server, format!("connection closed: {reason}"));

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use switchboard::core::config::{ServerConfig, ServerSpec};
+use switchboard::core::manager::Level;
 use switchboard::http::HttpOptions;
 use switchboard::{Builder, Error, Event, ServerStatus};
 
@@ -747,16 +748,14 @@ fn a_400_to_the_first_post_falls_back_to_legacy_sse_and_says_so() {
         assert_eq!(r.render_text(), "legacy");
         let mut note = None;
         while let Ok(ev) = events.try_recv() {
-            // The transport's own note, relayed as the server's log (logger "switchboard").
-            if let Event::ServerLog {
-                server,
-                logger,
-                data,
-                ..
+            // The transport's own note, relayed by the core as a warning of that server.
+            if let Event::Diagnostic {
+                server: Some(server),
+                level: Level::Warn,
+                message,
             } = ev
             {
-                let message = data.as_str().unwrap_or_default().to_string();
-                if logger.as_deref() == Some("switchboard") && message.contains("falling back") {
+                if message.contains("falling back") {
                     note = Some((server, message));
                 }
             }

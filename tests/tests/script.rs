@@ -293,6 +293,7 @@ pub fn render_input(i: &Input) -> String {
             TransportEvent::Frame(f) => format!("#{} Frame {}", conn.0, frame_text(f)),
             TransportEvent::Closed { reason } => format!("#{} Closed {reason:?}", conn.0),
             TransportEvent::Failed { error } => format!("#{} Failed {error:?}", conn.0),
+            TransportEvent::Notice { message } => format!("#{} Notice {message:?}", conn.0),
         },
         Input::CacheLoaded { server, tools, .. } => match tools {
             Some(t) => format!(

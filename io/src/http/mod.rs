@@ -53,9 +53,9 @@
 //! When the first POST (the `initialize`) is answered `400`, `404` or `405`, the transport
 //! does what the specification's backwards-compatibility section says: GET the same URL as an
 //! SSE stream, wait for `endpoint`, and carry on with the legacy transport (the `initialize`
-//! is sent again there). It says so twice: a tracing warning, and a `notifications/message`
-//! (level `warning`, logger `switchboard`) passed to the core, which shows it to the embedder
-//! as a `ServerLog` of that server — no core change needed.
+//! is sent again there). It says so twice: a tracing warning, and a
+//! `TransportEvent::Notice` passed to the core, which shows it to the embedder as a warning
+//! `Diagnostic` of that server.
 //!
 //! # Errors
 //!
@@ -195,6 +195,12 @@ impl Emitter {
     fn frame(&self, frame: Bytes) {
         if !self.ended.load(Ordering::Acquire) {
             (self.send)(TransportEvent::Frame(frame));
+        }
+    }
+
+    fn notice(&self, message: String) {
+        if !self.ended.load(Ordering::Acquire) {
+            (self.send)(TransportEvent::Notice { message });
         }
     }
 
@@ -1204,14 +1210,8 @@ async fn run(
                         break;
                     }
                     Some(Ok(legacy)) => {
-                        // Reaches the embedder as a ServerLog of this server (logger
-                        // "switchboard").
-                        let log = serde_json::json!({
-                            "jsonrpc": "2.0",
-                            "method": "notifications/message",
-                            "params": {"level": "warning", "logger": "switchboard", "data": note},
-                        });
-                        inner.emit.frame(Bytes::from(log.to_string()));
+                        // Reaches the embedder as a warning Diagnostic of this server.
+                        inner.emit.notice(note);
                         mode = Mode::Legacy(legacy);
                         let info = FrameInfo::of(&frame);
                         let n = next;
