@@ -544,9 +544,13 @@ fn timeout_ms_keeps_the_cache_and_zero_or_garbage_is_a_usage_error() {
     let hanging = Project::new(&[("hanging", &["--hang-init"])]);
     let out = hanging.run(&["--timeout-ms", "300", "status", "--json"]);
     assert_eq!(code(&out), 0, "stderr:\n{}", stderr(&out));
-    assert_eq!(
-        json_stdout(&out)["servers"][0]["error"],
-        "connect timed out after 300 ms"
+    // (The error goes on with the server's last stderr lines, when it wrote any.)
+    let error = json_stdout(&out)["servers"][0]["error"].clone();
+    assert!(
+        error
+            .as_str()
+            .is_some_and(|e| e.starts_with("connect timed out after 300 ms")),
+        "{error}"
     );
     for bad in ["0", "soon", "-5"] {
         for flag in ["--timeout-ms", "--health-ms"] {
