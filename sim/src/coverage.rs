@@ -112,6 +112,9 @@ coverage! {
     backoff_delays_checked: "a reconnect delay was checked against the ladder",
     breaker_trips_checked: "the sim's close count said trip, and the breaker tripped",
     syncs_restart_and_keep: "a Sync restarted or added a server and kept a connected one",
+    http_session_expired_recovered: "an HTTP session expired (404) and the transport's new session answered the call late",
+    http_session_expired_failed: "an HTTP session expired (404), no new session could be started, and the transport failed",
+    http_session_failed_then_reopened: "a server whose HTTP session could not be renewed was opened again (reconnect or embedder)",
 }
 
 /// Counters reported but not required (every policy is driven now).
