@@ -378,7 +378,10 @@ fn demo_server_stats_tool_counts_cancellations_in_order() {
     let stats: Value =
         serde_json::from_str(text_of(&call(&mut server, "stats", json!({})))).unwrap();
     assert_eq!(stats["cancelled"], json!([sleep_id, 999]));
-    assert_eq!(stats["cancelled_in_flight"], 1, "only the sleep was in flight");
+    assert_eq!(
+        stats["cancelled_in_flight"], 1,
+        "only the sleep was in flight"
+    );
     assert_eq!(stats["progress_sent"], 0);
 }
 
@@ -396,7 +399,13 @@ fn demo_server_fail_init_once_fails_only_the_first_start() {
     let marker = marker.to_str().unwrap();
     let mut first = DemoServer::spawn(&["--fail-init-once", marker]);
     let init = first.request("initialize", initialize_params("2025-11-25"));
-    assert!(init["error"]["message"].as_str().unwrap().contains("first start"), "{init}");
+    assert!(
+        init["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("first start"),
+        "{init}"
+    );
     let mut second = DemoServer::spawn(&["--fail-init-once", marker]);
     second.initialize();
 }
@@ -405,10 +414,16 @@ fn demo_server_fail_init_once_fails_only_the_first_start() {
 fn demo_server_crash_after_list_ms_exits_one_after_the_first_tools_list() {
     let mut server = DemoServer::spawn(&["--crash-after-list-ms", "0"]);
     server.initialize();
-    assert_eq!(server.wait_exit(Duration::from_millis(200)), None, "alive before tools/list");
+    assert_eq!(
+        server.wait_exit(Duration::from_millis(200)),
+        None,
+        "alive before tools/list"
+    );
     let list = server.request("tools/list", json!({}));
     assert_eq!(tool_names(&list["result"]).len(), 3);
-    let status = server.wait_exit(ANSWER_TIMEOUT).expect("crash after the list");
+    let status = server
+        .wait_exit(ANSWER_TIMEOUT)
+        .expect("crash after the list");
     assert_eq!(status.code(), Some(1));
     let stderr = server.wait_stderr("crash-after-list-ms", ANSWER_TIMEOUT);
     assert!(stderr.contains("crashing on purpose"), "{stderr}");

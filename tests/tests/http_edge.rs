@@ -813,7 +813,11 @@ fn an_unreachable_server_is_named_as_connection_refused() {
 fn a_name_that_never_resolves_is_named_as_a_dns_failure() {
     smol::block_on(async {
         // `.invalid` never resolves (RFC 6761), with or without a network.
-        let (sb, report) = start(vec![spec("nowhere", "http://nonexistent.invalid/mcp".into())]).await;
+        let (sb, report) = start(vec![spec(
+            "nowhere",
+            "http://nonexistent.invalid/mcp".into(),
+        )])
+        .await;
         let err = report.errors.get("nowhere").cloned().unwrap_or_default();
         assert!(err.contains("DNS lookup"), "{report:?}");
         assert!(err.contains("nonexistent.invalid"), "{err}");

@@ -122,7 +122,11 @@ fn streamable_http_against_server_everything_lists_calls_and_cancels() {
             .iter()
             .map(|t| t.qualified_name.clone())
             .collect();
-        assert_eq!(names, everything_tools("ev"), "the same tools as over stdio");
+        assert_eq!(
+            names,
+            everything_tools("ev"),
+            "the same tools as over stdio"
+        );
         let r = sb
             .call("mcp_ev_echo", json!({"message": "hello over http"}))
             .await
@@ -168,7 +172,11 @@ fn legacy_sse_against_server_everything_lists_and_calls() {
             .iter()
             .map(|t| t.qualified_name.clone())
             .collect();
-        assert_eq!(names, everything_tools("old"), "the same tools as over stdio");
+        assert_eq!(
+            names,
+            everything_tools("old"),
+            "the same tools as over stdio"
+        );
         let r = sb
             .call("mcp_old_echo", json!({"message": "hello over sse"}))
             .await

@@ -574,7 +574,9 @@ fn sync_keeps_unchanged_servers_restarts_changed_ones_stops_removed_ones_and_sta
         wait_until(&events, "the sync settled", || {
             sb.status("change") == ServerStatus::Connected
                 && sb.status("new") == ServerStatus::Connected
-                && sb.server_state("drop").is_none_or(|s| s.status == ServerStatus::Disconnected)
+                && sb
+                    .server_state("drop")
+                    .is_none_or(|s| s.status == ServerStatus::Disconnected)
                 && tool_names(&sb, "change").contains(&"mcp_change_tool_0".to_string())
         })
         .await;
@@ -719,7 +721,10 @@ fn a_server_that_keeps_crashing_trips_the_breaker_and_is_left_disconnected() {
         );
         assert_eq!(state.attempts, 6, "one start and five reconnects");
         assert_eq!(state.next_attempt_at, None, "no attempt scheduled");
-        assert!(tool_names(&sb, "flappy").is_empty(), "its tools are withdrawn");
+        assert!(
+            tool_names(&sb, "flappy").is_empty(),
+            "its tools are withdrawn"
+        );
         assert_eq!(pid_of(&sb, "flappy"), None);
         // Nothing more is spawned: it never turns `Connecting` again within many ladder
         // steps (10 times the 100 ms cap).
@@ -803,7 +808,12 @@ fn a_tool_removed_by_list_changed_fails_by_name_and_calls_in_flight_finish() {
     smol::block_on(async {
         let (sb, _) = Builder::servers(vec![demo(
             "lc",
-            &["--list-changed-after-ms", "1500", "--remove-on-change", "echo"],
+            &[
+                "--list-changed-after-ms",
+                "1500",
+                "--remove-on-change",
+                "echo",
+            ],
         )])
         .no_cache()
         .start()
@@ -830,14 +840,20 @@ fn a_tool_removed_by_list_changed_fails_by_name_and_calls_in_flight_finish() {
         let Error::Call(msg) = err else {
             panic!("expected a call error, got {err:?}")
         };
-        assert!(msg.contains("mcp_lc_echo") || msg.contains("\"echo\""), "{msg}");
+        assert!(
+            msg.contains("mcp_lc_echo") || msg.contains("\"echo\""),
+            "{msg}"
+        );
         let r = sb
             .call("mcp_lc_late_tool", json!({"text": "new"}))
             .await
             .unwrap();
         assert_eq!(r.render_text(), "new");
         // The call that was in flight when the list changed is unaffected.
-        assert!(!in_flight.is_finished(), "the sleep outlasts the list change");
+        assert!(
+            !in_flight.is_finished(),
+            "the sleep outlasts the list change"
+        );
         assert_eq!(in_flight.await.unwrap().render_text(), "slept 6000ms");
         assert_eq!(sb.status("lc"), ServerStatus::Connected);
         sb.shutdown().await;
