@@ -1,7 +1,8 @@
 //! The HTTP transports against a hand-rolled HTTP/1.1 server on loopback that misbehaves on
 //! purpose: session expiry, SSE split at every byte, resumption with `retry` and
 //! `Last-Event-ID`, 401 with a challenge, a body that never ends, 405 to GET, a 400 that
-//! triggers the legacy fallback, an oversized event, an unreachable server.
+//! triggers the legacy fallback, an oversized event, an unreachable server; DNS and TLS
+//! failures named as such.
 
 use async_channel::{Receiver, Sender};
 use async_io::{Async, Timer};

@@ -1,5 +1,7 @@
 //! The smol shell against real `mcp-demo-server` processes: the startup gate with a warm and a
-//! cold cache, deferred calls, per-server isolation of every fault, and no orphan processes.
+//! cold cache, deferred calls, cancellation seen by the server, per-server isolation of every
+//! fault, no orphan processes, and issue 7's policies (reconnect and its burst breaker, startup
+//! retries, health pings, progress-aware timeouts, Sync, list_changed).
 
 use crate::stdio::assert_group_gone;
 use crate::support::demo_server_bin;
@@ -558,11 +560,12 @@ fn sync_keeps_unchanged_servers_restarts_changed_ones_stops_removed_ones_and_sta
         let change_pid = pid_of(&sb, "change").unwrap();
         let drop_pid = pid_of(&sb, "drop").unwrap();
         let keep_tools = tool_names(&sb, "keep");
-        // A call in flight on the unchanged server must survive the sync.
-        let in_flight = {
-            let sb = sb.clone();
-            smol::spawn(async move { sb.call("mcp_keep_sleep", json!({"ms": 1500})).await })
-        };
+        // A call in flight on the unchanged server must survive the sync (polled once, its
+        // request reaches the driver before the sync does).
+        let mut in_flight = Box::pin(sb.call("mcp_keep_sleep", json!({"ms": 1500})));
+        assert!(futures_lite::future::poll_once(&mut in_flight)
+            .await
+            .is_none());
 
         sb.sync(vec![
             demo("keep", &[]),
@@ -821,10 +824,10 @@ fn a_tool_removed_by_list_changed_fails_by_name_and_calls_in_flight_finish() {
         .unwrap();
         let events = sb.events();
         assert!(tool_names(&sb, "lc").contains(&"mcp_lc_echo".to_string()));
-        let in_flight = {
-            let sb = sb.clone();
-            smol::spawn(async move { sb.call("mcp_lc_sleep", json!({"ms": 6000})).await })
-        };
+        let mut in_flight = Box::pin(sb.call("mcp_lc_sleep", json!({"ms": 6000})));
+        assert!(futures_lite::future::poll_once(&mut in_flight)
+            .await
+            .is_none());
         wait_for(
             &events,
             |e| matches!(e, Event::ToolsChanged { servers } if servers == &["lc"]),
@@ -851,7 +854,9 @@ fn a_tool_removed_by_list_changed_fails_by_name_and_calls_in_flight_finish() {
         assert_eq!(r.render_text(), "new");
         // The call that was in flight when the list changed is unaffected.
         assert!(
-            !in_flight.is_finished(),
+            futures_lite::future::poll_once(&mut in_flight)
+                .await
+                .is_none(),
             "the sleep outlasts the list change"
         );
         assert_eq!(in_flight.await.unwrap().render_text(), "slept 6000ms");
