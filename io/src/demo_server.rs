@@ -64,6 +64,17 @@ FLAGS:
                              is logged on stderr as `grandchild pid=<pid>`
   --list-changed-after-ms N  N ms after notifications/initialized, add tool `late_tool` and
                              send notifications/tools/list_changed
+  --remove-on-change NAME    with --list-changed-after-ms: also withdraw tool NAME then
+  --progress-every-ms N      `sleep` sends notifications/progress every N ms when the call's
+                             `_meta.progressToken` is set
+  --crash-after-list-ms N    exit(1) N ms after answering the first tools/list (a crash of
+                             an established connection, however slow the start-up)
+  --fail-init-once PATH      if PATH does not exist: create it and fail initialize; else
+                             start normally (the first start fails, later ones succeed)
+  --garbage-lines N          print N non-JSON lines on stdout at start (a client gives up
+                             after 100 in a row)
+  --stats-tool               add tool `stats`: counters of what the server received
+                             (cancellations, progress sent) as JSON text
   -h, --help                 print this help and exit
 ";
 
@@ -85,6 +96,12 @@ struct Flags {
     ignore_sigterm: bool,
     spawn_grandchild: bool,
     list_changed_after_ms: Option<u64>,
+    remove_on_change: Option<String>,
+    progress_every_ms: Option<u64>,
+    crash_after_list_ms: Option<u64>,
+    fail_init_once: Option<String>,
+    garbage_lines: usize,
+    stats_tool: bool,
 }
 
 fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
@@ -125,6 +142,22 @@ fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flags, String> 
             "--list-changed-after-ms" => {
                 flags.list_changed_after_ms = Some(number(&flag, value())?)
             }
+            "--remove-on-change" => {
+                flags.remove_on_change = Some(value().ok_or("--remove-on-change needs a value")?)
+            }
+            "--progress-every-ms" => {
+                let n: u64 = number(&flag, value())?;
+                if n == 0 {
+                    return Err("--progress-every-ms must be at least 1".into());
+                }
+                flags.progress_every_ms = Some(n);
+            }
+            "--crash-after-list-ms" => flags.crash_after_list_ms = Some(number(&flag, value())?),
+            "--fail-init-once" => {
+                flags.fail_init_once = Some(value().ok_or("--fail-init-once needs a value")?)
+            }
+            "--garbage-lines" => flags.garbage_lines = number(&flag, value())?,
+            "--stats-tool" => flags.stats_tool = true,
             "--fail-init" => flags.fail_init = true,
             "--fail-list" => flags.fail_list = true,
             "--hang-init" => flags.hang_init = true,
@@ -196,6 +229,19 @@ struct Server {
     late_tool_added: AtomicBool,
     /// In-flight calls by request id (the id's JSON text, so 1 and "1" differ).
     calls: Mutex<HashMap<String, Arc<CallSlot>>>,
+    /// What the `stats` tool (`--stats-tool`) reports.
+    stats: Mutex<Stats>,
+}
+
+/// Counters reported by the `stats` tool.
+#[derive(Default)]
+struct Stats {
+    /// `requestId`s of every `notifications/cancelled` received, in order.
+    cancelled: Vec<Value>,
+    /// Those that named a call still in flight (and stopped it).
+    cancelled_in_flight: usize,
+    /// `notifications/progress` sent.
+    progress_sent: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -314,6 +360,16 @@ impl Server {
                 "description": "Added after start (--list-changed-after-ms): echoes `text` back.",
                 "inputSchema": text_schema,
             }));
+            if let Some(removed) = &self.flags.remove_on_change {
+                tools.retain(|t| t["name"] != removed.as_str());
+            }
+        }
+        if self.flags.stats_tool {
+            tools.push(json!({
+                "name": "stats",
+                "description": "What this server received so far (--stats-tool), as JSON text.",
+                "inputSchema": {"type": "object", "additionalProperties": false},
+            }));
         }
         tools
     }
@@ -375,7 +431,10 @@ impl Server {
                     return;
                 };
                 let slot = lock(&self.calls).get(&request_id.to_string()).cloned();
+                let mut stats = lock(&self.stats);
+                stats.cancelled.push(request_id.clone());
                 if let Some(slot) = slot {
+                    stats.cancelled_in_flight += 1;
                     self.log(&format!("request {request_id} cancelled"));
                     slot.cancel();
                 }
@@ -425,6 +484,22 @@ impl Server {
             if server.flags.fail_init {
                 server.respond_error(&id, INTERNAL_ERROR, "initialize failed (--fail-init)");
                 return;
+            }
+            if let Some(path) = &server.flags.fail_init_once {
+                // create_new: of several starts racing, exactly one fails.
+                if std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .is_ok()
+                {
+                    server.respond_error(
+                        &id,
+                        INTERNAL_ERROR,
+                        "initialize failed (--fail-init-once: first start)",
+                    );
+                    return;
+                }
             }
             server.respond(
                 &id,
@@ -488,6 +563,13 @@ impl Server {
                 result["nextCursor"] = Value::String(encode_cursor(end));
             }
             server.respond(&id, result);
+            if let Some(ms) = server.flags.crash_after_list_ms {
+                thread::spawn(move || {
+                    thread::sleep(Duration::from_millis(ms));
+                    eprintln!("crashing on purpose (--crash-after-list-ms {ms})");
+                    process::exit(1);
+                });
+            }
         });
     }
 
@@ -579,13 +661,28 @@ impl Server {
             },
             "sleep" => match args.get("ms").and_then(Value::as_u64) {
                 Some(ms) => {
-                    if !slot.sleep(Duration::from_millis(ms)) {
+                    let token = params
+                        .get("_meta")
+                        .and_then(|m| m.get("progressToken"))
+                        .cloned();
+                    if !self.sleep_with_progress(ms, token, slot) {
                         return None;
                     }
                     text_result(&format!("slept {ms}ms"))
                 }
                 None => tool_error("sleep needs a non-negative integer `ms`"),
             },
+            "stats" => {
+                let stats = lock(&self.stats);
+                text_result(
+                    &json!({
+                        "cancelled": stats.cancelled,
+                        "cancelled_in_flight": stats.cancelled_in_flight,
+                        "progress_sent": stats.progress_sent,
+                    })
+                    .to_string(),
+                )
+            }
             // echo, tool_N and late_tool all echo.
             _ => match args.get("text").and_then(Value::as_str) {
                 Some(text) => text_result(text),
@@ -593,6 +690,36 @@ impl Server {
             },
         };
         Some(Ok(result))
+    }
+
+    /// `sleep`'s wait: `ms` in one piece, or, with `--progress-every-ms` and a progress token,
+    /// in steps with a `notifications/progress` after each. False if cancelled.
+    fn sleep_with_progress(&self, ms: u64, token: Option<Value>, slot: &CallSlot) -> bool {
+        let (Some(every), Some(token)) = (self.flags.progress_every_ms, token) else {
+            return slot.sleep(Duration::from_millis(ms));
+        };
+        let mut left = ms;
+        let mut step = 0u64;
+        while left > 0 {
+            let now = left.min(every);
+            if !slot.sleep(Duration::from_millis(now)) {
+                return false;
+            }
+            left -= now;
+            step += 1;
+            if left > 0 {
+                lock(&self.stats).progress_sent += 1;
+                self.notify(
+                    "notifications/progress",
+                    Some(json!({
+                        "progressToken": token,
+                        "progress": step,
+                        "total": ms.div_ceil(every),
+                    })),
+                );
+            }
+        }
+        true
     }
 }
 
@@ -647,6 +774,7 @@ pub fn run(args: impl IntoIterator<Item = String>) -> ! {
         initialized: AtomicBool::new(false),
         late_tool_added: AtomicBool::new(false),
         calls: Mutex::new(HashMap::new()),
+        stats: Mutex::new(Stats::default()),
     });
 
     if flags.ignore_sigterm {
@@ -692,6 +820,9 @@ pub fn run(args: impl IntoIterator<Item = String>) -> ! {
     }
     if flags.garbage_stdout {
         server.send_raw("mcp-demo-server starting up (--garbage-stdout)\n");
+    }
+    for i in 0..flags.garbage_lines {
+        server.send_raw(&format!("not JSON-RPC, line {i} (--garbage-lines)\n"));
     }
 
     let stdin = std::io::stdin();

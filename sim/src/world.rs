@@ -294,6 +294,11 @@ pub struct World<'a> {
     expect_ok: std::collections::BTreeSet<CallId>,
     /// Crash-loop crashes so far, per server.
     crashes: Vec<u32>,
+    /// Draws for the HTTP session-expiry fault only, so that adding it left every other
+    /// draw (and every existing trace) as it was.
+    http_rng: SplitMix64,
+    /// Servers whose last HTTP session could not be renewed, until they are opened again.
+    session_lost: Vec<bool>,
 }
 
 impl<'a> World<'a> {
@@ -402,6 +407,8 @@ impl<'a> World<'a> {
             step: StepInfo::default(),
             expect_ok: Default::default(),
             crashes: vec![0; n],
+            http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
+            session_lost: vec![false; n],
         }
     }
 
@@ -1734,6 +1741,9 @@ impl<'a> World<'a> {
         }
         let k = self.attempts[i];
         self.attempts[i] += 1;
+        if std::mem::take(&mut self.session_lost[i]) {
+            self.cov.http_session_failed_then_reopened += 1;
+        }
         let plans = &self.sc.servers[i].attempts;
         let plan = if self.healed || plans.is_empty() {
             healthy()
@@ -2335,6 +2345,11 @@ impl<'a> World<'a> {
             self.exit_in(conn, 1, "crashed during tools/call");
             return;
         }
+        let session_delay_ms = match self.http_session_expiry(conn, i) {
+            SessionExpiry::None => 0,
+            SessionExpiry::Recovered { delay_ms } => delay_ms,
+            SessionExpiry::Failed => return,
+        };
         let tool = req
             .get("params")
             .and_then(|p| p.get("name"))
@@ -2428,9 +2443,58 @@ impl<'a> World<'a> {
             self.reply_tagged(conn, lat / 2, n, progress_tag);
         }
         if let (ms, Some(r)) = r {
-            self.reply(conn, ms, r);
+            self.reply(conn, ms + session_delay_ms, r);
         }
     }
+
+    /// The HTTP session-expiry fault as the core sees it. A Streamable HTTP server that
+    /// forgot the session answers this `tools/call` with 404; the transport then replays
+    /// `initialize` once and retries (io/src/http/mod.rs). If that works, the core sees only
+    /// a later answer; if it fails, the transport ends with `Failed`, like the shell's.
+    fn http_session_expiry(&mut self, conn: ConnId, i: usize) -> SessionExpiry {
+        let http = i % 3 == 2 && !self.sc.servers[i].invalid;
+        let p = u64::from(self.sc.mix.call_fault_pct / 2);
+        if !http || self.healed || p == 0 || self.http_rng.below(100) >= p {
+            return SessionExpiry::None;
+        }
+        if self.http_rng.below(3) != 0 {
+            self.cov.http_session_expired_recovered += 1;
+            let lat = self.sc.servers[i].call_latency_ms;
+            // The 404, then initialize and notifications/initialized, then the call again.
+            SessionExpiry::Recovered {
+                delay_ms: 3 * lat.max(1) + self.http_rng.below(20),
+            }
+        } else {
+            self.cov.http_session_expired_failed += 1;
+            self.session_lost[i] = true;
+            let name = &self.sc.servers[i].name;
+            let error = format!(
+                "server \"{name}\": the session expired (HTTP 404) and a new one could not be started: HTTP 503: unavailable"
+            );
+            let ms = 1 + self.http_rng.below(20);
+            let at = self.after_ms(ms);
+            self.push(
+                at,
+                Ev::Deliver {
+                    conn,
+                    event: TransportEvent::Failed { error },
+                    exit: true,
+                    tag: Tag::None,
+                },
+            );
+            SessionExpiry::Failed
+        }
+    }
+}
+
+/// What the HTTP session-expiry fault did to one call.
+enum SessionExpiry {
+    /// No 404 (or not an HTTP server).
+    None,
+    /// A new session was started inside the transport: the answer comes later.
+    Recovered { delay_ms: u64 },
+    /// The new session could not be started: the transport failed.
+    Failed,
 }
 
 fn exit_event(conn: ConnId, why: &str) -> Ev {

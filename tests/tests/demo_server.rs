@@ -300,6 +300,136 @@ fn demo_server_list_changed_after_ms_adds_late_tool_and_notifies() {
 }
 
 #[test]
+fn demo_server_remove_on_change_withdraws_the_tool_with_the_list_change() {
+    let mut server = DemoServer::spawn(&[
+        "--list-changed-after-ms",
+        "100",
+        "--remove-on-change",
+        "echo",
+    ]);
+    server.initialize();
+    let before = server.request("tools/list", json!({}));
+    // Before the change (or racing it): echo is there unless late_tool already is.
+    let names = tool_names(&before["result"]);
+    assert!(
+        names.contains(&"echo".to_string()) != names.contains(&"late_tool".to_string()),
+        "{names:?}"
+    );
+    server
+        .wait_for(ANSWER_TIMEOUT, |m| {
+            m["method"] == "notifications/tools/list_changed"
+        })
+        .expect("list_changed notification");
+    let after = tool_names(&server.request("tools/list", json!({}))["result"]);
+    assert!(after.contains(&"late_tool".to_string()), "{after:?}");
+    assert!(!after.contains(&"echo".to_string()), "{after:?}");
+    let gone = call(&mut server, "echo", json!({"text": "x"}));
+    assert!(
+        gone["error"]["message"].as_str().unwrap().contains("echo"),
+        "{gone}"
+    );
+}
+
+#[test]
+fn demo_server_progress_every_ms_reports_progress_with_the_callers_token() {
+    let mut server = DemoServer::spawn(&["--progress-every-ms", "50", "--stats-tool"]);
+    server.initialize();
+    let id = server.start_request(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 200}, "_meta": {"progressToken": "tok-7"}}),
+    );
+    let response = server.response(id, ANSWER_TIMEOUT).expect("sleep answers");
+    assert_eq!(text_of(&response), "slept 200ms");
+    // 200 ms in 50 ms steps: progress after each step but the last, all before the answer.
+    let progress: Vec<&Value> = server
+        .backlog
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3, "{:?}", server.backlog);
+    for (i, p) in progress.iter().enumerate() {
+        assert_eq!(p["params"]["progressToken"], "tok-7");
+        assert_eq!(p["params"]["progress"], i as u64 + 1);
+        assert_eq!(p["params"]["total"], 4);
+    }
+    // Without a token there is nobody to report to.
+    server.backlog.clear();
+    let plain = call(&mut server, "sleep", json!({"ms": 120}));
+    assert_eq!(text_of(&plain), "slept 120ms");
+    assert!(server.backlog.is_empty(), "{:?}", server.backlog);
+    let stats: Value =
+        serde_json::from_str(text_of(&call(&mut server, "stats", json!({})))).unwrap();
+    assert_eq!(stats["progress_sent"], 3);
+}
+
+#[test]
+fn demo_server_stats_tool_counts_cancellations_in_order() {
+    let mut server = DemoServer::spawn(&["--stats-tool"]);
+    server.initialize();
+    let sleep_id = server.start_request(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 60000}}),
+    );
+    // The echo is answered only once the sleep is surely in flight (one reader thread).
+    call(&mut server, "echo", json!({"text": "in flight"}));
+    server.notify("notifications/cancelled", json!({"requestId": sleep_id}));
+    server.notify("notifications/cancelled", json!({"requestId": 999}));
+    // Notifications are handled in order before the next request: no wait needed.
+    let stats: Value =
+        serde_json::from_str(text_of(&call(&mut server, "stats", json!({})))).unwrap();
+    assert_eq!(stats["cancelled"], json!([sleep_id, 999]));
+    assert_eq!(
+        stats["cancelled_in_flight"], 1,
+        "only the sleep was in flight"
+    );
+    assert_eq!(stats["progress_sent"], 0);
+}
+
+#[test]
+fn demo_server_garbage_lines_prints_that_many_non_json_lines_first() {
+    let mut server = DemoServer::spawn(&["--garbage-lines", "120"]);
+    server.initialize();
+    assert_eq!(server.garbage.len(), 120, "{:?}", server.garbage.first());
+}
+
+#[test]
+fn demo_server_fail_init_once_fails_only_the_first_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let marker = marker.to_str().unwrap();
+    let mut first = DemoServer::spawn(&["--fail-init-once", marker]);
+    let init = first.request("initialize", initialize_params("2025-11-25"));
+    assert!(
+        init["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("first start"),
+        "{init}"
+    );
+    let mut second = DemoServer::spawn(&["--fail-init-once", marker]);
+    second.initialize();
+}
+
+#[test]
+fn demo_server_crash_after_list_ms_exits_one_after_the_first_tools_list() {
+    let mut server = DemoServer::spawn(&["--crash-after-list-ms", "0"]);
+    server.initialize();
+    assert_eq!(
+        server.wait_exit(Duration::from_millis(200)),
+        None,
+        "alive before tools/list"
+    );
+    let list = server.request("tools/list", json!({}));
+    assert_eq!(tool_names(&list["result"]).len(), 3);
+    let status = server
+        .wait_exit(ANSWER_TIMEOUT)
+        .expect("crash after the list");
+    assert_eq!(status.code(), Some(1));
+    let stderr = server.wait_stderr("crash-after-list-ms", ANSWER_TIMEOUT);
+    assert!(stderr.contains("crashing on purpose"), "{stderr}");
+}
+
+#[test]
 fn demo_server_ignore_sigterm_survives_sigterm() {
     let mut server = DemoServer::spawn(&["--ignore-sigterm"]);
     server.initialize();

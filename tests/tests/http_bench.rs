@@ -1,5 +1,7 @@
 //! Call latency and throughput over Streamable HTTP (FastMCP and server-everything on
-//! loopback) beside stdio (`mcp-demo-server`): sequential calls, then 64 concurrent callers.
+//! loopback) beside stdio: every HTTP row has its stdio twin, the same peer program in stdio
+//! mode (and `mcp-demo-server` as the stdio baseline). Sequential calls, then 64 concurrent
+//! callers.
 //! Ignored by default; the command and figures are in BENCHMARKS.md (`## HTTP`):
 //!
 //! ```sh
@@ -9,7 +11,7 @@
 //! ```
 
 use crate::http_peers::{peers_enabled, PeerProcess};
-use crate::support::demo_server_bin;
+use crate::support::{demo_server_bin, repo_root};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use switchboard::core::config::{ServerConfig, ServerSpec};
@@ -96,6 +98,19 @@ fn http_bench_sequential_and_concurrent_calls() {
             "text",
         )
         .await;
+        let peers = repo_root().join("tests/peers");
+        let python = peers.join(".venv/bin/python");
+        let fastmcp = peers.join("fastmcp_server.py");
+        measure(
+            "stdio, FastMCP (Python SDK)",
+            ServerSpec::new(
+                "py",
+                ServerConfig::stdio(python.to_string_lossy(), &[&fastmcp.to_string_lossy()]),
+            ),
+            "mcp_py_echo",
+            "text",
+        )
+        .await;
         let py = PeerProcess::fastmcp();
         measure(
             "Streamable HTTP, FastMCP (Python SDK)",
@@ -105,6 +120,18 @@ fn http_bench_sequential_and_concurrent_calls() {
         )
         .await;
         drop(py);
+        let everything =
+            peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        measure(
+            "stdio, server-everything (TypeScript SDK)",
+            ServerSpec::new(
+                "ev",
+                ServerConfig::stdio("node", &[&everything.to_string_lossy(), "stdio"]),
+            ),
+            "mcp_ev_echo",
+            "message",
+        )
+        .await;
         let ev = PeerProcess::everything("streamableHttp");
         measure(
             "Streamable HTTP, server-everything (TypeScript SDK)",

@@ -1,7 +1,8 @@
 //! The HTTP transports against a hand-rolled HTTP/1.1 server on loopback that misbehaves on
 //! purpose: session expiry, SSE split at every byte, resumption with `retry` and
 //! `Last-Event-ID`, 401 with a challenge, a body that never ends, 405 to GET, a 400 that
-//! triggers the legacy fallback, an oversized event, an unreachable server.
+//! triggers the legacy fallback, an oversized event, an unreachable server; DNS and TLS
+//! failures named as such.
 
 use async_channel::{Receiver, Sender};
 use async_io::{Async, Timer};
@@ -147,6 +148,14 @@ async fn serve(
             match stream.read(&mut chunk).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            // A TLS ClientHello (record type 0x16) on this plain-HTTP port: answer as plain
+            // servers do, with a 400, and close.
+            if buf.first() == Some(&0x16) {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+                return;
             }
         };
         let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
@@ -437,9 +446,20 @@ fn session_expiry_starts_a_new_session_once_and_the_call_succeeds() {
                 Some("2025-11-25"),
                 "{r:?}"
             );
+        }
+        // Every POST (initialize included) declares its JSON body and accepts both answers.
+        let posts: Vec<Req> = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .collect();
+        assert!(posts.len() >= 3, "{posts:?}");
+        for r in &posts {
+            assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
             assert_eq!(
                 r.header("accept"),
-                Some("application/json, text/event-stream")
+                Some("application/json, text/event-stream"),
+                "{r:?}"
             );
         }
         state.lock().unwrap().valid.clear(); // the server forgets every session
@@ -791,6 +811,38 @@ fn an_unreachable_server_is_named_as_connection_refused() {
             err("gone")
         );
         assert!(!err("bad").is_empty());
+        sb.shutdown().await;
+    });
+}
+
+#[test]
+fn a_name_that_never_resolves_is_named_as_a_dns_failure() {
+    smol::block_on(async {
+        // `.invalid` never resolves (RFC 6761), with or without a network.
+        let (sb, report) = start(vec![spec(
+            "nowhere",
+            "http://nonexistent.invalid/mcp".into(),
+        )])
+        .await;
+        let err = report.errors.get("nowhere").cloned().unwrap_or_default();
+        assert!(err.contains("DNS lookup"), "{report:?}");
+        assert!(err.contains("nonexistent.invalid"), "{err}");
+        assert_eq!(sb.status("nowhere"), ServerStatus::Disconnected);
+        sb.shutdown().await;
+    });
+}
+
+#[test]
+fn https_to_a_plain_http_server_is_named_as_a_tls_failure() {
+    let server = streamable_server(Arc::new(Mutex::new(Streamable::default())));
+    smol::block_on(async {
+        let url = format!("https://127.0.0.1:{}/mcp", server.port);
+        let (sb, report) = start(vec![spec("plain", url)]).await;
+        let err = report.errors.get("plain").cloned().unwrap_or_default();
+        assert!(err.contains("TLS handshake"), "{report:?}");
+        assert!(err.contains(&format!("127.0.0.1:{}", server.port)), "{err}");
+        // Nothing reached the MCP layer: the handshake failed before any request.
+        assert!(server.requests().is_empty(), "{:?}", server.summary());
         sb.shutdown().await;
     });
 }

@@ -3,6 +3,7 @@
 //! in streamable-http mode. Gated on `SWITCHBOARD_PEERS=1` (scripts/test.sh sets it after
 //! scripts/install-peers.sh); every server runs in its own process group, killed on drop.
 
+use crate::peers::everything_tools;
 use crate::support::repo_root;
 use serde_json::json;
 use std::net::{TcpListener, TcpStream};
@@ -121,8 +122,11 @@ fn streamable_http_against_server_everything_lists_calls_and_cancels() {
             .iter()
             .map(|t| t.qualified_name.clone())
             .collect();
-        assert!(names.len() >= 10, "{names:?}");
-        assert!(names.contains(&"mcp_ev_echo".to_string()), "{names:?}");
+        assert_eq!(
+            names,
+            everything_tools("ev"),
+            "the same tools as over stdio"
+        );
         let r = sb
             .call("mcp_ev_echo", json!({"message": "hello over http"}))
             .await
@@ -163,7 +167,16 @@ fn legacy_sse_against_server_everything_lists_and_calls() {
             .await
             .unwrap();
         assert_eq!(report.connected, vec!["old"], "{report:?}");
-        assert!(sb.tools().len() >= 10);
+        let names: Vec<String> = sb
+            .tools()
+            .iter()
+            .map(|t| t.qualified_name.clone())
+            .collect();
+        assert_eq!(
+            names,
+            everything_tools("old"),
+            "the same tools as over stdio"
+        );
         let r = sb
             .call("mcp_old_echo", json!({"message": "hello over sse"}))
             .await
@@ -185,6 +198,41 @@ fn legacy_sse_against_server_everything_lists_and_calls() {
             let text = call.await;
             assert!(text.contains(&format!("m{i}")), "{text}");
         }
+
+        // Cancel a long-running call by dropping its future. The TypeScript SDK sends no
+        // response to a request it was told is cancelled; without the cancellation, the
+        // answer would come back for a call the client forgot, and the core would report
+        // it ("ignored a response to an unknown or already answered request id").
+        let events = sb.events();
+        let op = json!({"duration": 2, "steps": 2});
+        let mut first = Box::pin(sb.call("mcp_old_trigger_long_running_operation", op.clone()));
+        assert!(futures_lite::future::poll_once(&mut first).await.is_none());
+        // The request is out once a later call came back.
+        let r = sb
+            .call("mcp_old_echo", json!({"message": "behind it"}))
+            .await
+            .unwrap();
+        assert!(r.render_text().contains("behind it"), "{r:?}");
+        drop(first);
+        // The same operation started after it ends after it: by then the first one's
+        // answer, had it been sent, would have arrived (one SSE stream, in order).
+        let r = sb
+            .call("mcp_old_trigger_long_running_operation", op)
+            .await
+            .unwrap();
+        assert!(r.render_text().contains("completed"), "{r:?}");
+        // One more round trip, so every event of the turns before it has been published.
+        sb.call("mcp_old_echo", json!({"message": "flush"}))
+            .await
+            .unwrap();
+        while let Ok(e) = events.try_recv() {
+            assert!(
+                !matches!(&e, switchboard::Event::Diagnostic { message, .. }
+                    if message.contains("unknown or already answered")),
+                "the cancelled call was answered anyway: {e:?}"
+            );
+        }
+        assert_eq!(sb.status("old"), ServerStatus::Connected);
         sb.shutdown().await;
     });
 }

@@ -24,6 +24,34 @@ fn everything() -> ServerSpec {
     )
 }
 
+/// The tools the pinned `@modelcontextprotocol/server-everything` (tests/peers/package.json,
+/// 2026.8.31) offers a client that declares no sampling, elicitation or tasks capability
+/// (ours), as qualified names for server `server`, in the view's order. The same in every
+/// transport mode (stdio, streamableHttp, sse).
+pub fn everything_tools(server: &str) -> Vec<String> {
+    const RAW: [&str; 13] = [
+        "echo",
+        "get-annotated-message",
+        "get-env",
+        "get-resource-links",
+        "get-resource-reference",
+        "get-structured-content",
+        "get-sum",
+        "get-tiny-image",
+        "gzip-file-as-resource",
+        "simulate-research-query",
+        "toggle-simulated-logging",
+        "toggle-subscriber-updates",
+        "trigger-long-running-operation",
+    ];
+    let mut names: Vec<String> = RAW
+        .iter()
+        .map(|t| format!("mcp_{server}_{}", t.replace('-', "_")))
+        .collect();
+    names.sort();
+    names
+}
+
 fn fastmcp() -> ServerSpec {
     let python = repo_root().join("tests/peers/.venv/bin/python");
     assert!(
@@ -55,16 +83,11 @@ fn server_everything_over_stdio_lists_tools_echoes_and_cancels_a_long_call() {
             .iter()
             .map(|t| t.qualified_name.clone())
             .collect();
-        for expected in [
-            "mcp_everything_echo",
-            "mcp_everything_get_sum",
-            "mcp_everything_trigger_long_running_operation",
-        ] {
-            assert!(
-                names.contains(&expected.to_string()),
-                "{expected} missing from {names:?}"
-            );
-        }
+        assert_eq!(
+            names,
+            everything_tools("everything"),
+            "every tool server-everything offers over stdio"
+        );
         let r = sb
             .call("mcp_everything_echo", json!({"message": "hi"}))
             .await
