@@ -231,6 +231,21 @@ pub enum Output {
         logger: Option<String>,
         data: Value,
     },
+    /// An automatic reconnect (or, with `retry_startup_failures`, a startup retry) is
+    /// scheduled: attempt `attempt` of the ladder opens in `delay` (jitter included). `error`
+    /// is why the last connection or attempt ended. (It replaces the `Diagnostic` this used
+    /// to be: embedders get the attempt and delay typed, not in words.)
+    ReconnectScheduled {
+        server: String,
+        attempt: u32,
+        delay: Duration,
+        error: String,
+    },
+    /// A scheduled attempt starts now: its transport is being opened.
+    ReconnectStarted {
+        server: String,
+        attempt: u32,
+    },
 }
 
 /// Policies. Every default is the seed's behaviour or DESIGN.md's fix of it.
@@ -1770,30 +1785,24 @@ impl Manager {
                 return;
             }
             let delay = self.schedule_retry(server, 1, close, &call_error);
-            self.diag(
-                Some(server),
-                Level::Warn,
-                format!(
-                    "connection lost: {error}; reconnecting in {} ms (attempt 1)",
-                    delay.as_millis()
-                ),
-            );
+            self.out.push_back(Output::ReconnectScheduled {
+                server: server.to_string(),
+                attempt: 1,
+                delay,
+                error,
+            });
             return;
         }
         if policy.enabled && (retrying || policy.retry_startup_failures) {
             self.counters.startup_retries += u64::from(!retrying);
             let attempt = s.retry_attempt + 1;
             let delay = self.schedule_retry(server, attempt, close, &call_error);
-            if !in_round {
-                self.diag(
-                    Some(server),
-                    Level::Warn,
-                    format!(
-                        "attempt failed: {error}; retrying in {} ms (attempt {attempt})",
-                        delay.as_millis()
-                    ),
-                );
-            }
+            self.out.push_back(Output::ReconnectScheduled {
+                server: server.to_string(),
+                attempt,
+                delay,
+                error,
+            });
             return;
         }
         self.stop_attempt(server, close, &call_error);
@@ -1860,6 +1869,10 @@ impl Manager {
             return;
         };
         let attempt = self.servers.get(server).map_or(0, |s| s.retry_attempt);
+        self.out.push_back(Output::ReconnectStarted {
+            server: server.to_string(),
+            attempt,
+        });
         if let Err(e) = self.start_server(spec, None) {
             self.stop_attempt(server, false, &format!("MCP error: {e}"));
             return;

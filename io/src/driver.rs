@@ -169,6 +169,25 @@ pub enum Event {
         /// The message: any JSON value, usually a string.
         data: Value,
     },
+    /// An automatic reconnect (or a startup retry, when enabled) is scheduled; sent for every
+    /// attempt of the ladder (and logged through `tracing` at warn).
+    ReconnectScheduled {
+        /// The server.
+        server: String,
+        /// The attempt's number on the ladder (1 for the first after a lost connection).
+        attempt: u32,
+        /// How long until it starts (jitter included).
+        delay: Duration,
+        /// Why the last connection or attempt ended.
+        error: String,
+    },
+    /// A scheduled attempt starts now (its transport is being opened).
+    ReconnectStarted {
+        /// The server.
+        server: String,
+        /// The attempt's number, as scheduled.
+        attempt: u32,
+    },
 }
 
 /// What the handle can read without asking the driver: refreshed whenever the view or a
@@ -698,6 +717,25 @@ impl Driver {
                         logger,
                         data,
                     });
+                }
+                Output::ReconnectScheduled {
+                    server,
+                    attempt,
+                    delay,
+                    error,
+                } => {
+                    let ms = delay.as_millis();
+                    let line = format!("{error}; reconnect attempt {attempt} in {ms} ms");
+                    log_diagnostic(Some(&server), switchboard_core::manager::Level::Warn, &line);
+                    events.push(Event::ReconnectScheduled {
+                        server,
+                        attempt,
+                        delay,
+                        error,
+                    })
+                }
+                Output::ReconnectStarted { server, attempt } => {
+                    events.push(Event::ReconnectStarted { server, attempt })
                 }
             }
         }

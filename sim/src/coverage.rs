@@ -116,6 +116,8 @@ coverage! {
     stale_opens_closed: "a transport opened after its attempt was abandoned or had ended, and was closed",
     progress_events: "a Progress event reached the embedder for one of its calls",
     server_logs: "a server's log message reached the embedder as a ServerLog",
+    reconnect_events_scheduled: "a ReconnectScheduled output announced an attempt on the ladder",
+    reconnect_events_started: "a ReconnectStarted output started the attempt announced, when due",
     http_session_expired_recovered: "an HTTP session expired (404) and the transport's new session answered the call late",
     http_session_expired_failed: "an HTTP session expired (404), no new session could be started, and the transport failed",
     http_session_failed_then_reopened: "a server whose HTTP session could not be renewed was opened again (reconnect or embedder)",

@@ -1021,7 +1021,7 @@ pub fn client_speaks_valid_json_rpc(ctx: &Ctx) -> Result<(), String> {
 /// How a call completed by its timeout is worded (the manager's `Call` timer).
 pub const CALL_TIMEOUT_PREFIX: &str = "MCP error: tool call timed out after";
 
-fn ladder_ok(policy: &ReconnectPolicy, delay: Duration, n: u32) -> Result<(), String> {
+pub fn ladder_ok(policy: &ReconnectPolicy, delay: Duration, n: u32) -> Result<(), String> {
     let base = policy.base_delay(n).as_nanos() as f64;
     let (lo, hi) = (base * (1.0 - policy.jitter), base * (1.0 + policy.jitter));
     let d = delay.as_nanos() as f64;
@@ -1072,6 +1072,7 @@ pub fn no_reconnect_after_explicit_disconnect(ctx: &Ctx) -> Result<(), String> {
 /// A reconnect attempt n starts exactly when scheduled, base(n) x [0.8, 1.2] (capped) after the
 /// close that scheduled it; the attempt number climbs 1, 2, 3... from a lost connection.
 pub fn backoff_follows_the_ladder(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, "13")?;
     let policy = &ctx.m.options().reconnect;
     if !ctx.step.explicit_start {
         for &i in &ctx.step.opened {

@@ -122,6 +122,15 @@ pub fn output(o: &Output) -> String {
             "Diagnostic {level:?} {}: {message}",
             server.as_deref().unwrap_or("-")
         ),
+        Output::ReconnectScheduled {
+            server,
+            attempt,
+            delay,
+            error,
+        } => format!("ReconnectScheduled {server} attempt={attempt} in={delay:?}: {error}"),
+        Output::ReconnectStarted { server, attempt } => {
+            format!("ReconnectStarted {server} attempt={attempt}")
+        }
         Output::Progress {
             server,
             call,

@@ -299,6 +299,9 @@ pub struct World<'a> {
     http_rng: SplitMix64,
     /// Servers whose last HTTP session could not be renewed, until they are opened again.
     session_lost: Vec<bool>,
+    /// Per server: the reconnect attempt the manager announced (`ReconnectScheduled`) and
+    /// when it is due, until `ReconnectStarted` (invariant 13).
+    announced: BTreeMap<String, (u32, Instant)>,
 }
 
 impl<'a> World<'a> {
@@ -397,6 +400,7 @@ impl<'a> World<'a> {
             obs,
             view,
             ever_named: Default::default(),
+            announced: BTreeMap::new(),
             cov: Coverage::default(),
             trace: tracing.then(String::new),
             healed: false,
@@ -1133,6 +1137,33 @@ impl<'a> World<'a> {
                         "8",
                         format!("call {} completed twice (or was never issued)", call.0),
                     )),
+                }
+            }
+            Output::ReconnectScheduled {
+                server,
+                attempt,
+                delay,
+                error,
+            } => {
+                self.cov.reconnect_events_scheduled += 1;
+                let policy = &self.m.options().reconnect;
+                if let Err(e) = invariants::ladder_ok(policy, delay, attempt) {
+                    let v = format!("ReconnectScheduled {server} ({error}): {e}");
+                    self.step.output_violations.push(("13", v));
+                }
+                self.announced.insert(server, (attempt, self.now + delay));
+            }
+            Output::ReconnectStarted { server, attempt } => {
+                self.cov.reconnect_events_started += 1;
+                let announced = self.announced.remove(&server);
+                if announced != Some((attempt, self.now)) {
+                    self.step.output_violations.push((
+                        "13",
+                        format!(
+                            "ReconnectStarted {server} attempt {attempt} at {}ns, announced {announced:?}",
+                            self.now.as_nanos()
+                        ),
+                    ));
                 }
             }
             Output::ServerLog {

@@ -456,10 +456,10 @@ fn health_pings_catch_a_stalled_server_and_reconnect_it() {
         let first = sb.live_processes();
         let events = sb.events();
         let lost = wait_for(&events, |e| {
-            matches!(e, Event::Diagnostic { message, .. } if message.contains("pings in a row went unanswered"))
+            matches!(e, Event::ReconnectScheduled { error, attempt: 1, .. } if error.contains("pings in a row went unanswered"))
         })
         .await;
-        assert!(matches!(lost, Event::Diagnostic { server: Some(ref s), .. } if s == "stally"));
+        assert!(matches!(lost, Event::ReconnectScheduled { ref server, .. } if server == "stally"));
         wait_for(&events, |e| {
             matches!(
                 e,

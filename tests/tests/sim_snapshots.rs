@@ -212,7 +212,7 @@ fn sim_seed_07_dropped_transport_fails_the_call_and_disconnects() {
             vec![(100, call(CallTarget::Live, 0))],
         ),
     );
-    assert!(trace(&r).contains("connection lost"));
+    assert!(trace(&r).contains("ReconnectScheduled drops attempt=1 in="));
 }
 
 #[test]
@@ -391,7 +391,7 @@ fn sim_policy_reconnect_after_a_crash_on_the_ladder() {
     assert_eq!(r.coverage.crash_loop_crashes, 2);
     assert_eq!(core(&r, "reconnects_succeeded"), 2);
     assert_eq!(r.coverage.backoff_delays_checked, 2);
-    assert!(trace(&r).contains("reconnecting in"));
+    assert!(trace(&r).contains("ReconnectScheduled"));
 }
 
 #[test]

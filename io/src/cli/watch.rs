@@ -32,7 +32,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
-use switchboard::core::manager::Level;
 use switchboard::{Event, ServerStatus, Switchboard};
 
 fn status_word(s: ServerStatus) -> &'static str {
@@ -84,45 +83,9 @@ fn tool_counts(sb: &Switchboard, server: &str) -> (usize, usize) {
     (live + deferred, deferred)
 }
 
-/// A reconnect the core scheduled, parsed from its diagnostic: `connection lost: <error>;
-/// reconnecting in <ms> ms (attempt 1)` or `attempt failed: <error>; retrying in <ms> ms
-/// (attempt <n>)`.
-#[derive(Debug, PartialEq, Eq)]
-struct Scheduled<'a> {
-    error: &'a str,
-    delay_ms: u64,
-    attempt: u32,
-}
-
-fn parse_scheduled(message: &str) -> Option<Scheduled<'_>> {
-    let body = message
-        .strip_prefix("connection lost: ")
-        .or_else(|| message.strip_prefix("attempt failed: "))?;
-    let (error, rest) = ["; reconnecting in ", "; retrying in "]
-        .iter()
-        .filter_map(|sep| {
-            body.rfind(sep)
-                .map(|i| (&body[..i], &body[i + sep.len()..]))
-        })
-        .max_by_key(|(error, _)| error.len())?;
-    let (delay, attempt) = rest.split_once(" ms (attempt ")?;
-    Some(Scheduled {
-        error,
-        delay_ms: delay.parse().ok()?,
-        attempt: attempt.strip_suffix(')')?.parse().ok()?,
-    })
-}
-
-/// A reconnect attempt scheduled and not yet reported as started.
-struct Pending {
-    attempt: u32,
-    due: Instant,
-}
-
 struct Watch<'a> {
     p: Printer,
     sb: &'a Switchboard,
-    pending: BTreeMap<String, Pending>,
     /// The round `start` returned with (already printed from its report).
     first_round: u64,
     /// The status last printed for each server: a change published just as the watch
@@ -147,7 +110,6 @@ pub(super) async fn run(
             started,
         },
         sb: &sb,
-        pending: BTreeMap::new(),
         first_round: session.report.round,
         printed: BTreeMap::new(),
     };
@@ -183,21 +145,8 @@ pub(super) async fn run(
         }
     };
     let watch = async {
-        loop {
-            let due = w.pending.values().map(|p| p.due).min();
-            let next = future::or(async { Some(events.recv().await) }, async {
-                match due {
-                    Some(at) => async_io::Timer::at(at).await,
-                    None => future::pending().await,
-                };
-                None
-            })
-            .await;
-            match next {
-                Some(Ok(ev)) => w.event(ev),
-                Some(Err(_)) => break,
-                None => w.due(),
-            }
+        while let Ok(ev) = events.recv().await {
+            w.event(ev);
         }
         "stopped"
     };
@@ -232,51 +181,9 @@ fn startup_complete(p: &Printer, report: &switchboard::StartupReport) {
 }
 
 impl Watch<'_> {
-    /// Report the attempts whose time has come.
-    fn due(&mut self) {
-        let now = Instant::now();
-        let due: Vec<String> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.due <= now)
-            .map(|(s, _)| s.clone())
-            .collect();
-        for server in due {
-            self.started(&server);
-        }
-    }
-
-    fn started(&mut self, server: &str) {
-        if let Some(p) = self.pending.remove(server) {
-            self.p.emit(
-                "reconnect_started",
-                Some(server),
-                json!({"attempt": p.attempt}),
-                format!("reconnect attempt {} started", p.attempt),
-            );
-        }
-    }
-
     fn event(&mut self, ev: Event) {
         match ev {
             Event::StatusChanged { server, status } => {
-                match status {
-                    // The attempt ran.
-                    ServerStatus::Connected => self.started(&server),
-                    // Disconnected before its time: the attempt never starts.
-                    ServerStatus::Disconnected => {
-                        if self
-                            .pending
-                            .get(&server)
-                            .is_some_and(|p| p.due > Instant::now())
-                        {
-                            self.pending.remove(&server);
-                        } else {
-                            self.started(&server);
-                        }
-                    }
-                    ServerStatus::Connecting => {}
-                }
                 if self.printed.insert(server.clone(), status) == Some(status) {
                     return;
                 }
@@ -300,36 +207,29 @@ impl Watch<'_> {
                     );
                 }
             }
-            Event::Diagnostic {
-                server: Some(server),
-                level: Level::Warn,
-                message,
-            } if parse_scheduled(&message).is_some() => {
-                let Some(s) = parse_scheduled(&message) else {
-                    return;
-                };
-                // A failed attempt's retry: that attempt ran.
-                self.started(&server);
-                self.pending.insert(
-                    server.clone(),
-                    Pending {
-                        attempt: s.attempt,
-                        due: Instant::now() + Duration::from_millis(s.delay_ms),
-                    },
-                );
+            Event::ReconnectScheduled {
+                server,
+                attempt,
+                delay,
+                error,
+            } => {
+                let ms = delay.as_millis();
                 self.p.emit(
                     "reconnect_scheduled",
                     Some(&server),
-                    json!({"attempt": s.attempt, "next_attempt_in_ms": s.delay_ms,
-                           "error": s.error}),
+                    json!({"attempt": attempt, "next_attempt_in_ms": ms, "error": error}),
                     format!(
-                        "reconnect attempt {} in {} ms ({})",
-                        s.attempt,
-                        s.delay_ms,
-                        super::term::first_line(s.error)
+                        "reconnect attempt {attempt} in {ms} ms ({})",
+                        super::term::first_line(&error)
                     ),
                 );
             }
+            Event::ReconnectStarted { server, attempt } => self.p.emit(
+                "reconnect_started",
+                Some(&server),
+                json!({"attempt": attempt}),
+                format!("reconnect attempt {attempt} started"),
+            ),
             Event::Diagnostic {
                 server,
                 level,
@@ -384,34 +284,5 @@ impl Watch<'_> {
             Event::StartupComplete { report } if report.round == self.first_round => {}
             Event::StartupComplete { report } => startup_complete(&self.p, &report),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cores_reconnect_diagnostics_parse() {
-        assert_eq!(
-            parse_scheduled(
-                "connection lost: stdio server exited (code 1); last stderr lines:\na; b; reconnecting in 512 ms (attempt 1)"
-            ),
-            Some(Scheduled {
-                error: "stdio server exited (code 1); last stderr lines:\na; b",
-                delay_ms: 512,
-                attempt: 1
-            })
-        );
-        assert_eq!(
-            parse_scheduled("attempt failed: connect timed out; retrying in 4100 ms (attempt 4)"),
-            Some(Scheduled {
-                error: "connect timed out",
-                delay_ms: 4100,
-                attempt: 4
-            })
-        );
-        assert_eq!(parse_scheduled("connection lost: EOF"), None);
-        assert_eq!(parse_scheduled("failed after startup: x"), None);
     }
 }
