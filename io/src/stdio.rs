@@ -87,6 +87,8 @@ const STDERR_DRAIN_WAIT: Duration = Duration::from_secs(1);
 const GROUP_POLL: Duration = Duration::from_millis(25);
 /// Read chunk size for stdout and stderr; also the unit of work between yields.
 const CHUNK: usize = 64 * 1024;
+/// Frames the stdout reader delivers before it yields to other tasks.
+const FRAMES_PER_TURN: usize = 256;
 /// Longest stderr line kept (the rest of the line is dropped).
 const MAX_STDERR_LINE: usize = 4096;
 /// Longest preview of a garbage stdout line in logs and errors.
@@ -440,6 +442,8 @@ pub struct StdioTransport {
     frames: Sender<Bytes>,
     /// Closing this channel asks the supervisor to shut the server down.
     close_requests: Sender<()>,
+    /// Closed by the supervisor once the process group is gone and unregistered.
+    group_gone: Receiver<()>,
     supervisor: Option<Task<()>>,
     registry: ProcessRegistry,
 }
@@ -547,14 +551,26 @@ impl StdioTransport {
             opts: opts.clone(),
             registry: registry.clone(),
         };
-        let supervisor =
-            smol::spawn(supervisor.run(reader, writer, stderr_task, tail, close_rx, tag, events));
+        let (gone_tx, gone_rx) = async_channel::bounded(1);
+        let supervisor = smol::spawn(supervisor.run(
+            Tasks {
+                reader,
+                writer,
+                stderr: stderr_task,
+            },
+            tail,
+            close_rx,
+            gone_tx,
+            tag,
+            events,
+        ));
 
         Ok(StdioTransport {
             server: server.to_string(),
             pid,
             frames: frames_tx,
             close_requests: close_tx,
+            group_gone: gone_rx,
             supervisor: Some(supervisor),
             registry: registry.clone(),
         })
@@ -577,11 +593,16 @@ impl StdioTransport {
     /// Shuts the server down as the MCP spec says (close stdin, wait, SIGTERM the group, wait,
     /// SIGKILL the group) and returns once the group is gone and reaped. Takes up to
     /// `stdin_close_wait + sigterm_wait` plus a little; drivers should run it in its own task.
-    /// If this future is dropped early, `Drop` SIGKILLs the group.
+    /// Never waits on the events channel. If this future is dropped early, `Drop` SIGKILLs the
+    /// group.
     pub async fn close(mut self) {
         self.close_requests.close();
+        // Err once the supervisor dropped its sender: the group is gone.
+        let _ = self.group_gone.recv().await;
         if let Some(supervisor) = self.supervisor.take() {
-            supervisor.await;
+            // If the server ended by itself just before, the supervisor may still be handing
+            // its terminal event to a full channel; let it finish in the background.
+            supervisor.detach();
         }
     }
 
@@ -709,6 +730,7 @@ async fn read_stdout<T: Clone>(
     let mut chunk = vec![0u8; CHUNK];
     let mut line: Vec<u8> = Vec::new();
     let mut garbage_run = 0usize;
+    let mut frames_this_turn = 0usize;
     let too_long = || {
         StdoutEnd::Failed(format!(
             "stdout frame exceeds the {} limit (more than {} bytes without a newline)",
@@ -745,6 +767,11 @@ async fn read_stdout<T: Clone>(
                     {
                         return StdoutEnd::EventsGone;
                     }
+                    frames_this_turn += 1;
+                    if frames_this_turn == FRAMES_PER_TURN {
+                        frames_this_turn = 0;
+                        future::yield_now().await;
+                    }
                 }
                 Line::End(end) => return end,
             }
@@ -753,7 +780,9 @@ async fn read_stdout<T: Clone>(
             return too_long();
         }
         line.extend_from_slice(rest);
-        // At most one chunk of work per turn: a chatty server must not starve other tasks.
+        // At most one chunk (and FRAMES_PER_TURN frames) of work per turn: a chatty server
+        // must not starve other tasks.
+        frames_this_turn = 0;
         future::yield_now().await;
     }
     if !line.is_empty() {
@@ -839,18 +868,28 @@ struct Supervisor {
     registry: ProcessRegistry,
 }
 
+/// The tasks that serve one server's pipes.
+struct Tasks {
+    reader: Task<StdoutEnd>,
+    writer: Task<()>,
+    stderr: Task<()>,
+}
+
 impl Supervisor {
-    #[allow(clippy::too_many_arguments)]
     async fn run<T: Send + 'static>(
         mut self,
-        mut reader: Task<StdoutEnd>,
-        writer: Task<()>,
-        mut stderr: Task<()>,
+        tasks: Tasks,
         tail: StderrTail,
         close_requests: Receiver<()>,
+        group_gone: Sender<()>,
         tag: T,
         events: Sender<(T, StdioEvent)>,
     ) {
+        let Tasks {
+            mut reader,
+            writer,
+            mut stderr,
+        } = tasks;
         // `None`: close requested.
         let end = future::or(async { Some((&mut reader).await) }, async {
             let _ = close_requests.recv().await;
@@ -869,6 +908,7 @@ impl Supervisor {
             stderr.cancel().await;
         }
         self.registry.take(self.pid);
+        drop(group_gone);
 
         let event = match end {
             None => {
