@@ -14,7 +14,7 @@
 //! ```text
 //! let task = smol::spawn(async move {
 //!     let config = resolve_secrets(&server, config, auth, provider, &secrets).await?;
-//!     let cmd = StdioCommand::from_config(config).ok_or("not a stdio config")?;
+//!     let cmd = StdioCommand::from_config(config).ok_or_else(|| "not stdio".to_string())?;
 //!     StdioTransport::spawn(&server, cmd, &opts, &registry, conn, events)
 //! });
 //! // CloseTransport while the attempt is still opening:
