@@ -7,6 +7,7 @@
 
 use crate::cache::{now_unix_ms, ToolCache};
 use crate::http::{HttpOptions, HttpTarget, HttpTransport};
+use crate::rt::Spawner;
 use crate::secrets::{resolve_secrets, CredentialProvider, SecretCache};
 use crate::stdio::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
 use async_channel::{Receiver, Sender};
@@ -144,6 +145,7 @@ pub(crate) struct DriverConfig {
     pub cache: Option<ToolCache>,
     pub credentials: Option<Arc<dyn CredentialProvider>>,
     pub registry: ProcessRegistry,
+    pub spawner: Spawner,
 }
 
 pub(crate) struct Driver {
@@ -212,6 +214,13 @@ impl Driver {
     }
 
     pub(crate) async fn run(mut self) {
+        // One timer for the whole run, armed at the core's next deadline. It is moved only to
+        // an *earlier* deadline: waking early is harmless (`handle_timeout` with nothing due
+        // does nothing, and the timer is armed again), while every re-arm costs a reactor
+        // notification (an eventfd write and an extra `epoll_wait`). Every call has a
+        // deadline, so re-arming on every change would cost that twice per call.
+        let mut timer = Timer::never();
+        let mut armed: Option<std::time::Instant> = None;
         loop {
             self.perform_outputs();
             if let Some(reply) = &self.shutdown {
@@ -226,13 +235,16 @@ impl Driver {
                     return;
                 }
             }
-            let timer = match self.m.poll_timeout() {
-                Some(t) => Timer::at(self.clock.to_std(t)),
-                None => Timer::never(),
-            };
-            let woke = self.wait(timer).await;
+            if let Some(at) = self.m.poll_timeout().map(|t| self.clock.to_std(t)) {
+                if !matches!(armed, Some(armed) if armed <= at) {
+                    timer.set_at(at);
+                    armed = Some(at);
+                }
+            }
+            let woke = self.wait(&mut timer).await;
             match woke {
                 Wake::Timer => {
+                    armed = None;
                     let now = self.clock.now();
                     self.m.handle_timeout(now);
                 }
@@ -268,7 +280,7 @@ impl Driver {
         }
     }
 
-    async fn wait(&self, timer: Timer) -> Wake {
+    async fn wait(&self, timer: &mut Timer) -> Wake {
         let requests = async {
             if self.shutdown.is_some() && self.requests.is_closed() {
                 // Every handle is gone and shutdown is under way: park this source, or a
@@ -424,7 +436,7 @@ impl Driver {
 
     fn close_in_background(&mut self, conn: ConnId, t: Transport) {
         let tx = self.internal_tx.clone();
-        let task = smol::spawn(async move {
+        let task = self.cfg.spawner.spawn(async move {
             t.close().await;
             let _ = tx.send(Internal::Closed(conn)).await;
         });
@@ -438,6 +450,8 @@ impl Driver {
         // Events go out after the shared snapshot is refreshed, so a subscriber that reacts
         // to `ToolsChanged` reads the new view.
         let mut events = Vec::new();
+        // Nobody listens: no event is built (a startup report is then moved, not copied).
+        let subscribed = self.subscribers.lock().is_ok_and(|s| !s.is_empty());
         let mut replies = Vec::new();
         let mut call_replies = Vec::new();
         while let Some(out) = self.m.poll_output() {
@@ -466,7 +480,7 @@ impl Driver {
                     Some(cache) => {
                         let cache = cache.clone();
                         let tx = self.internal_tx.clone();
-                        self.background.push(smol::spawn(async move {
+                        self.background.push(self.cfg.spawner.spawn(async move {
                             let k = key.clone();
                             let tools =
                                 blocking::unblock(move || cache.load(&k, now_unix_ms())).await;
@@ -484,7 +498,7 @@ impl Driver {
                 Output::StoreCache { key, tools, .. } => {
                     if let Some(cache) = &self.cfg.cache {
                         let cache = cache.clone();
-                        self.background.push(smol::spawn(async move {
+                        self.background.push(self.cfg.spawner.spawn(async move {
                             let _ = blocking::unblock(move || {
                                 if let Err(e) = cache.store(&key, &tools, now_unix_ms()) {
                                     tracing::warn!(target: "switchboard", server = %key.server, "could not write the tool cache: {e}");
@@ -497,20 +511,33 @@ impl Driver {
                 Output::StartupComplete(report) => {
                     refresh = true;
                     refresh_tools = true;
-                    if !self.startup_waiters.is_empty() {
-                        let w = self.startup_waiters.remove(0);
-                        replies.push((w, report.clone()));
+                    let waiter = if self.startup_waiters.is_empty() {
+                        None
+                    } else {
+                        Some(self.startup_waiters.remove(0))
+                    };
+                    match (waiter, subscribed) {
+                        (Some(w), true) => {
+                            replies.push((w, report.clone()));
+                            events.push(Event::StartupComplete { report });
+                        }
+                        (Some(w), false) => replies.push((w, report)),
+                        (None, true) => events.push(Event::StartupComplete { report }),
+                        (None, false) => {}
                     }
-                    events.push(Event::StartupComplete { report });
                 }
                 Output::ToolsChanged { servers } => {
                     refresh = true;
                     refresh_tools = true;
-                    events.push(Event::ToolsChanged { servers });
+                    if subscribed {
+                        events.push(Event::ToolsChanged { servers });
+                    }
                 }
                 Output::StatusChanged { server, status } => {
                     refresh = true;
-                    events.push(Event::StatusChanged { server, status });
+                    if subscribed {
+                        events.push(Event::StatusChanged { server, status });
+                    }
                 }
                 Output::CallCompleted { call, outcome } => {
                     if let Some(reply) = self.calls.remove(&call) {
@@ -523,11 +550,13 @@ impl Driver {
                     message,
                 } => {
                     log_diagnostic(server.as_deref(), level, &message);
-                    events.push(Event::Diagnostic {
-                        server,
-                        level,
-                        message,
-                    });
+                    if subscribed {
+                        events.push(Event::Diagnostic {
+                            server,
+                            level,
+                            message,
+                        });
+                    }
                 }
             }
         }
@@ -561,7 +590,8 @@ impl Driver {
         let secrets = self.secrets.clone();
         let creds = self.cfg.credentials.clone();
         let auth = self.auth.get(&server).cloned();
-        let task = smol::spawn(async move {
+        let spawner = self.cfg.spawner.clone();
+        let task = self.cfg.spawner.spawn(async move {
             let resolved =
                 resolve_secrets(&server, config, auth.as_ref(), creds.as_deref(), &secrets).await;
             let msg = match resolved {
@@ -570,15 +600,18 @@ impl Driver {
                     // HTTP: Opened once the URL is valid (legacy SSE: once the endpoint event
                     // arrived); see the `http` module docs.
                     Some(target) => {
-                        match HttpTransport::open(&server, target, &http_opts, conn, http_tx).await
+                        match HttpTransport::open_on(
+                            &spawner, &server, target, &http_opts, conn, http_tx,
+                        )
+                        .await
                         {
                             Ok(t) => Internal::Opened(conn, Transport::Http(t)),
                             Err(e) => Internal::OpenFailed(conn, e),
                         }
                     }
                     None => match StdioCommand::from_config(config) {
-                        Some(cmd) => match StdioTransport::spawn(
-                            &server, cmd, &opts, &registry, conn, stdio_tx,
+                        Some(cmd) => match StdioTransport::spawn_on(
+                            &spawner, &server, cmd, &opts, &registry, conn, stdio_tx,
                         ) {
                             Ok(t) => Internal::Opened(conn, Transport::Stdio(t)),
                             Err(e) => Internal::OpenFailed(conn, e),

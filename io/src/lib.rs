@@ -25,6 +25,7 @@ pub mod demo_server;
 pub mod discovery;
 mod driver;
 pub mod http;
+mod rt;
 pub mod secrets;
 pub mod stdio;
 

@@ -58,19 +58,24 @@
 //!
 //! # Runtime
 //!
-//! Tasks run on smol's global executor (`smol::spawn`); the process reaper is async-process's
-//! own. Nothing here needs a runtime for cleanup: `Drop` and [`ProcessRegistry::kill_all_now`]
+//! Tasks run on smol's global executor (`smol::spawn`), or, inside a [`crate::Switchboard`]
+//! built with [`crate::Builder::executor`], on the embedder's executor; the process reaper is
+//! async-process's own. Nothing here needs a runtime for cleanup: `Drop` and [`ProcessRegistry::kill_all_now`]
 //! are plain syscalls.
 
+use crate::rt::Spawner;
 use async_channel::{Receiver, Sender};
-use async_io::Timer;
+use async_io::{Async, Timer};
 use async_process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
 use bytes::Bytes;
 use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
 use smol::Task;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::fs::File;
 use std::future::Future;
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -85,8 +90,11 @@ const SIGKILL_WAIT: Duration = Duration::from_secs(5);
 const STDERR_DRAIN_WAIT: Duration = Duration::from_secs(1);
 /// Poll interval while waiting for a process group to empty.
 const GROUP_POLL: Duration = Duration::from_millis(25);
-/// Read chunk size for stdout and stderr; also the unit of work between yields.
-const CHUNK: usize = 64 * 1024;
+/// Read chunk size for stdout; also the unit of work between yields. Each live server keeps
+/// one, so it is kept small (a larger frame just takes several reads).
+const CHUNK: usize = 16 * 1024;
+/// Read chunk size for stderr (diagnostics only; lines are cut at `MAX_STDERR_LINE`).
+const STDERR_CHUNK: usize = 4 * 1024;
 /// Frames the stdout reader delivers before it yields to other tasks.
 const FRAMES_PER_TURN: usize = 256;
 /// Longest stderr line kept (the rest of the line is dropped).
@@ -473,6 +481,30 @@ impl StdioTransport {
     where
         T: Clone + Send + 'static,
     {
+        Self::spawn_on(
+            &Spawner::default(),
+            server,
+            cmd,
+            opts,
+            registry,
+            tag,
+            events,
+        )
+    }
+
+    /// [`spawn`](Self::spawn) with the transport's tasks on `spawner`.
+    pub(crate) fn spawn_on<T>(
+        spawner: &Spawner,
+        server: &str,
+        cmd: StdioCommand,
+        opts: &StdioOptions,
+        registry: &ProcessRegistry,
+        tag: T,
+        events: Sender<(T, StdioEvent)>,
+    ) -> Result<StdioTransport, String>
+    where
+        T: Clone + Send + 'static,
+    {
         let cwd = cmd
             .cwd
             .as_deref()
@@ -530,9 +562,9 @@ impl StdioTransport {
         let (close_tx, close_rx) = async_channel::bounded(1);
         let tail = StderrTail::new(opts.stderr_tail_lines);
 
-        let writer = smol::spawn(write_frames(server.to_string(), stdin, frames_rx));
-        let stderr_task = smol::spawn(read_stderr(server.to_string(), stderr, tail.clone()));
-        let reader = smol::spawn(read_stdout(
+        let writer = spawner.spawn(write_frames(server.to_string(), stdin, frames_rx));
+        let stderr_task = spawner.spawn(read_stderr(server.to_string(), stderr, tail.clone()));
+        let reader = spawner.spawn(read_stdout(
             StdoutReader {
                 server: server.to_string(),
                 max_frame_len: opts.max_frame_len,
@@ -552,7 +584,7 @@ impl StdioTransport {
             registry: registry.clone(),
         };
         let (gone_tx, gone_rx) = async_channel::bounded(1);
-        let supervisor = smol::spawn(supervisor.run(
+        let supervisor = spawner.spawn(supervisor.run(
             Tasks {
                 reader,
                 writer,
@@ -668,7 +700,7 @@ async fn write_frames(server: String, stdin: ChildStdin, frames: Receiver<Bytes>
 
 /// Reads stderr line by line into `tracing` and the tail. Ends at EOF.
 async fn read_stderr(server: String, mut stderr: ChildStderr, tail: StderrTail) {
-    let mut chunk = vec![0u8; CHUNK];
+    let mut chunk = vec![0u8; STDERR_CHUNK];
     let mut line: Vec<u8> = Vec::new();
     let emit = |line: &mut Vec<u8>| {
         let text = String::from_utf8_lossy(line);
@@ -723,10 +755,18 @@ enum StdoutEnd {
 /// Splits stdout into frames and sends them. Memory is bounded by `max_frame_len` + `CHUNK`.
 async fn read_stdout<T: Clone>(
     cfg: StdoutReader,
-    mut stdout: ChildStdout,
+    stdout: ChildStdout,
     tag: T,
     events: Sender<(T, StdioEvent)>,
 ) -> StdoutEnd {
+    // Our own registration of the pipe, for `readable()`: after a short read the pipe is
+    // (almost always) empty, so the reader waits for readiness instead of paying a `read`
+    // that would only say EAGAIN. Once per answer in a sequential exchange.
+    let stdout = match OwnedFd::try_from(stdout).and_then(|fd| Async::new(File::from(fd))) {
+        Ok(stdout) => stdout,
+        Err(e) => return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}")),
+    };
+    let mut drained = false;
     let mut chunk = vec![0u8; CHUNK];
     let mut line: Vec<u8> = Vec::new();
     let mut garbage_run = 0usize;
@@ -739,12 +779,18 @@ async fn read_stdout<T: Clone>(
         ))
     };
     loop {
-        let n = match stdout.read(&mut chunk).await {
+        if drained {
+            if let Err(e) = stdout.readable().await {
+                return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}"));
+            }
+        }
+        let n = match stdout.read_with(|f| (&*f).read(&mut chunk)).await {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}")),
         };
+        drained = n < chunk.len();
         let mut rest = &chunk[..n];
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
             if line.len() + i > cfg.max_frame_len {
