@@ -400,7 +400,7 @@ impl Switchboard {
         timeout: Option<Duration>,
     ) -> Result<ToolResult, Error> {
         let call = CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = async_channel::bounded(1);
+        let (tx, rx) = crate::rt::oneshot();
         self.inner
             .requests
             .send(Request::Call {
@@ -417,7 +417,7 @@ impl Switchboard {
             call,
             done: false,
         };
-        let outcome = rx.recv().await;
+        let outcome = rx.await;
         guard.done = true;
         match outcome {
             Ok(CallOutcome::Ok(r)) => Ok(r),

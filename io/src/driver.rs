@@ -7,7 +7,7 @@
 
 use crate::cache::{now_unix_ms, ToolCache};
 use crate::http::{HttpOptions, HttpTarget, HttpTransport};
-use crate::rt::Spawner;
+use crate::rt::{OneshotSender, Spawner};
 use crate::secrets::{resolve_secrets, CredentialProvider, SecretCache};
 use crate::stdio::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
 use async_channel::{Receiver, Sender};
@@ -62,7 +62,7 @@ pub(crate) enum Request {
         tool: String,
         arguments: Option<Value>,
         timeout: Option<Duration>,
-        reply: Sender<CallOutcome>,
+        reply: OneshotSender<CallOutcome>,
     },
     /// Start a round and answer with its report.
     Connect {
@@ -159,18 +159,15 @@ pub(crate) struct Driver {
     /// config; the credential provider needs it at open time).
     auth: BTreeMap<String, Value>,
     requests: Receiver<Request>,
-    stdio_tx: Sender<(ConnId, StdioEvent)>,
-    stdio_rx: Receiver<(ConnId, StdioEvent)>,
-    /// HTTP transports report in the core's vocabulary directly.
-    http_tx: Sender<(ConnId, TransportEvent)>,
-    http_rx: Receiver<(ConnId, TransportEvent)>,
-    internal_tx: Sender<Internal>,
-    internal_rx: Receiver<Internal>,
+    /// Everything but the API's requests: transport events of both kinds and completions of
+    /// the driver's own tasks, on one channel (one wake-up source to wait on, not three).
+    inbound_tx: Sender<Inbound>,
+    inbound_rx: Receiver<Inbound>,
     opening: BTreeMap<ConnId, Task<()>>,
     transports: BTreeMap<ConnId, Transport>,
     closing: BTreeMap<ConnId, Task<()>>,
     background: Vec<Task<()>>,
-    calls: BTreeMap<CallId, Sender<CallOutcome>>,
+    calls: BTreeMap<CallId, OneshotSender<CallOutcome>>,
     startup_waiters: Vec<Sender<StartupReport>>,
     shutdown: Option<Sender<()>>,
 }
@@ -184,9 +181,7 @@ impl Driver {
         subscribers: Arc<Mutex<Vec<Sender<Event>>>>,
         requests: Receiver<Request>,
     ) -> Self {
-        let (stdio_tx, stdio_rx) = async_channel::unbounded();
-        let (http_tx, http_rx) = async_channel::unbounded();
-        let (internal_tx, internal_rx) = async_channel::unbounded();
+        let (inbound_tx, inbound_rx) = async_channel::unbounded();
         let secrets = Arc::new(SecretCache::new().with_registry(cfg.registry.clone()));
         Driver {
             m,
@@ -197,12 +192,8 @@ impl Driver {
             subscribers,
             auth: BTreeMap::new(),
             requests,
-            stdio_tx,
-            stdio_rx,
-            http_tx,
-            http_rx,
-            internal_tx,
-            internal_rx,
+            inbound_tx,
+            inbound_rx,
             opening: BTreeMap::new(),
             transports: BTreeMap::new(),
             closing: BTreeMap::new(),
@@ -249,26 +240,16 @@ impl Driver {
                     self.m.handle_timeout(now);
                 }
                 Wake::Request(r) => self.on_request(r),
-                Wake::Stdio(conn, ev) => {
-                    self.on_transport(conn, ev.into_transport_event());
+                Wake::Inbound(first) => {
+                    self.on_inbound(first);
                     // Take more of what is already queued, bounded.
                     for _ in 1..MAX_EVENTS_PER_TURN {
-                        match self.stdio_rx.try_recv() {
-                            Ok((conn, ev)) => self.on_transport(conn, ev.into_transport_event()),
+                        match self.inbound_rx.try_recv() {
+                            Ok(next) => self.on_inbound(next),
                             Err(_) => break,
                         }
                     }
                 }
-                Wake::Http(conn, ev) => {
-                    self.on_transport(conn, ev);
-                    for _ in 1..MAX_EVENTS_PER_TURN {
-                        match self.http_rx.try_recv() {
-                            Ok((conn, ev)) => self.on_transport(conn, ev),
-                            Err(_) => break,
-                        }
-                    }
-                }
-                Wake::Internal(i) => self.on_internal(i),
                 Wake::RequestsClosed => {
                     // Every handle is gone: shut down.
                     if self.shutdown.is_none() {
@@ -292,21 +273,10 @@ impl Driver {
                 Err(_) => Wake::RequestsClosed,
             }
         };
-        let stdio = async {
-            match self.stdio_rx.recv().await {
-                Ok((c, e)) => Wake::Stdio(c, e),
-                Err(_) => future::pending().await,
-            }
-        };
-        let http = async {
-            match self.http_rx.recv().await {
-                Ok((c, e)) => Wake::Http(c, e),
-                Err(_) => future::pending().await,
-            }
-        };
-        let internal = async {
-            match self.internal_rx.recv().await {
-                Ok(i) => Wake::Internal(i),
+        let inbound = async {
+            match self.inbound_rx.recv().await {
+                Ok(i) => Wake::Inbound(i),
+                // Cannot happen: the driver holds a sender.
                 Err(_) => future::pending().await,
             }
         };
@@ -315,11 +285,7 @@ impl Driver {
             Wake::Timer
         };
         // `race` picks fairly among ready sources.
-        future::race(
-            future::race(future::race(stdio, http), internal),
-            future::race(timer, requests),
-        )
-        .await
+        future::race(inbound, future::race(timer, requests)).await
     }
 
     fn now(&self) -> Instant {
@@ -381,6 +347,13 @@ impl Driver {
         }
     }
 
+    fn on_inbound(&mut self, inbound: Inbound) {
+        match inbound {
+            Inbound::Transport(conn, event) => self.on_transport(conn, event),
+            Inbound::Internal(i) => self.on_internal(i),
+        }
+    }
+
     fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
         if matches!(
             event,
@@ -435,10 +408,10 @@ impl Driver {
     }
 
     fn close_in_background(&mut self, conn: ConnId, t: Transport) {
-        let tx = self.internal_tx.clone();
+        let tx = self.inbound_tx.clone();
         let task = self.cfg.spawner.spawn(async move {
             t.close().await;
-            let _ = tx.send(Internal::Closed(conn)).await;
+            let _ = tx.send(Inbound::Internal(Internal::Closed(conn))).await;
         });
         self.closing.insert(conn, task);
     }
@@ -464,7 +437,10 @@ impl Driver {
                 Output::Send { conn, frame } => {
                     if let Some(t) = self.transports.get(&conn) {
                         if let Err(error) = t.send(frame) {
-                            let _ = self.stdio_tx.try_send((conn, StdioEvent::Failed { error }));
+                            let _ = self.inbound_tx.try_send(Inbound::Transport(
+                                conn,
+                                TransportEvent::Failed { error },
+                            ));
                         }
                     }
                 }
@@ -479,20 +455,23 @@ impl Driver {
                 Output::LoadCache { server, key } => match &self.cfg.cache {
                     Some(cache) => {
                         let cache = cache.clone();
-                        let tx = self.internal_tx.clone();
+                        let tx = self.inbound_tx.clone();
                         self.background.push(self.cfg.spawner.spawn(async move {
                             let k = key.clone();
                             let tools =
                                 blocking::unblock(move || cache.load(&k, now_unix_ms())).await;
-                            let _ = tx.send(Internal::CacheLoaded { server, key, tools }).await;
+                            let loaded = Internal::CacheLoaded { server, key, tools };
+                            let _ = tx.send(Inbound::Internal(loaded)).await;
                         }));
                     }
                     None => {
-                        let _ = self.internal_tx.try_send(Internal::CacheLoaded {
-                            server,
-                            key,
-                            tools: None,
-                        });
+                        let _ =
+                            self.inbound_tx
+                                .try_send(Inbound::Internal(Internal::CacheLoaded {
+                                    server,
+                                    key,
+                                    tools: None,
+                                }));
                     }
                 },
                 Output::StoreCache { key, tools, .. } => {
@@ -573,7 +552,7 @@ impl Driver {
             let _ = w.try_send(report);
         }
         for (reply, outcome) in call_replies {
-            let _ = reply.try_send(outcome);
+            let _ = reply.send(outcome);
         }
         for ev in events {
             self.publish(ev);
@@ -581,9 +560,7 @@ impl Driver {
     }
 
     fn open(&mut self, conn: ConnId, server: String, config: TransportConfig) {
-        let tx = self.internal_tx.clone();
-        let stdio_tx = self.stdio_tx.clone();
-        let http_tx = self.http_tx.clone();
+        let tx = self.inbound_tx.clone();
         let opts = self.cfg.stdio.clone();
         let http_opts = self.cfg.http.clone();
         let registry = self.cfg.registry.clone();
@@ -601,7 +578,12 @@ impl Driver {
                     // arrived); see the `http` module docs.
                     Some(target) => {
                         match HttpTransport::open_on(
-                            &spawner, &server, target, &http_opts, conn, http_tx,
+                            &spawner,
+                            &server,
+                            target,
+                            &http_opts,
+                            conn,
+                            tx.clone(),
                         )
                         .await
                         {
@@ -611,7 +593,13 @@ impl Driver {
                     }
                     None => match StdioCommand::from_config(config) {
                         Some(cmd) => match StdioTransport::spawn_on(
-                            &spawner, &server, cmd, &opts, &registry, conn, stdio_tx,
+                            &spawner,
+                            &server,
+                            cmd,
+                            &opts,
+                            &registry,
+                            conn,
+                            tx.clone(),
                         ) {
                             Ok(t) => Internal::Opened(conn, Transport::Stdio(t)),
                             Err(e) => Internal::OpenFailed(conn, e),
@@ -620,7 +608,7 @@ impl Driver {
                     },
                 },
             };
-            let _ = tx.send(msg).await;
+            let _ = tx.send(Inbound::Internal(msg)).await;
         });
         self.opening.insert(conn, task);
     }
@@ -636,9 +624,25 @@ enum Wake {
     Timer,
     Request(Request),
     RequestsClosed,
-    Stdio(ConnId, StdioEvent),
-    Http(ConnId, TransportEvent),
+    Inbound(Inbound),
+}
+
+/// What reaches the driver from its transports and its own tasks.
+enum Inbound {
+    Transport(ConnId, TransportEvent),
     Internal(Internal),
+}
+
+impl From<(ConnId, StdioEvent)> for Inbound {
+    fn from((conn, event): (ConnId, StdioEvent)) -> Self {
+        Inbound::Transport(conn, event.into_transport_event())
+    }
+}
+
+impl From<(ConnId, TransportEvent)> for Inbound {
+    fn from((conn, event): (ConnId, TransportEvent)) -> Self {
+        Inbound::Transport(conn, event)
+    }
 }
 
 fn log_diagnostic(server: Option<&str>, level: switchboard_core::manager::Level, message: &str) {

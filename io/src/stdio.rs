@@ -492,18 +492,20 @@ impl StdioTransport {
         )
     }
 
-    /// [`spawn`](Self::spawn) with the transport's tasks on `spawner`.
-    pub(crate) fn spawn_on<T>(
+    /// [`spawn`](Self::spawn) with the transport's tasks on `spawner`, sending
+    /// `M::from((tag, event))` (the driver's channel carries other inputs too).
+    pub(crate) fn spawn_on<T, M>(
         spawner: &Spawner,
         server: &str,
         cmd: StdioCommand,
         opts: &StdioOptions,
         registry: &ProcessRegistry,
         tag: T,
-        events: Sender<(T, StdioEvent)>,
+        events: Sender<M>,
     ) -> Result<StdioTransport, String>
     where
         T: Clone + Send + 'static,
+        M: From<(T, StdioEvent)> + Send + 'static,
     {
         let cwd = cmd
             .cwd
@@ -753,11 +755,11 @@ enum StdoutEnd {
 }
 
 /// Splits stdout into frames and sends them. Memory is bounded by `max_frame_len` + `CHUNK`.
-async fn read_stdout<T: Clone>(
+async fn read_stdout<T: Clone, M: From<(T, StdioEvent)>>(
     cfg: StdoutReader,
     stdout: ChildStdout,
     tag: T,
-    events: Sender<(T, StdioEvent)>,
+    events: Sender<M>,
 ) -> StdoutEnd {
     // Our own registration of the pipe, for `readable()`: after a short read the pipe is
     // (almost always) empty, so the reader waits for readiness instead of paying a `read`
@@ -807,7 +809,7 @@ async fn read_stdout<T: Clone>(
                 Line::Skip => {}
                 Line::Frame(frame) => {
                     if events
-                        .send((tag.clone(), StdioEvent::Frame(frame)))
+                        .send(M::from((tag.clone(), StdioEvent::Frame(frame))))
                         .await
                         .is_err()
                     {
@@ -835,7 +837,11 @@ async fn read_stdout<T: Clone>(
         match classify_line(&cfg, Bytes::from(line), &mut garbage_run) {
             Line::Skip => {}
             Line::Frame(frame) => {
-                if events.send((tag, StdioEvent::Frame(frame))).await.is_err() {
+                if events
+                    .send(M::from((tag, StdioEvent::Frame(frame))))
+                    .await
+                    .is_err()
+                {
                     return StdoutEnd::EventsGone;
                 }
             }
@@ -922,14 +928,14 @@ struct Tasks {
 }
 
 impl Supervisor {
-    async fn run<T: Send + 'static>(
+    async fn run<T: Send + 'static, M: From<(T, StdioEvent)>>(
         mut self,
         tasks: Tasks,
         tail: StderrTail,
         close_requests: Receiver<()>,
         group_gone: Sender<()>,
         tag: T,
-        events: Sender<(T, StdioEvent)>,
+        events: Sender<M>,
     ) {
         let Tasks {
             mut reader,
@@ -959,12 +965,12 @@ impl Supervisor {
         let event = match end {
             None => {
                 // close() may be awaited by the very task that drains `events`: never block.
-                let _ = events.try_send((
+                let _ = events.try_send(M::from((
                     tag,
                     StdioEvent::Closed {
                         reason: "closed by client".to_string(),
                     },
-                ));
+                )));
                 return;
             }
             Some(StdoutEnd::EventsGone) => return,
@@ -976,7 +982,7 @@ impl Supervisor {
             },
         };
         tracing::debug!(target: "switchboard::server", server = %self.server, event = ?event, "stdio transport ended");
-        let _ = events.send((tag, event)).await;
+        let _ = events.send(M::from((tag, event))).await;
     }
 
     fn describe_exit(&self, ended: Ended) -> String {

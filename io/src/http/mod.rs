@@ -275,17 +275,19 @@ impl HttpTransport {
         Self::open_on(&Spawner::default(), server, target, opts, tag, events).await
     }
 
-    /// [`open`](Self::open) with the transport's tasks on `spawner`.
-    pub(crate) async fn open_on<T>(
+    /// [`open`](Self::open) with the transport's tasks on `spawner`, sending
+    /// `M::from((tag, event))` (the driver's channel carries other inputs too).
+    pub(crate) async fn open_on<T, M>(
         spawner: &Spawner,
         server: &str,
         target: HttpTarget,
         opts: &HttpOptions,
         tag: T,
-        events: Sender<(T, TransportEvent)>,
+        events: Sender<M>,
     ) -> Result<HttpTransport, String>
     where
         T: Clone + Send + Sync + 'static,
+        M: From<(T, TransportEvent)> + Send + 'static,
     {
         let url = Url::parse(&target.url).map_err(|e| format!("server \"{server}\": {e}"))?;
         let mut headers = Vec::new();
@@ -308,7 +310,7 @@ impl HttpTransport {
             opts: opts.clone(),
             emit: Emitter {
                 send: Box::new(move |ev| {
-                    let _ = events.try_send((tag.clone(), ev));
+                    let _ = events.try_send(M::from((tag.clone(), ev)));
                 }),
                 ended: AtomicBool::new(false),
             },
