@@ -6,8 +6,8 @@
 //! ```
 //!
 //! Options: `--runs N` (3; every figure is the median of N runs), `--calls N` (5000 calls per
-//! throughput run), `--only startup|calls|memory` and `--client own-thread|executor|ts|raw`
-//! (both repeatable; `--client` picks the throughput clients, e.g. to profile one of them).
+//! throughput run), `--only startup|calls|memory` and
+//! `--client embedded|own-thread|executor|ts|raw` (both repeatable; `--client` picks the throughput clients, e.g. to profile one of them).
 //!
 //! Measures, and prints as one markdown table:
 //!
@@ -19,8 +19,10 @@
 //!    line I/O, no parsing beyond a substring check): spawn all N, `initialize` answered,
 //!    `tools/list` answered. The shell's overhead per server is (cold start − raw) / N.
 //! 3. `echo` call throughput to one server, sequential and 64 in flight, through
-//!    `Switchboard::call` (callers on their own thread, and callers on smol's global executor
-//!    where the driver runs), through the official TypeScript SDK client
+//!    `Switchboard::call` (three placements: the driver on an executor given to
+//!    `Builder::executor` and run by the callers' own thread; the default builder with callers
+//!    on their own thread; the default builder with callers on smol's global executor, where
+//!    the driver runs), through the official TypeScript SDK client
 //!    (`tests/peers/bench_ts_client.mjs`, run with `node`), and through a raw blocking client
 //!    (the floor this server allows), each against its own instance of the same binary. Client
 //!    and server CPU time per call are reported too.
@@ -74,7 +76,7 @@ fn parse_options() -> Options {
             "--memory-child" => o.memory_child = true,
             _ => panic!(
                 "unknown argument {a:?} (--runs N, --calls N, --only startup|calls|memory, \
-                 --client own-thread|executor|ts|raw)"
+                 --client embedded|own-thread|executor|ts|raw)"
             ),
         }
     }
@@ -506,6 +508,9 @@ enum Callers {
     OwnThread,
     /// As tasks on smol's global executor, where the driver also runs.
     DriverExecutor,
+    /// On the thread that called `smol::block_on`, which also runs the executor given to
+    /// `Builder::executor`: the driver, the transports and the callers share one thread.
+    Embedded,
 }
 
 async fn echo(sb: &Switchboard, i: usize) {
@@ -537,12 +542,13 @@ fn callers(sb: &Switchboard, calls: usize) -> Vec<impl Future<Output = ()> + Sen
 }
 
 fn switchboard_calls(bin: &Path, calls: usize, placement: Callers) -> Throughput {
-    smol::block_on(async {
-        let (sb, report) = Builder::servers(vec![demo(bin, "bench", &[])])
-            .no_cache()
-            .start()
-            .await
-            .expect("start");
+    let ex = Arc::new(smol::Executor::new());
+    smol::block_on(ex.run(async {
+        let mut builder = Builder::servers(vec![demo(bin, "bench", &[])]).no_cache();
+        if placement == Callers::Embedded {
+            builder = builder.executor(ex.clone());
+        }
+        let (sb, report) = builder.start().await.expect("start");
         assert_eq!(report.connected, vec!["bench"]);
         let server = sb.live_processes()[0];
         let mut server_cpu = Vec::new();
@@ -559,7 +565,7 @@ fn switchboard_calls(bin: &Path, calls: usize, placement: Callers) -> Throughput
                 (t0.elapsed(), process_cpu() - c0, pid_cpu(server) - s0)
             };
             match placement {
-                Callers::OwnThread => run.await,
+                Callers::OwnThread | Callers::Embedded => run.await,
                 Callers::DriverExecutor => smol::spawn(run).await,
             }
         };
@@ -586,6 +592,15 @@ fn switchboard_calls(bin: &Path, calls: usize, placement: Callers) -> Throughput
                     t.await;
                 }
             }
+            Callers::Embedded => {
+                let tasks: Vec<_> = callers(&sb, calls)
+                    .into_iter()
+                    .map(|f| ex.spawn(f))
+                    .collect();
+                for t in tasks {
+                    t.await;
+                }
+            }
         }
         let concurrent = (t0.elapsed(), process_cpu() - c0);
         server_cpu.push(pid_cpu(server) - s0);
@@ -595,7 +610,7 @@ fn switchboard_calls(bin: &Path, calls: usize, placement: Callers) -> Throughput
             server_cpu[0],
             server_cpu[1],
         )
-    })
+    }))
 }
 
 /// The floor: the same calls from a raw blocking client (one thread, `std::process`, line I/O,
@@ -711,18 +726,33 @@ fn calls_section(bin: &Path, o: &Options, rows: &mut Vec<Row>) {
     let want = |c: &str| o.clients.is_empty() || o.clients.iter().any(|x| x == c);
     // (label, runs); the Switchboard figure compared with the SDK is the first one.
     let mut clients: Vec<(&str, Vec<Throughput>)> = vec![
-        ("`Switchboard::call`, callers on their own thread", vec![]),
         (
-            "`Switchboard::call`, callers on the driver's executor",
+            "`Switchboard::call`, `Builder::executor` run by the callers' thread",
+            vec![],
+        ),
+        (
+            "`Switchboard::call`, default builder, callers on their own thread",
+            vec![],
+        ),
+        (
+            "`Switchboard::call`, default builder, callers on smol's global executor",
             vec![],
         ),
         ("TypeScript SDK client `callTool`", vec![]),
         ("Raw blocking client (the floor)", vec![]),
     ];
+    const SWITCHBOARD: [(usize, &str); 3] = [
+        (0, "`Builder::executor`, callers' thread"),
+        (1, "default, callers on their own thread"),
+        (2, "default, callers on the global executor"),
+    ];
+    const TS: usize = 3;
+    const RAW: usize = 4;
     let mut ts_error = None;
     // Interleaved, so the shared machine's noise hits every client alike.
     for run in 0..runs {
         let figures = [
+            want("embedded").then(|| Ok(switchboard_calls(bin, calls, Callers::Embedded))),
             want("own-thread").then(|| Ok(switchboard_calls(bin, calls, Callers::OwnThread))),
             want("executor").then(|| Ok(switchboard_calls(bin, calls, Callers::DriverExecutor))),
             want("ts").then(|| ts_calls(bin, calls)),
@@ -789,8 +819,8 @@ fn calls_section(bin: &Path, o: &Options, rows: &mut Vec<Row>) {
                 fmt_runs(&r, 0),
             ));
         }
-        let ts = &clients[2].1;
-        if !have(2) {
+        let ts = &clients[TS].1;
+        if !have(TS) {
             continue;
         }
         if let Some(e) = &ts_error {
@@ -801,7 +831,7 @@ fn calls_section(bin: &Path, o: &Options, rows: &mut Vec<Row>) {
             ));
             continue;
         }
-        for k in [0, 1].into_iter().filter(|&k| have(k)) {
+        for (k, what) in SWITCHBOARD.into_iter().filter(|&(k, _)| have(k)) {
             // Ratio per run (they ran back to back), then the median.
             let ratio: Vec<f64> = clients[k]
                 .1
@@ -810,11 +840,6 @@ fn calls_section(bin: &Path, o: &Options, rows: &mut Vec<Row>) {
                 .map(|(s, t)| rate(s) / rate(t))
                 .collect();
             let m = median(&ratio);
-            let what = if k == 0 {
-                "own thread"
-            } else {
-                "driver's executor"
-            };
             rows.push(
                 row(
                     format!("Switchboard ({what}) ÷ TypeScript SDK, {phase}"),
@@ -824,10 +849,10 @@ fn calls_section(bin: &Path, o: &Options, rows: &mut Vec<Row>) {
                 .goal("≥ 3×", m >= 3.0),
             );
         }
-        if !have(3) {
+        if !have(RAW) {
             continue;
         }
-        let floor: Vec<f64> = clients[3]
+        let floor: Vec<f64> = clients[RAW]
             .1
             .iter()
             .zip(ts)

@@ -2,6 +2,7 @@
 
 use crate::cache::ToolCache;
 use crate::driver::{Clock, ConfigReport, Driver, DriverConfig, Event, Request, Shared};
+use crate::rt::Spawner;
 use crate::secrets::CredentialProvider;
 use crate::stdio::{ProcessRegistry, StdioOptions};
 use async_channel::{Receiver, Sender};
@@ -75,6 +76,7 @@ pub struct Builder {
     seeded: bool,
     project_dir: Option<PathBuf>,
     max_frame_len: Option<usize>,
+    spawner: Spawner,
 }
 
 /// A seed that differs between processes and runs (the core itself never draws one).
@@ -109,6 +111,7 @@ impl Builder {
             seeded: false,
             project_dir: None,
             max_frame_len: None,
+            spawner: Spawner::default(),
         }
     }
 
@@ -215,6 +218,38 @@ impl Builder {
         self
     }
 
+    /// Run the library's tasks (the driver that owns the core, and every transport's reader,
+    /// writer and supervisor) on `executor` instead of smol's global executor.
+    ///
+    /// The embedder must keep running `executor` for as long as the [`Switchboard`] is in
+    /// use (timers, health pings and reconnects run there too), typically by wrapping the
+    /// program's main future: `smol::block_on(ex.run(main(ex.clone())))`. When the callers
+    /// of [`Switchboard::call`] run on the same thread as `executor`, a call never crosses
+    /// threads: that is the fastest setup (see BENCHMARKS.md, "Shell"). Without this option
+    /// the tasks run on smol's global executor, on a thread of its own, and every call from
+    /// another thread pays two thread hand-offs.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use switchboard::{Builder, core::config::{ServerConfig, ServerSpec}};
+    /// let ex = Arc::new(smol::Executor::new());
+    /// smol::block_on(ex.run(async {
+    ///     let spec = ServerSpec::new("demo", ServerConfig::stdio("mcp-demo-server", &[] as &[&str]));
+    ///     let (sb, _report) = Builder::servers(vec![spec])
+    ///         .executor(ex.clone())
+    ///         .start()
+    ///         .await
+    ///         .unwrap();
+    ///     let r = sb.call("mcp_demo_echo", serde_json::json!({"text": "hi"})).await;
+    ///     println!("{:?}", r.map(|r| r.render_text()));
+    ///     sb.shutdown().await;
+    /// }));
+    /// ```
+    pub fn executor(mut self, executor: Arc<smol::Executor<'static>>) -> Self {
+        self.spawner = Spawner::on(executor);
+        self
+    }
+
     /// Full access to the core's policies.
     pub fn manager_options(mut self, f: impl FnOnce(&mut ManagerOptions)) -> Self {
         f(&mut self.options);
@@ -281,12 +316,13 @@ impl Builder {
                 cache,
                 credentials: self.credentials,
                 registry: registry.clone(),
+                spawner: self.spawner.clone(),
             },
             shared.clone(),
             subscribers.clone(),
             req_rx,
         );
-        let task = smol::spawn(driver.run());
+        let task = self.spawner.spawn(driver.run());
         let sb = Switchboard {
             inner: Arc::new(Inner {
                 requests: req_tx,
@@ -454,7 +490,7 @@ impl Switchboard {
         timeout: Option<Duration>,
     ) -> Result<ToolResult, Error> {
         let call = CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = async_channel::bounded(1);
+        let (tx, rx) = crate::rt::oneshot();
         self.inner
             .requests
             .send(Request::Call {
@@ -471,7 +507,7 @@ impl Switchboard {
             call,
             done: false,
         };
-        let outcome = rx.recv().await;
+        let outcome = rx.await;
         guard.done = true;
         match outcome {
             Ok(CallOutcome::Ok(r)) => Ok(r),

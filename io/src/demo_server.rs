@@ -9,18 +9,25 @@
 //! client must survive (slow, failing, hanging, crashing, stalling, noisy, oversized, stubborn,
 //! leaking a grandchild, changing its tool list) is a command-line flag; see `--help`.
 //!
-//! Concurrency: the main thread reads stdin; each `tools/call` (and each delayed answer) runs on
-//! its own thread, so a long `sleep` never blocks `echo` or `ping`. Writes to stdout go through
-//! one mutex, one line per message.
+//! Concurrency: the main thread reads stdin and answers instant requests inline; `sleep`, every
+//! `tools/call` under `--call-delay-ms` and every delayed answer run on their own thread, so a
+//! long `sleep` never blocks `echo` or `ping`. Writes to stdout go through one buffered writer
+//! behind a mutex, one line per message. Answers written by the reader thread are flushed once
+//! no further request is already buffered on stdin (so a burst of pipelined requests costs one
+//! `write` for all the answers); answers from other threads are flushed at once.
 
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::fs::File;
+use std::io::{BufRead, BufWriter, Write};
+use std::os::fd::AsFd;
 use std::process;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Map, Value};
 
 const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -220,10 +227,56 @@ impl CallSlot {
     }
 }
 
+thread_local! {
+    /// Set on the stdin reader thread: its answers are flushed by the read loop, once no
+    /// further request is buffered (see the module docs).
+    static DEFER_FLUSH: Cell<bool> = const { Cell::new(false) };
+}
+
+/// One incoming JSON-RPC message, parsed without building a map of the whole object.
+#[derive(Deserialize)]
+struct Incoming {
+    /// `Some(Value::Null)` for `"id": null` (present), `None` when absent.
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    jsonrpc: Option<Value>,
+    #[serde(default)]
+    method: Option<Value>,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl Incoming {
+    /// The same fields from an already parsed object (the slow path: duplicate keys).
+    fn from_object(mut object: Map<String, Value>) -> Self {
+        Incoming {
+            id: object.remove("id"),
+            jsonrpc: object.remove("jsonrpc"),
+            method: object.remove("method"),
+            params: object.remove("params").filter(|p| !p.is_null()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Response<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: &'a Value,
+}
+
 struct Server {
     flags: Flags,
     name: String,
-    out: Mutex<std::io::Stdout>,
+    /// A duplicate of fd 1, buffered (std's `Stdout` flushes at every newline).
+    out: Mutex<BufWriter<File>>,
+    /// Every tool but `late_tool`, built once.
+    base_tools: Vec<Value>,
     stalled: AtomicBool,
     initialized: AtomicBool,
     late_tool_added: AtomicBool,
@@ -254,13 +307,18 @@ impl Server {
     }
 
     /// Write one message as one line. Nothing is written once stalled.
-    fn send(&self, message: &Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.send_raw(&line);
+    fn send(&self, message: &impl Serialize) {
+        self.write(|out| {
+            serde_json::to_writer(&mut *out, message).map_err(std::io::Error::from)?;
+            out.write_all(b"\n")
+        });
     }
 
     fn send_raw(&self, line: &str) {
+        self.write(|out| out.write_all(line.as_bytes()));
+    }
+
+    fn write(&self, line: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>) {
         if self.stalled.load(Ordering::SeqCst) {
             return;
         }
@@ -270,20 +328,37 @@ impl Server {
         } else {
             ""
         };
-        let written = out
+        let mut written = out
             .write_all(garbage.as_bytes())
-            .and_then(|()| out.write_all(line.as_bytes()))
-            .and_then(|()| out.flush());
+            .and_then(|()| line(&mut out));
+        if !DEFER_FLUSH.with(Cell::get) {
+            written = written.and_then(|()| out.flush());
+        }
         if written.is_err() {
-            // The client closed our stdout: nobody is left to answer.
             drop(out);
-            self.log("stdout closed; exiting");
-            process::exit(0);
+            self.stdout_closed();
         }
     }
 
+    /// Writes out what the reader thread's answers left in the buffer.
+    fn flush(&self) {
+        if lock(&self.out).flush().is_err() {
+            self.stdout_closed();
+        }
+    }
+
+    fn stdout_closed(&self) -> ! {
+        // The client closed our stdout: nobody is left to answer.
+        self.log("stdout closed; exiting");
+        process::exit(0);
+    }
+
     fn respond(&self, id: &Value, result: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        self.send(&Response {
+            jsonrpc: "2.0",
+            id,
+            result: &result,
+        });
     }
 
     fn respond_error(&self, id: &Value, code: i64, message: &str) {
@@ -302,63 +377,14 @@ impl Server {
         self.send(&message);
     }
 
+    /// Every tool, in listing order.
     fn tools(&self) -> Vec<Value> {
-        let text_schema = json!({
-            "type": "object",
-            "properties": {"text": {"type": "string", "description": "Text to echo back"}},
-            "required": ["text"],
-            "additionalProperties": false,
-        });
-        let mut tools = vec![
-            json!({
-                "name": "echo",
-                "description": "Echo the given text back as text content.",
-                "inputSchema": text_schema,
-            }),
-            json!({
-                "name": "add",
-                "description": "Add two numbers; returns the sum as text and as structuredContent.",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {
-                        "a": {"type": "number", "description": "First addend"},
-                        "b": {"type": "number", "description": "Second addend"},
-                    },
-                    "required": ["a", "b"],
-                    "additionalProperties": false,
-                },
-                "outputSchema": {
-                    "type": "object",
-                    "properties": {"sum": {"type": "number"}},
-                    "required": ["sum"],
-                },
-            }),
-            json!({
-                "name": "sleep",
-                "description": "Sleep for `ms` milliseconds, then answer \"slept <ms>ms\". \
-                                Cancellable with notifications/cancelled.",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {
-                        "ms": {"type": "integer", "minimum": 0, "description": "Milliseconds"},
-                    },
-                    "required": ["ms"],
-                    "additionalProperties": false,
-                },
-            }),
-        ];
-        for i in 0..self.flags.tools {
-            tools.push(json!({
-                "name": format!("tool_{i}"),
-                "description": format!("Generated tool number {i}: echoes `text` back."),
-                "inputSchema": text_schema,
-            }));
-        }
+        let mut tools = self.base_tools.clone();
         if self.late_tool_added.load(Ordering::SeqCst) {
             tools.push(json!({
                 "name": "late_tool",
                 "description": "Added after start (--list-changed-after-ms): echoes `text` back.",
-                "inputSchema": text_schema,
+                "inputSchema": text_schema(),
             }));
             if let Some(removed) = &self.flags.remove_on_change {
                 tools.retain(|t| t["name"] != removed.as_str());
@@ -374,26 +400,111 @@ impl Server {
         tools
     }
 
+    fn is_known(&self, name: &str) -> bool {
+        match name {
+            "echo" | "add" | "sleep" => true,
+            "late_tool" => self.late_tool_added.load(Ordering::SeqCst),
+            _ => name
+                .strip_prefix("tool_")
+                .filter(|n| !n.starts_with('+') && (n.len() == 1 || !n.starts_with('0')))
+                .and_then(|n| n.parse::<usize>().ok())
+                .is_some_and(|i| i < self.flags.tools),
+        }
+    }
+}
+
+fn text_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "Text to echo back"}},
+        "required": ["text"],
+        "additionalProperties": false,
+    })
+}
+
+/// Every tool but `late_tool`.
+fn base_tools(generated: usize) -> Vec<Value> {
+    let text_schema = text_schema();
+    let mut tools = vec![
+        json!({
+            "name": "echo",
+            "description": "Echo the given text back as text content.",
+            "inputSchema": text_schema,
+        }),
+        json!({
+            "name": "add",
+            "description": "Add two numbers; returns the sum as text and as structuredContent.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "number", "description": "First addend"},
+                    "b": {"type": "number", "description": "Second addend"},
+                },
+                "required": ["a", "b"],
+                "additionalProperties": false,
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {"sum": {"type": "number"}},
+                "required": ["sum"],
+            },
+        }),
+        json!({
+            "name": "sleep",
+            "description": "Sleep for `ms` milliseconds, then answer \"slept <ms>ms\". \
+                            Cancellable with notifications/cancelled.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "ms": {"type": "integer", "minimum": 0, "description": "Milliseconds"},
+                },
+                "required": ["ms"],
+                "additionalProperties": false,
+            },
+        }),
+    ];
+    for i in 0..generated {
+        tools.push(json!({
+            "name": format!("tool_{i}"),
+            "description": format!("Generated tool number {i}: echoes `text` back."),
+            "inputSchema": text_schema,
+        }));
+    }
+    tools
+}
+
+impl Server {
     fn handle_line(self: &Arc<Self>, line: &[u8]) {
-        let message: Value = match serde_json::from_slice(line) {
-            Ok(value) => value,
-            Err(err) => {
-                self.log(&format!("parse error: {err}"));
-                self.respond_error(&Value::Null, PARSE_ERROR, &format!("Parse error: {err}"));
-                return;
-            }
+        let message = match serde_json::from_slice::<Incoming>(line) {
+            Ok(message) => message,
+            // Not JSON, not an object, or an object serde's derive refuses (a duplicate key):
+            // parse it as a plain value to tell which.
+            Err(_) => match serde_json::from_slice::<Value>(line) {
+                Err(err) => {
+                    self.log(&format!("parse error: {err}"));
+                    self.respond_error(&Value::Null, PARSE_ERROR, &format!("Parse error: {err}"));
+                    return;
+                }
+                Ok(Value::Object(object)) => Incoming::from_object(object),
+                Ok(_) => {
+                    // Batches were removed from MCP in 2025-06-18; anything not an object is
+                    // invalid.
+                    self.respond_error(
+                        &Value::Null,
+                        INVALID_REQUEST,
+                        "Invalid Request: not an object",
+                    );
+                    return;
+                }
+            },
         };
-        let Some(object) = message.as_object() else {
-            // Batches were removed from MCP in 2025-06-18; anything not an object is invalid.
-            self.respond_error(
-                &Value::Null,
-                INVALID_REQUEST,
-                "Invalid Request: not an object",
-            );
-            return;
-        };
-        let id = object.get("id").cloned();
-        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        let Incoming {
+            id,
+            jsonrpc,
+            method,
+            params,
+        } = message;
+        if jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
             self.respond_error(
                 &id.unwrap_or(Value::Null),
                 INVALID_REQUEST,
@@ -401,8 +512,8 @@ impl Server {
             );
             return;
         }
-        let params = object.get("params").cloned().unwrap_or(Value::Null);
-        match (object.get("method").and_then(Value::as_str), id) {
+        let params = params.unwrap_or(Value::Null);
+        match (method.as_ref().and_then(Value::as_str), id) {
             (Some(method), Some(id)) => self.handle_request(method, id, params),
             (Some(method), None) => self.handle_notification(method, &params),
             // A response to something we never asked; nothing to do.
@@ -582,7 +693,6 @@ impl Server {
             );
             return;
         }
-        let key = id.to_string();
         let slot = Arc::new(CallSlot::default());
         let instant = self.flags.call_delay_ms == 0
             && params.get("name").and_then(Value::as_str) != Some("sleep");
@@ -596,6 +706,7 @@ impl Server {
             }
             return;
         }
+        let key = id.to_string();
         lock(&self.calls).insert(key.clone(), Arc::clone(&slot));
         let server = Arc::clone(self);
         thread::spawn(move || {
@@ -634,8 +745,7 @@ impl Server {
                 )));
             }
         };
-        let known = self.tools().iter().any(|t| t["name"] == name);
-        if !known {
+        if !self.is_known(name) {
             return Some(Err((INVALID_PARAMS, format!("Unknown tool: {name}"))));
         }
         let result = match name {
@@ -766,10 +876,18 @@ pub fn run(args: impl IntoIterator<Item = String>) -> ! {
         .name
         .clone()
         .unwrap_or_else(|| "mcp-demo-server".to_string());
+    let stdout = match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => File::from(fd),
+        Err(err) => {
+            eprintln!("mcp-demo-server: cannot use stdout: {err}");
+            process::exit(1);
+        }
+    };
     let server = Arc::new(Server {
+        base_tools: base_tools(flags.tools),
         flags: flags.clone(),
         name,
-        out: Mutex::new(std::io::stdout()),
+        out: Mutex::new(BufWriter::with_capacity(64 * 1024, stdout)),
         stalled: AtomicBool::new(false),
         initialized: AtomicBool::new(false),
         late_tool_added: AtomicBool::new(false),
@@ -825,10 +943,22 @@ pub fn run(args: impl IntoIterator<Item = String>) -> ! {
         server.send_raw(&format!("not JSON-RPC, line {i} (--garbage-lines)\n"));
     }
 
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
+    // A duplicate of fd 0 in a `BufReader` of our own: its `buffer()` tells whether another
+    // request is already here (std's `StdinLock` does not say).
+    let mut input = match std::io::stdin().as_fd().try_clone_to_owned() {
+        Ok(fd) => std::io::BufReader::with_capacity(64 * 1024, File::from(fd)),
+        Err(err) => {
+            eprintln!("mcp-demo-server: cannot use stdin: {err}");
+            process::exit(1);
+        }
+    };
     let mut line = Vec::new();
+    DEFER_FLUSH.with(|d| d.set(true));
     loop {
+        if !input.buffer().contains(&b'\n') {
+            // The next read may block: what was answered so far goes out first.
+            server.flush();
+        }
         line.clear();
         match input.read_until(b'\n', &mut line) {
             Ok(0) => break,
@@ -853,6 +983,7 @@ pub fn run(args: impl IntoIterator<Item = String>) -> ! {
             thread::park();
         }
     }
+    server.flush();
     server.log("stdin closed; exiting");
     process::exit(0);
 }

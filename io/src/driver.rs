@@ -8,6 +8,7 @@
 use crate::api::Error as ApiError;
 use crate::cache::{now_unix_ms, ToolCache};
 use crate::http::{HttpOptions, HttpTarget, HttpTransport};
+use crate::rt::{OneshotSender, Spawner};
 use crate::secrets::{resolve_secrets, CredentialProvider, SecretCache};
 use crate::stdio::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
 use async_channel::{Receiver, Sender};
@@ -62,7 +63,7 @@ pub(crate) enum Request {
         tool: String,
         arguments: Option<Value>,
         timeout: Option<Duration>,
-        reply: Sender<CallOutcome>,
+        reply: OneshotSender<CallOutcome>,
     },
     /// Start a round and answer with its report, completed with `config` (what discovery
     /// found wrong with the config files).
@@ -242,6 +243,7 @@ pub(crate) struct DriverConfig {
     pub cache: Option<ToolCache>,
     pub credentials: Option<Arc<dyn CredentialProvider>>,
     pub registry: ProcessRegistry,
+    pub spawner: Spawner,
 }
 
 pub(crate) struct Driver {
@@ -255,18 +257,15 @@ pub(crate) struct Driver {
     /// config; the credential provider needs it at open time).
     auth: BTreeMap<String, Value>,
     requests: Receiver<Request>,
-    stdio_tx: Sender<(ConnId, StdioEvent)>,
-    stdio_rx: Receiver<(ConnId, StdioEvent)>,
-    /// HTTP transports report in the core's vocabulary directly.
-    http_tx: Sender<(ConnId, TransportEvent)>,
-    http_rx: Receiver<(ConnId, TransportEvent)>,
-    internal_tx: Sender<Internal>,
-    internal_rx: Receiver<Internal>,
+    /// Everything but the API's requests: transport events of both kinds and completions of
+    /// the driver's own tasks, on one channel (one wake-up source to wait on, not three).
+    inbound_tx: Sender<Inbound>,
+    inbound_rx: Receiver<Inbound>,
     opening: BTreeMap<ConnId, Task<()>>,
     transports: BTreeMap<ConnId, Transport>,
     closing: BTreeMap<ConnId, Task<()>>,
     background: Vec<Task<()>>,
-    calls: BTreeMap<CallId, Sender<CallOutcome>>,
+    calls: BTreeMap<CallId, OneshotSender<CallOutcome>>,
     /// By round number: rounds can complete out of order (a round whose members were all
     /// disconnected completes at once).
     startup_waiters: BTreeMap<u64, (Sender<StartupReport>, ConfigReport)>,
@@ -292,9 +291,7 @@ impl Driver {
         subscribers: Arc<Mutex<Vec<Sender<Event>>>>,
         requests: Receiver<Request>,
     ) -> Self {
-        let (stdio_tx, stdio_rx) = async_channel::unbounded();
-        let (http_tx, http_rx) = async_channel::unbounded();
-        let (internal_tx, internal_rx) = async_channel::unbounded();
+        let (inbound_tx, inbound_rx) = async_channel::unbounded();
         let secrets = Arc::new(SecretCache::shared().with_registry(cfg.registry.clone()));
         Driver {
             m,
@@ -305,12 +302,8 @@ impl Driver {
             subscribers,
             auth: BTreeMap::new(),
             requests,
-            stdio_tx,
-            stdio_rx,
-            http_tx,
-            http_rx,
-            internal_tx,
-            internal_rx,
+            inbound_tx,
+            inbound_rx,
             opening: BTreeMap::new(),
             transports: BTreeMap::new(),
             closing: BTreeMap::new(),
@@ -328,6 +321,13 @@ impl Driver {
     }
 
     pub(crate) async fn run(mut self) {
+        // One timer for the whole run, armed at the core's next deadline. It is moved only to
+        // an *earlier* deadline: waking early is harmless (`handle_timeout` with nothing due
+        // does nothing, and the timer is armed again), while every re-arm costs a reactor
+        // notification (an eventfd write and an extra `epoll_wait`). Every call has a
+        // deadline, so re-arming on every change would cost that twice per call.
+        let mut timer = Timer::never();
+        let mut armed: Option<std::time::Instant> = None;
         loop {
             self.perform_outputs();
             if self.check_waiters() {
@@ -349,37 +349,30 @@ impl Driver {
                     return;
                 }
             }
-            let timer = match self.m.poll_timeout() {
-                Some(t) => Timer::at(self.clock.to_std(t)),
-                None => Timer::never(),
-            };
-            let woke = self.wait(timer).await;
+            if let Some(at) = self.m.poll_timeout().map(|t| self.clock.to_std(t)) {
+                if !matches!(armed, Some(armed) if armed <= at) {
+                    timer.set_at(at);
+                    armed = Some(at);
+                }
+            }
+            let woke = self.wait(&mut timer).await;
             match woke {
                 Wake::Timer => {
+                    armed = None;
                     let now = self.clock.now();
                     self.m.handle_timeout(now);
                 }
                 Wake::Request(r) => self.on_request(r),
-                Wake::Stdio(conn, ev) => {
-                    self.on_transport(conn, ev.into_transport_event());
+                Wake::Inbound(first) => {
+                    self.on_inbound(first);
                     // Take more of what is already queued, bounded.
                     for _ in 1..MAX_EVENTS_PER_TURN {
-                        match self.stdio_rx.try_recv() {
-                            Ok((conn, ev)) => self.on_transport(conn, ev.into_transport_event()),
+                        match self.inbound_rx.try_recv() {
+                            Ok(next) => self.on_inbound(next),
                             Err(_) => break,
                         }
                     }
                 }
-                Wake::Http(conn, ev) => {
-                    self.on_transport(conn, ev);
-                    for _ in 1..MAX_EVENTS_PER_TURN {
-                        match self.http_rx.try_recv() {
-                            Ok((conn, ev)) => self.on_transport(conn, ev),
-                            Err(_) => break,
-                        }
-                    }
-                }
-                Wake::Internal(i) => self.on_internal(i),
                 Wake::RequestsClosed => {
                     // Every handle is gone: shut down.
                     if self.shutdown.is_none() {
@@ -391,7 +384,7 @@ impl Driver {
         }
     }
 
-    async fn wait(&self, timer: Timer) -> Wake {
+    async fn wait(&self, timer: &mut Timer) -> Wake {
         let requests = async {
             if self.shutdown.is_some() && self.requests.is_closed() {
                 // Every handle is gone and shutdown is under way: park this source, or a
@@ -403,21 +396,10 @@ impl Driver {
                 Err(_) => Wake::RequestsClosed,
             }
         };
-        let stdio = async {
-            match self.stdio_rx.recv().await {
-                Ok((c, e)) => Wake::Stdio(c, e),
-                Err(_) => future::pending().await,
-            }
-        };
-        let http = async {
-            match self.http_rx.recv().await {
-                Ok((c, e)) => Wake::Http(c, e),
-                Err(_) => future::pending().await,
-            }
-        };
-        let internal = async {
-            match self.internal_rx.recv().await {
-                Ok(i) => Wake::Internal(i),
+        let inbound = async {
+            match self.inbound_rx.recv().await {
+                Ok(i) => Wake::Inbound(i),
+                // Cannot happen: the driver holds a sender.
                 Err(_) => future::pending().await,
             }
         };
@@ -426,11 +408,7 @@ impl Driver {
             Wake::Timer
         };
         // `race` picks fairly among ready sources.
-        future::race(
-            future::race(future::race(stdio, http), internal),
-            future::race(timer, requests),
-        )
-        .await
+        future::race(inbound, future::race(timer, requests)).await
     }
 
     fn now(&self) -> Instant {
@@ -501,6 +479,13 @@ impl Driver {
         }
     }
 
+    fn on_inbound(&mut self, inbound: Inbound) {
+        match inbound {
+            Inbound::Transport(conn, event) => self.on_transport(conn, event),
+            Inbound::Internal(i) => self.on_internal(i),
+        }
+    }
+
     fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
         if matches!(
             event,
@@ -561,10 +546,10 @@ impl Driver {
     }
 
     fn close_in_background(&mut self, conn: ConnId, t: Transport) {
-        let tx = self.internal_tx.clone();
-        let task = smol::spawn(async move {
+        let tx = self.inbound_tx.clone();
+        let task = self.cfg.spawner.spawn(async move {
             t.close().await;
-            let _ = tx.send(Internal::Closed(conn)).await;
+            let _ = tx.send(Inbound::Internal(Internal::Closed(conn))).await;
         });
         self.closing.insert(conn, task);
     }
@@ -576,6 +561,8 @@ impl Driver {
         // Events go out after the shared snapshot is refreshed, so a subscriber that reacts
         // to `ToolsChanged` reads the new view.
         let mut events = Vec::new();
+        // Nobody listens: no event is built (a startup report is then moved, not copied).
+        let subscribed = self.subscribers.lock().is_ok_and(|s| !s.is_empty());
         let mut replies = Vec::new();
         let mut call_replies = Vec::new();
         while let Some(out) = self.m.poll_output() {
@@ -588,7 +575,10 @@ impl Driver {
                 Output::Send { conn, frame } => {
                     if let Some(t) = self.transports.get(&conn) {
                         if let Err(error) = t.send(frame) {
-                            let _ = self.stdio_tx.try_send((conn, StdioEvent::Failed { error }));
+                            let _ = self.inbound_tx.try_send(Inbound::Transport(
+                                conn,
+                                TransportEvent::Failed { error },
+                            ));
                         }
                     }
                 }
@@ -609,26 +599,29 @@ impl Driver {
                 Output::LoadCache { server, key } => match &self.cfg.cache {
                     Some(cache) => {
                         let cache = cache.clone();
-                        let tx = self.internal_tx.clone();
-                        self.background.push(smol::spawn(async move {
+                        let tx = self.inbound_tx.clone();
+                        self.background.push(self.cfg.spawner.spawn(async move {
                             let k = key.clone();
                             let tools =
                                 blocking::unblock(move || cache.load(&k, now_unix_ms())).await;
-                            let _ = tx.send(Internal::CacheLoaded { server, key, tools }).await;
+                            let loaded = Internal::CacheLoaded { server, key, tools };
+                            let _ = tx.send(Inbound::Internal(loaded)).await;
                         }));
                     }
                     None => {
-                        let _ = self.internal_tx.try_send(Internal::CacheLoaded {
-                            server,
-                            key,
-                            tools: None,
-                        });
+                        let _ =
+                            self.inbound_tx
+                                .try_send(Inbound::Internal(Internal::CacheLoaded {
+                                    server,
+                                    key,
+                                    tools: None,
+                                }));
                     }
                 },
                 Output::StoreCache { key, tools, .. } => {
                     if let Some(cache) = &self.cfg.cache {
                         let cache = cache.clone();
-                        self.background.push(smol::spawn(async move {
+                        self.background.push(self.cfg.spawner.spawn(async move {
                             let _ = blocking::unblock(move || {
                                 if let Err(e) = cache.store(&key, &tools, now_unix_ms()) {
                                     tracing::warn!(target: "switchboard", server = %key.server, "could not write the tool cache: {e}");
@@ -644,21 +637,33 @@ impl Driver {
                     }
                     refresh = true;
                     refresh_tools = true;
-                    if let Some((w, config)) = self.startup_waiters.remove(&report.round) {
-                        config.add_to(&mut report);
-                        replies.push((w, report.clone()));
+                    match (self.startup_waiters.remove(&report.round), subscribed) {
+                        (Some((w, config)), true) => {
+                            config.add_to(&mut report);
+                            replies.push((w, report.clone()));
+                            events.push(Event::StartupComplete { report });
+                        }
+                        (Some((w, config)), false) => {
+                            config.add_to(&mut report);
+                            replies.push((w, report));
+                        }
+                        (None, true) => events.push(Event::StartupComplete { report }),
+                        (None, false) => {}
                     }
-                    events.push(Event::StartupComplete { report });
                 }
                 Output::ToolsChanged { servers } => {
                     refresh = true;
                     refresh_tools = true;
                     self.observe_tools_changed(&servers);
-                    events.push(Event::ToolsChanged { servers });
+                    if subscribed {
+                        events.push(Event::ToolsChanged { servers });
+                    }
                 }
                 Output::StatusChanged { server, status } => {
                     refresh = true;
-                    events.push(Event::StatusChanged { server, status });
+                    if subscribed {
+                        events.push(Event::StatusChanged { server, status });
+                    }
                 }
                 Output::CallCompleted { call, outcome } => {
                     if let Some(reply) = self.calls.remove(&call) {
@@ -675,11 +680,13 @@ impl Driver {
                     }
                     log_diagnostic(server.as_deref(), level, &message);
                     self.observe_diagnostic(server.as_deref(), level, &message);
-                    events.push(Event::Diagnostic {
-                        server,
-                        level,
-                        message,
-                    });
+                    if subscribed {
+                        events.push(Event::Diagnostic {
+                            server,
+                            level,
+                            message,
+                        });
+                    }
                 }
                 Output::Progress {
                     server,
@@ -766,7 +773,7 @@ impl Driver {
             let _ = w.try_send(report);
         }
         for (reply, outcome) in call_replies {
-            let _ = reply.try_send(outcome);
+            let _ = reply.send(outcome);
         }
         for ev in events {
             self.publish(ev);
@@ -774,9 +781,7 @@ impl Driver {
     }
 
     fn open(&mut self, conn: ConnId, server: String, config: TransportConfig) {
-        let tx = self.internal_tx.clone();
-        let stdio_tx = self.stdio_tx.clone();
-        let http_tx = self.http_tx.clone();
+        let tx = self.inbound_tx.clone();
         let opts = self.cfg.stdio.clone();
         let http_opts = self.cfg.http.clone();
         let registry = self.cfg.registry.clone();
@@ -784,7 +789,8 @@ impl Driver {
         let creds = self.cfg.credentials.clone();
         let auth = self.auth.get(&server).cloned();
         self.conn_server.insert(conn, server.clone());
-        let task = smol::spawn(async move {
+        let spawner = self.cfg.spawner.clone();
+        let task = self.cfg.spawner.spawn(async move {
             let resolved =
                 resolve_secrets(&server, config, auth.as_ref(), creds.as_deref(), &secrets).await;
             let msg = match resolved {
@@ -793,15 +799,29 @@ impl Driver {
                     // HTTP: Opened once the URL is valid (legacy SSE: once the endpoint event
                     // arrived); see the `http` module docs.
                     Some(target) => {
-                        match HttpTransport::open(&server, target, &http_opts, conn, http_tx).await
+                        match HttpTransport::open_on(
+                            &spawner,
+                            &server,
+                            target,
+                            &http_opts,
+                            conn,
+                            tx.clone(),
+                        )
+                        .await
                         {
                             Ok(t) => Internal::Opened(conn, Transport::Http(t)),
                             Err(e) => Internal::OpenFailed(conn, e),
                         }
                     }
                     None => match StdioCommand::from_config(config) {
-                        Some(cmd) => match StdioTransport::spawn(
-                            &server, cmd, &opts, &registry, conn, stdio_tx,
+                        Some(cmd) => match StdioTransport::spawn_on(
+                            &spawner,
+                            &server,
+                            cmd,
+                            &opts,
+                            &registry,
+                            conn,
+                            tx.clone(),
                         ) {
                             Ok(t) => Internal::Opened(conn, Transport::Stdio(t)),
                             Err(e) => Internal::OpenFailed(conn, e),
@@ -810,7 +830,7 @@ impl Driver {
                     },
                 },
             };
-            let _ = tx.send(msg).await;
+            let _ = tx.send(Inbound::Internal(msg)).await;
         });
         self.opening.insert(conn, task);
     }
@@ -960,10 +980,10 @@ impl Driver {
 
     /// Cancel an opening task; `Internal::Aborted` reports when it is gone.
     fn abort_opening(&mut self, conn: ConnId, task: Task<()>) {
-        let tx = self.internal_tx.clone();
-        let abort = smol::spawn(async move {
+        let tx = self.inbound_tx.clone();
+        let abort = self.cfg.spawner.spawn(async move {
             task.cancel().await;
-            let _ = tx.send(Internal::Aborted(conn)).await;
+            let _ = tx.send(Inbound::Internal(Internal::Aborted(conn))).await;
         });
         self.aborting.insert(conn, abort);
     }
@@ -1108,9 +1128,25 @@ enum Wake {
     Timer,
     Request(Request),
     RequestsClosed,
-    Stdio(ConnId, StdioEvent),
-    Http(ConnId, TransportEvent),
+    Inbound(Inbound),
+}
+
+/// What reaches the driver from its transports and its own tasks.
+enum Inbound {
+    Transport(ConnId, TransportEvent),
     Internal(Internal),
+}
+
+impl From<(ConnId, StdioEvent)> for Inbound {
+    fn from((conn, event): (ConnId, StdioEvent)) -> Self {
+        Inbound::Transport(conn, event.into_transport_event())
+    }
+}
+
+impl From<(ConnId, TransportEvent)> for Inbound {
+    fn from((conn, event): (ConnId, TransportEvent)) -> Self {
+        Inbound::Transport(conn, event)
+    }
 }
 
 fn log_diagnostic(server: Option<&str>, level: switchboard_core::manager::Level, message: &str) {

@@ -3,7 +3,9 @@
 //! This crate is the smol shell around the sans-IO core ([`core`], crate
 //! `switchboard-core`): it runs the core's decisions against real processes, files and the
 //! clock, and offers the async library API — [`Builder`] and [`Switchboard`]. It works from
-//! any executor; the examples use `smol::block_on`.
+//! any executor; the examples use `smol::block_on`. Its tasks run on smol's global executor
+//! unless the embedder hands it an executor of its own with [`Builder::executor`]; callers on
+//! the thread that runs that executor then never cross threads (the fastest setup).
 //!
 //! - [`driver`]-internal: one task owns the core `Manager`, performs its commands, and feeds
 //!   back what it observes.
@@ -64,6 +66,7 @@ pub mod demo_server;
 pub mod discovery;
 mod driver;
 pub mod http;
+mod rt;
 pub mod secrets;
 pub mod stdio;
 

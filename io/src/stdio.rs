@@ -14,7 +14,7 @@
 //! ```text
 //! let task = smol::spawn(async move {
 //!     let config = resolve_secrets(&server, config, auth, provider, &secrets).await?;
-//!     let cmd = StdioCommand::from_config(config).ok_or("not a stdio config")?;
+//!     let cmd = StdioCommand::from_config(config).ok_or_else(|| "not stdio".to_string())?;
 //!     StdioTransport::spawn(&server, cmd, &opts, &registry, conn, events)
 //! });
 //! // CloseTransport while the attempt is still opening:
@@ -58,19 +58,24 @@
 //!
 //! # Runtime
 //!
-//! Tasks run on smol's global executor (`smol::spawn`); the process reaper is async-process's
-//! own. Nothing here needs a runtime for cleanup: `Drop` and [`ProcessRegistry::kill_all_now`]
+//! Tasks run on smol's global executor (`smol::spawn`), or, inside a [`crate::Switchboard`]
+//! built with [`crate::Builder::executor`], on the embedder's executor; the process reaper is
+//! async-process's own. Nothing here needs a runtime for cleanup: `Drop` and [`ProcessRegistry::kill_all_now`]
 //! are plain syscalls.
 
+use crate::rt::Spawner;
 use async_channel::{Receiver, Sender};
-use async_io::Timer;
+use async_io::{Async, Timer};
 use async_process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
 use bytes::Bytes;
 use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
 use smol::Task;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::fs::File;
 use std::future::Future;
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -85,8 +90,13 @@ const SIGKILL_WAIT: Duration = Duration::from_secs(5);
 const STDERR_DRAIN_WAIT: Duration = Duration::from_secs(1);
 /// Poll interval while waiting for a process group to empty.
 const GROUP_POLL: Duration = Duration::from_millis(25);
-/// Read chunk size for stdout and stderr; also the unit of work between yields.
-const CHUNK: usize = 64 * 1024;
+/// Read chunk size for stdout; also the unit of work between yields. Each live server keeps
+/// one, so it is kept small (a larger frame just takes several reads).
+const CHUNK: usize = 16 * 1024;
+/// Read chunk size for stderr (diagnostics only; lines are cut at `MAX_STDERR_LINE`).
+const STDERR_CHUNK: usize = 4 * 1024;
+/// Frames the stdout reader delivers before it yields to other tasks.
+const FRAMES_PER_TURN: usize = 256;
 /// Longest stderr line kept (the rest of the line is dropped).
 const MAX_STDERR_LINE: usize = 4096;
 /// Longest preview of a garbage stdout line in logs and errors.
@@ -453,6 +463,8 @@ pub struct StdioTransport {
     frames: Sender<Bytes>,
     /// Closing this channel asks the supervisor to shut the server down.
     close_requests: Sender<()>,
+    /// Closed by the supervisor once the process group is gone and unregistered.
+    group_gone: Receiver<()>,
     supervisor: Option<Task<()>>,
     registry: ProcessRegistry,
     tail: StderrTail,
@@ -482,6 +494,32 @@ impl StdioTransport {
     ) -> Result<StdioTransport, String>
     where
         T: Clone + Send + 'static,
+    {
+        Self::spawn_on(
+            &Spawner::default(),
+            server,
+            cmd,
+            opts,
+            registry,
+            tag,
+            events,
+        )
+    }
+
+    /// [`spawn`](Self::spawn) with the transport's tasks on `spawner`, sending
+    /// `M::from((tag, event))` (the driver's channel carries other inputs too).
+    pub(crate) fn spawn_on<T, M>(
+        spawner: &Spawner,
+        server: &str,
+        cmd: StdioCommand,
+        opts: &StdioOptions,
+        registry: &ProcessRegistry,
+        tag: T,
+        events: Sender<M>,
+    ) -> Result<StdioTransport, String>
+    where
+        T: Clone + Send + 'static,
+        M: From<(T, StdioEvent)> + Send + 'static,
     {
         let cwd = cmd
             .cwd
@@ -540,9 +578,9 @@ impl StdioTransport {
         let (close_tx, close_rx) = async_channel::bounded(1);
         let tail = StderrTail::new(opts.stderr_tail_lines);
 
-        let writer = smol::spawn(write_frames(server.to_string(), stdin, frames_rx));
-        let stderr_task = smol::spawn(read_stderr(server.to_string(), stderr, tail.clone()));
-        let reader = smol::spawn(read_stdout(
+        let writer = spawner.spawn(write_frames(server.to_string(), stdin, frames_rx));
+        let stderr_task = spawner.spawn(read_stderr(server.to_string(), stderr, tail.clone()));
+        let reader = spawner.spawn(read_stdout(
             StdoutReader {
                 server: server.to_string(),
                 max_frame_len: opts.max_frame_len,
@@ -561,12 +599,16 @@ impl StdioTransport {
             opts: opts.clone(),
             registry: registry.clone(),
         };
-        let supervisor = smol::spawn(supervisor.run(
-            reader,
-            writer,
-            stderr_task,
+        let (gone_tx, gone_rx) = async_channel::bounded(1);
+        let supervisor = spawner.spawn(supervisor.run(
+            Tasks {
+                reader,
+                writer,
+                stderr: stderr_task,
+            },
             tail.clone(),
             close_rx,
+            gone_tx,
             tag,
             events,
         ));
@@ -576,6 +618,7 @@ impl StdioTransport {
             pid,
             frames: frames_tx,
             close_requests: close_tx,
+            group_gone: gone_rx,
             supervisor: Some(supervisor),
             registry: registry.clone(),
             tail,
@@ -599,11 +642,16 @@ impl StdioTransport {
     /// Shuts the server down as the MCP spec says (close stdin, wait, SIGTERM the group, wait,
     /// SIGKILL the group) and returns once the group is gone and reaped. Takes up to
     /// `stdin_close_wait + sigterm_wait` plus a little; drivers should run it in its own task.
-    /// If this future is dropped early, `Drop` SIGKILLs the group.
+    /// Never waits on the events channel. If this future is dropped early, `Drop` SIGKILLs the
+    /// group.
     pub async fn close(mut self) {
         self.close_requests.close();
+        // Err once the supervisor dropped its sender: the group is gone.
+        let _ = self.group_gone.recv().await;
         if let Some(supervisor) = self.supervisor.take() {
-            supervisor.await;
+            // If the server ended by itself just before, the supervisor may still be handing
+            // its terminal event to a full channel; let it finish in the background.
+            supervisor.detach();
         }
     }
 
@@ -676,7 +724,7 @@ async fn write_frames(server: String, stdin: ChildStdin, frames: Receiver<Bytes>
 
 /// Reads stderr line by line into `tracing` and the tail. Ends at EOF.
 async fn read_stderr(server: String, mut stderr: ChildStderr, tail: StderrTail) {
-    let mut chunk = vec![0u8; CHUNK];
+    let mut chunk = vec![0u8; STDERR_CHUNK];
     let mut line: Vec<u8> = Vec::new();
     let emit = |line: &mut Vec<u8>| {
         let text = String::from_utf8_lossy(line);
@@ -729,15 +777,24 @@ enum StdoutEnd {
 }
 
 /// Splits stdout into frames and sends them. Memory is bounded by `max_frame_len` + `CHUNK`.
-async fn read_stdout<T: Clone>(
+async fn read_stdout<T: Clone, M: From<(T, StdioEvent)>>(
     cfg: StdoutReader,
-    mut stdout: ChildStdout,
+    stdout: ChildStdout,
     tag: T,
-    events: Sender<(T, StdioEvent)>,
+    events: Sender<M>,
 ) -> StdoutEnd {
+    // Our own registration of the pipe, for `readable()`: after a short read the pipe is
+    // (almost always) empty, so the reader waits for readiness instead of paying a `read`
+    // that would only say EAGAIN. Once per answer in a sequential exchange.
+    let stdout = match OwnedFd::try_from(stdout).and_then(|fd| Async::new(File::from(fd))) {
+        Ok(stdout) => stdout,
+        Err(e) => return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}")),
+    };
+    let mut drained = false;
     let mut chunk = vec![0u8; CHUNK];
     let mut line: Vec<u8> = Vec::new();
     let mut garbage_run = 0usize;
+    let mut frames_this_turn = 0usize;
     let too_long = || {
         StdoutEnd::Failed(format!(
             "stdout frame exceeds the {} limit (more than {} bytes without a newline)",
@@ -746,12 +803,18 @@ async fn read_stdout<T: Clone>(
         ))
     };
     loop {
-        let n = match stdout.read(&mut chunk).await {
+        if drained {
+            if let Err(e) = stdout.readable().await {
+                return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}"));
+            }
+        }
+        let n = match stdout.read_with(|f| (&*f).read(&mut chunk)).await {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}")),
         };
+        drained = n < chunk.len();
         let mut rest = &chunk[..n];
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
             if line.len() + i > cfg.max_frame_len {
@@ -768,11 +831,16 @@ async fn read_stdout<T: Clone>(
                 Line::Skip => {}
                 Line::Frame(frame) => {
                     if events
-                        .send((tag.clone(), StdioEvent::Frame(frame)))
+                        .send(M::from((tag.clone(), StdioEvent::Frame(frame))))
                         .await
                         .is_err()
                     {
                         return StdoutEnd::EventsGone;
+                    }
+                    frames_this_turn += 1;
+                    if frames_this_turn == FRAMES_PER_TURN {
+                        frames_this_turn = 0;
+                        future::yield_now().await;
                     }
                 }
                 Line::End(end) => return end,
@@ -782,14 +850,20 @@ async fn read_stdout<T: Clone>(
             return too_long();
         }
         line.extend_from_slice(rest);
-        // At most one chunk of work per turn: a chatty server must not starve other tasks.
+        // At most one chunk (and FRAMES_PER_TURN frames) of work per turn: a chatty server
+        // must not starve other tasks.
+        frames_this_turn = 0;
         future::yield_now().await;
     }
     if !line.is_empty() {
         match classify_line(&cfg, Bytes::from(line), &mut garbage_run) {
             Line::Skip => {}
             Line::Frame(frame) => {
-                if events.send((tag, StdioEvent::Frame(frame))).await.is_err() {
+                if events
+                    .send(M::from((tag, StdioEvent::Frame(frame))))
+                    .await
+                    .is_err()
+                {
                     return StdoutEnd::EventsGone;
                 }
             }
@@ -868,18 +942,28 @@ struct Supervisor {
     registry: ProcessRegistry,
 }
 
+/// The tasks that serve one server's pipes.
+struct Tasks {
+    reader: Task<StdoutEnd>,
+    writer: Task<()>,
+    stderr: Task<()>,
+}
+
 impl Supervisor {
-    #[allow(clippy::too_many_arguments)]
-    async fn run<T: Send + 'static>(
+    async fn run<T: Send + 'static, M: From<(T, StdioEvent)>>(
         mut self,
-        mut reader: Task<StdoutEnd>,
-        writer: Task<()>,
-        mut stderr: Task<()>,
+        tasks: Tasks,
         tail: StderrTail,
         close_requests: Receiver<()>,
+        group_gone: Sender<()>,
         tag: T,
-        events: Sender<(T, StdioEvent)>,
+        events: Sender<M>,
     ) {
+        let Tasks {
+            mut reader,
+            writer,
+            mut stderr,
+        } = tasks;
         // `None`: close requested.
         let end = future::or(async { Some((&mut reader).await) }, async {
             let _ = close_requests.recv().await;
@@ -898,16 +982,17 @@ impl Supervisor {
             stderr.cancel().await;
         }
         self.registry.take(self.pid);
+        drop(group_gone);
 
         let event = match end {
             None => {
                 // close() may be awaited by the very task that drains `events`: never block.
-                let _ = events.try_send((
+                let _ = events.try_send(M::from((
                     tag,
                     StdioEvent::Closed {
                         reason: "closed by client".to_string(),
                     },
-                ));
+                )));
                 return;
             }
             Some(StdoutEnd::EventsGone) => return,
@@ -919,7 +1004,7 @@ impl Supervisor {
             },
         };
         tracing::debug!(target: "switchboard::server", server = %self.server, event = ?event, "stdio transport ended");
-        let _ = events.send((tag, event)).await;
+        let _ = events.send(M::from((tag, event))).await;
     }
 
     fn describe_exit(&self, ended: Ended) -> String {

@@ -295,6 +295,75 @@ fn dropping_a_call_future_cancels_it_and_the_server_keeps_serving() {
 }
 
 #[test]
+fn on_the_embedders_executor_calls_cancellation_and_shutdown_work() {
+    // The executor is run by this thread only: the driver, the transports and the callers
+    // all share it.
+    let ex = std::sync::Arc::new(smol::Executor::new());
+    let cache = tempfile::tempdir().unwrap();
+    smol::block_on(ex.run(async {
+        let (sb, report) = Builder::servers(vec![demo("a", &[]), demo("b", &["--tools", "2"])])
+            .cache_dir(cache.path())
+            .executor(ex.clone())
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["a", "b"]);
+        assert_eq!(sb.tools().len(), 3 + 5);
+        // Sequential, then concurrent callers spawned on the same executor.
+        for i in 0..50 {
+            let r = sb
+                .call("mcp_a_echo", json!({"text": format!("seq {i}")}))
+                .await
+                .unwrap();
+            assert_eq!(r.render_text(), format!("seq {i}"));
+        }
+        let callers: Vec<_> = (0..32)
+            .map(|i| {
+                let sb = sb.clone();
+                ex.spawn(async move {
+                    let tool = if i % 2 == 0 {
+                        "mcp_a_echo"
+                    } else {
+                        "mcp_b_tool_1"
+                    };
+                    let r = sb
+                        .call(tool, json!({"text": format!("c {i}")}))
+                        .await
+                        .unwrap();
+                    assert_eq!(r.render_text(), format!("c {i}"));
+                })
+            })
+            .collect();
+        for c in callers {
+            c.await;
+        }
+        // Dropping a call future still cancels the call; the server keeps serving.
+        let slow = sb.call("mcp_a_sleep", json!({"ms": 60000}));
+        futures_lite::future::or(
+            async {
+                drop(slow.await);
+            },
+            async {
+                async_io::Timer::after(Duration::from_millis(100)).await;
+            },
+        )
+        .await;
+        let r = sb
+            .call("mcp_a_echo", json!({"text": "after"}))
+            .await
+            .unwrap();
+        assert_eq!(r.render_text(), "after");
+        let groups = sb.live_processes();
+        assert_eq!(groups.len(), 2);
+        sb.shutdown().await;
+        assert!(sb.live_processes().is_empty());
+        for g in groups {
+            assert_group_gone(g);
+        }
+    }));
+}
+
+#[test]
 fn no_orphan_after_shutdown_even_when_sigterm_is_ignored_and_a_grandchild_was_spawned() {
     smol::block_on(async {
         let (sb, report) = Builder::servers(vec![

@@ -455,3 +455,63 @@ fn env_is_added_to_the_parents_and_cwd_falls_back_to_the_default() {
         assert!(registry.is_empty());
     });
 }
+
+#[test]
+fn close_never_waits_on_a_full_events_channel() {
+    smol::block_on(async {
+        let registry = ProcessRegistry::new();
+        // Room for one event, never drained. First case: the reader is stuck behind the first
+        // frame when close is called.
+        let (tx, rx) = smol::channel::bounded(1);
+        let script = r#"echo '{"a":1}'; echo '{"b":2}'; sleep 1000"#;
+        let transport =
+            StdioTransport::spawn("full", sh(script), &quick_opts(), &registry, (), tx).unwrap();
+        let pid = transport.pid();
+        wait_until("the channel is full", || rx.is_full());
+        transport.close().await;
+        assert!(registry.is_empty());
+        assert_group_gone(pid);
+        drop(rx);
+
+        // Second case: the server already exited and its terminal event is stuck behind the
+        // frame; close must still return.
+        let (tx, rx) = smol::channel::bounded(1);
+        let transport = StdioTransport::spawn(
+            "full",
+            sh(r#"echo '{"a":1}'; exit 0"#),
+            &quick_opts(),
+            &registry,
+            (),
+            tx,
+        )
+        .unwrap();
+        wait_until("the server is gone and unregistered", || {
+            registry.is_empty()
+        });
+        assert!(rx.is_full());
+        transport.close().await;
+        drop(rx);
+    });
+}
+
+#[test]
+fn many_small_frames_arrive_in_order() {
+    smol::block_on(async {
+        let registry = ProcessRegistry::new();
+        let script = "import sys\n\
+                      for i in range(20000):\n    sys.stdout.write('{\"i\":%d}\\n' % i)\n";
+        let (transport, rx) = spawn(
+            StdioCommand::new("python3", ["-c", script]),
+            &StdioOptions::default(),
+            &registry,
+        );
+        let (frames, end) = collect_until_end(&rx).await;
+        assert_eq!(frames.len(), 20000);
+        for (i, frame) in frames.iter().enumerate() {
+            assert_eq!(frame, &Bytes::from(format!("{{\"i\":{i}}}")));
+        }
+        assert!(matches!(end, StdioEvent::Closed { .. }), "{end:?}");
+        transport.close().await;
+        assert!(registry.is_empty());
+    });
+}

@@ -11,6 +11,7 @@
 //! A connection goes back to the pool only once its response body was read to the end, so a
 //! long SSE body never blocks another request: that request gets another connection.
 
+use crate::rt::Spawner;
 use bytes::Bytes;
 use futures_lite::{future, AsyncRead, AsyncWrite};
 use futures_rustls::rustls;
@@ -291,6 +292,7 @@ impl Pool {
 pub struct HttpClient {
     pool: Arc<Pool>,
     connect_timeout: Duration,
+    spawner: Spawner,
 }
 
 impl HttpClient {
@@ -303,7 +305,14 @@ impl HttpClient {
                 max_idle_per_origin,
             }),
             connect_timeout,
+            spawner: Spawner::default(),
         }
+    }
+
+    /// Run the connections' tasks on `spawner` (default: smol's global executor).
+    pub(crate) fn with_spawner(mut self, spawner: Spawner) -> Self {
+        self.spawner = spawner;
+        self
     }
 
     /// Sends one request and returns once the response head arrived. `headers` go out as
@@ -373,7 +382,7 @@ impl HttpClient {
 
     async fn connect(&self, origin: &Origin) -> Result<Conn, HttpError> {
         let limit = self.connect_timeout;
-        let attempt = async { Some(connect(origin).await) };
+        let attempt = async { Some(connect(origin, &self.spawner).await) };
         let timeout = async {
             Timer::after(limit).await;
             None
@@ -390,7 +399,7 @@ impl HttpClient {
     }
 }
 
-async fn connect(origin: &Origin) -> Result<Conn, HttpError> {
+async fn connect(origin: &Origin, spawner: &Spawner) -> Result<Conn, HttpError> {
     let host = origin.host.clone();
     let port = origin.port;
     let addrs: Vec<SocketAddr> = blocking::unblock(move || {
@@ -469,7 +478,7 @@ async fn connect(origin: &Origin) -> Result<Conn, HttpError> {
             describe_hyper(&e)
         ))
     })?;
-    let task = smol::spawn(async move {
+    let task = spawner.spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(target: "switchboard::http", "connection ended: {e}");
         }

@@ -71,6 +71,7 @@
 pub mod client;
 pub mod sse;
 
+use crate::rt::Spawner;
 use async_channel::{Receiver, Sender};
 use async_io::Timer;
 use bytes::Bytes;
@@ -246,6 +247,7 @@ struct Inner {
     /// Serializes re-initialization after a 404.
     reinit: smol::lock::Mutex<()>,
     internal: Sender<Internal>,
+    spawner: Spawner,
 }
 
 /// A running HTTP transport. See the module docs.
@@ -279,6 +281,23 @@ impl HttpTransport {
     where
         T: Clone + Send + Sync + 'static,
     {
+        Self::open_on(&Spawner::default(), server, target, opts, tag, events).await
+    }
+
+    /// [`open`](Self::open) with the transport's tasks on `spawner`, sending
+    /// `M::from((tag, event))` (the driver's channel carries other inputs too).
+    pub(crate) async fn open_on<T, M>(
+        spawner: &Spawner,
+        server: &str,
+        target: HttpTarget,
+        opts: &HttpOptions,
+        tag: T,
+        events: Sender<M>,
+    ) -> Result<HttpTransport, String>
+    where
+        T: Clone + Send + Sync + 'static,
+        M: From<(T, TransportEvent)> + Send + 'static,
+    {
         let url = Url::parse(&target.url).map_err(|e| format!("server \"{server}\": {e}"))?;
         let mut headers = Vec::new();
         for (name, value) in &target.headers {
@@ -294,11 +313,13 @@ impl HttpTransport {
             server: server.to_string(),
             url,
             headers,
-            client: HttpClient::new(opts.connect_timeout, opts.max_idle_per_origin),
+            client: HttpClient::new(opts.connect_timeout, opts.max_idle_per_origin)
+                .with_spawner(spawner.clone()),
+            spawner: spawner.clone(),
             opts: opts.clone(),
             emit: Emitter {
                 send: Box::new(move |ev| {
-                    let _ = events.try_send((tag.clone(), ev));
+                    let _ = events.try_send(M::from((tag.clone(), ev)));
                 }),
                 ended: AtomicBool::new(false),
             },
@@ -315,7 +336,7 @@ impl HttpTransport {
         };
         let (frames_tx, frames_rx) = async_channel::unbounded();
         let (close_tx, close_rx) = async_channel::bounded(1);
-        let actor = smol::spawn(run(inner, mode, frames_rx, close_rx, internal_rx));
+        let actor = spawner.spawn(run(inner, mode, frames_rx, close_rx, internal_rx));
         Ok(HttpTransport {
             server: server.to_string(),
             frames: frames_tx,
@@ -1073,7 +1094,7 @@ async fn legacy_connect(inner: &Arc<Inner>) -> Result<Legacy, String> {
     }
     tracing::debug!(target: "switchboard::http", server = %server, endpoint = %endpoint, "legacy SSE endpoint");
     let reader_inner = inner.clone();
-    let reader = smol::spawn(async move {
+    let reader = inner.spawner.spawn(async move {
         let inner = reader_inner;
         let mut body = resp.body;
         let end = inner
@@ -1181,8 +1202,8 @@ async fn run(
             Wake::Internal(Internal::Initialized) => {
                 let running = listener.as_ref().is_some_and(|t| !t.is_finished());
                 if matches!(mode, Mode::Streamable) && !running {
-                    let inner = inner.clone();
-                    listener = Some(smol::spawn(async move { inner.listen().await }));
+                    let listening = inner.clone();
+                    listener = Some(inner.spawner.spawn(async move { listening.listen().await }));
                 }
             }
             Wake::Internal(Internal::Fallback { frame, why }) => {
@@ -1285,7 +1306,8 @@ fn spawn_post(
         Mode::Streamable => None,
         Mode::Legacy(l) => Some(l.endpoint.clone()),
     };
-    smol::spawn(async move {
+    let spawner = inner.spawner.clone();
+    spawner.spawn(async move {
         if let Some(rx) = wait_for {
             // Closed (Err) once the earlier notifications were answered.
             let _ = rx.recv().await;
