@@ -400,10 +400,16 @@ impl Server {
         tools
     }
 
+    /// Whether `tools()` lists `name` (without building the list).
     fn is_known(&self, name: &str) -> bool {
+        let changed = self.late_tool_added.load(Ordering::SeqCst);
+        if changed && self.flags.remove_on_change.as_deref() == Some(name) {
+            return false;
+        }
         match name {
             "echo" | "add" | "sleep" => true,
-            "late_tool" => self.late_tool_added.load(Ordering::SeqCst),
+            "late_tool" => changed,
+            "stats" => self.flags.stats_tool,
             _ => name
                 .strip_prefix("tool_")
                 .filter(|n| !n.starts_with('+') && (n.len() == 1 || !n.starts_with('0')))
