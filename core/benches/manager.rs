@@ -11,9 +11,13 @@
 //! sections wherever possible; ids are read from the frames the manager sends, not assumed.
 //!
 //! Run: `cargo bench -p switchboard-core --bench manager`
+//!
+//! Instruction counts (load-independent): with `STARTUP_ROUNDS=N` in the environment the
+//! binary plays N startup rounds outside criterion and exits; under callgrind, count only the
+//! rounds themselves with `--toggle-collect='*measured_round*'` (see BENCHMARKS.md).
 
 use bytes::Bytes;
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::hint::black_box;
@@ -207,26 +211,42 @@ fn connected(n: usize, answers: &Answers) -> Manager {
     m
 }
 
+const STARTUP_SERVERS: usize = 100;
+
+/// One timed startup round: what `startup_round/100x50` measures. Never inlined, so callgrind
+/// can count just this function and its callees.
+#[inline(never)]
+fn measured_round(
+    servers: Vec<ServerSpec>,
+    answers: &Answers,
+    queue: &mut VecDeque<Input>,
+) -> (Manager, Vec<StartupReport>) {
+    let mut m = Manager::new(opts(), NOW);
+    m.handle(NOW, Input::Connect { servers });
+    let completes = pump(&mut m, answers, queue);
+    assert_eq!(completes.len(), 1);
+    (m, completes) // dropped outside the timed section
+}
+
 fn startup_round(c: &mut Criterion) {
-    const N: usize = 100;
     let answers = Answers::new(0);
-    let all = specs(N);
+    let all = specs(STARTUP_SERVERS);
     let mut g = c.benchmark_group("startup_round");
     g.sample_size(20).measurement_time(Duration::from_secs(6));
     g.bench_function("100x50", |b| {
         b.iter_batched(
-            || (all.clone(), VecDeque::with_capacity(4 * N)),
-            |(servers, mut queue)| {
-                let mut m = Manager::new(opts(), NOW);
-                m.handle(NOW, Input::Connect { servers });
-                let completes = pump(&mut m, &answers, &mut queue);
-                assert_eq!(completes.len(), 1);
-                (m, completes) // dropped outside the timed section
-            },
+            || (all.clone(), VecDeque::with_capacity(4 * STARTUP_SERVERS)),
+            |(servers, mut queue)| measured_round(servers, &answers, &mut queue),
             BatchSize::SmallInput,
         )
     });
     g.finish();
+}
+
+/// `STARTUP_ROUNDS=N`: N startup rounds without criterion (for callgrind), then exit.
+#[allow(clippy::disallowed_methods)]
+fn startup_rounds_from_env() -> Option<usize> {
+    std::env::var("STARTUP_ROUNDS").ok()?.parse().ok()
 }
 
 fn conn_of(m: &Manager, server: &str) -> ConnId {
@@ -410,4 +430,17 @@ criterion_group!(
     tools_changed,
     reference_parse
 );
-criterion_main!(benches);
+
+fn main() {
+    if let Some(rounds) = startup_rounds_from_env() {
+        let answers = Answers::new(0);
+        let all = specs(STARTUP_SERVERS);
+        for _ in 0..rounds {
+            let mut queue = VecDeque::with_capacity(4 * STARTUP_SERVERS);
+            black_box(measured_round(all.clone(), &answers, &mut queue));
+        }
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

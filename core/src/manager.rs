@@ -11,6 +11,7 @@ use crate::time::Instant;
 use crate::tool::{Tool, ToolDef, ToolRef, ToolResult};
 use bytes::Bytes;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -1281,7 +1282,7 @@ impl Manager {
         &mut self,
         conn: ConnId,
         server: &str,
-        result: Result<Value, protocol::RpcError>,
+        result: Result<Box<RawValue>, protocol::RpcError>,
     ) {
         let Some(s) = self.servers.get(server) else {
             return;
@@ -1361,7 +1362,7 @@ impl Manager {
         conn: ConnId,
         server: &str,
         id: u64,
-        result: Result<Value, protocol::RpcError>,
+        result: Result<Box<RawValue>, protocol::RpcError>,
     ) {
         let Some(s) = self.servers.get_mut(server) else {
             return;
@@ -2152,7 +2153,7 @@ impl Manager {
         }
     }
 
-    fn on_call_result(&mut self, call: CallId, result: Result<Value, protocol::RpcError>) {
+    fn on_call_result(&mut self, call: CallId, result: Result<Box<RawValue>, protocol::RpcError>) {
         let outcome = match result {
             Ok(v) => match protocol::parse_call_tool_result(&v) {
                 Ok(r) => CallOutcome::Ok(r),
