@@ -27,7 +27,7 @@ use switchboard_core::manager::{
     CallId, CallOutcome, ConnId, Input, Manager, ManagerOptions, Output, StartupReport,
     TransportEvent,
 };
-use switchboard_core::Instant;
+use switchboard_core::{protocol, Instant};
 
 const TOOLS_PER_SERVER: usize = 50;
 const NOW: Instant = Instant::ZERO;
@@ -408,9 +408,11 @@ fn tools_changed(c: &mut Criterion) {
     g.finish();
 }
 
-/// Reference point, not a goal: serde_json alone parsing one server's `tools/list` answer
-/// (50 tools) into a `Value`, which the codec does once per server. Bounds `startup_round`
-/// from below at 100x this figure.
+/// Reference points, not goals, for one server's `tools/list` answer (50 tools, 28.8 KB):
+/// - `parse_tools_list_frame_50`: serde_json alone parsing it into a `Value` (what the codec
+///   did before schemas stayed raw; 100x this bounded `startup_round` from below);
+/// - `decode_tools_list_frame_50`: what the codec does now, `decode_expecting` reading the
+///   page straight from the frame (100x this is the JSON part of `startup_round`).
 fn reference_parse(c: &mut Criterion) {
     let f = response(1, &tools_result(0));
     let mut g = c.benchmark_group("reference");
@@ -419,6 +421,12 @@ fn reference_parse(c: &mut Criterion) {
         .throughput(Throughput::Bytes(f.len() as u64));
     g.bench_function("parse_tools_list_frame_50", |b| {
         b.iter(|| serde_json::from_slice::<Value>(black_box(&f)).unwrap())
+    });
+    g.bench_function("decode_tools_list_frame_50", |b| {
+        b.iter(|| {
+            protocol::decode_expecting(black_box(&f), usize::MAX, &|_| protocol::Expect::ToolsPage)
+                .unwrap()
+        })
     });
     g.finish();
 }

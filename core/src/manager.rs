@@ -14,6 +14,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One connection attempt. Every attempt gets a fresh id (a generation); anything that arrives
@@ -362,7 +364,8 @@ pub enum TimerReason {
 enum CacheState {
     Unknown,
     Loading,
-    Hit(Vec<ToolDef>),
+    /// Shared with `Server::tools` once the server listed them live.
+    Hit(Arc<[ToolDef]>),
     Miss,
 }
 
@@ -449,8 +452,9 @@ struct Server {
     transport: Option<&'static str>,
     phase: Phase,
     cache: CacheState,
-    /// Live tools (when connected).
-    tools: Vec<ToolDef>,
+    /// Live tools (when connected); shared with the cache state, so storing them costs a
+    /// reference count.
+    tools: Arc<[ToolDef]>,
     /// What this server has in the view: `None`, `Some(false)` live, `Some(true)` deferred.
     exposed: Option<bool>,
     last_error: Option<String>,
@@ -478,6 +482,16 @@ struct Round {
     errors: BTreeMap<String, String>,
     skipped: Vec<String>,
     gate_at: Instant,
+    /// The member last seen in flight. `check_rounds` runs after every input and only needs
+    /// to know whether some member is still in flight, so it starts looking here: most inputs
+    /// do not settle that member, and a scan from it finds the next one in a few steps.
+    in_flight_hint: Option<String>,
+}
+
+/// An answer to one of our requests, as the codec read it.
+enum Answer {
+    Raw(Result<Box<RawValue>, protocol::RpcError>),
+    Page(Result<protocol::ToolsPage, protocol::ProtocolError>),
 }
 
 #[derive(Debug, Clone)]
@@ -734,18 +748,27 @@ impl Manager {
                 (_, true) => continue,
                 (_, false) => &s.tools,
             };
-            for def in list {
-                if let Some(q) = self.names.qualified(name, &def.name) {
-                    out.push(ToolRef {
-                        qualified_name: q,
-                        server: name,
-                        def,
-                        deferred,
-                    });
-                }
+            // The table knows where each of its tools sits in the list it was given (`expose`
+            // gives it exactly this list); the name check guards against a stale position.
+            for (q, tool, index) in self.names.server_tools_indexed(name) {
+                let def = match list.get(index) {
+                    Some(def) if def.name == tool => def,
+                    _ => match list.iter().find(|d| d.name == tool) {
+                        Some(def) => def,
+                        None => continue,
+                    },
+                };
+                out.push(ToolRef {
+                    qualified_name: q,
+                    server: name,
+                    def,
+                    deferred,
+                });
             }
         }
-        out.sort_unstable_by(|a, b| a.qualified_name.cmp(b.qualified_name));
+        // Each server's tools come in raw-name order, which is usually their qualified-name
+        // order too: a stable sort merges those runs instead of sorting from scratch.
+        out.sort_by(|a, b| a.qualified_name.cmp(b.qualified_name));
         out
     }
 
@@ -936,6 +959,7 @@ impl Manager {
             errors: BTreeMap::new(),
             skipped: Vec::new(),
             gate_at: self.now + self.opts.gate,
+            in_flight_hint: None,
         };
         // Deduplicate by name: the first spec of a name wins (merging did that already;
         // this guards embedders that pass duplicates).
@@ -994,7 +1018,7 @@ impl Manager {
             transport,
             phase: Phase::Idle,
             cache: CacheState::Unknown,
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             exposed: None,
             last_error: None,
             attempts: 0,
@@ -1077,9 +1101,22 @@ impl Manager {
             let Some(r) = self.rounds.get(&id) else {
                 continue;
             };
+            let gate_passed = self.now >= r.gate_at;
+            // Whether any member is still in flight, and (past the gate) whether one of those
+            // has no cached tools; members are scanned from the last one seen in flight, and
+            // the scan stops as soon as the answer is known.
             let mut all_settled = true;
             let mut uncached_pending = false;
-            for m in &r.members {
+            let mut first_in_flight: Option<&String> = None;
+            let from = r.in_flight_hint.as_deref().unwrap_or("");
+            let rotated = r
+                .members
+                .range::<str, _>((Bound::Included(from), Bound::Unbounded))
+                .chain(
+                    r.members
+                        .range::<str, _>((Bound::Unbounded, Bound::Excluded(from))),
+                );
+            for m in rotated {
                 let Some(s) = self.servers.get(m) else {
                     continue; // disconnected: settled
                 };
@@ -1087,11 +1124,23 @@ impl Manager {
                     continue;
                 }
                 all_settled = false;
+                first_in_flight.get_or_insert(m);
                 if !matches!(s.cache, CacheState::Hit(_)) {
                     uncached_pending = true;
                 }
+                if !gate_passed || uncached_pending {
+                    break;
+                }
             }
-            let gate_passed = self.now >= r.gate_at;
+            if first_in_flight != r.in_flight_hint.as_ref() {
+                let hint = first_in_flight.cloned();
+                if let Some(r) = self.rounds.get_mut(&id) {
+                    r.in_flight_hint = hint;
+                }
+            }
+            let Some(r) = self.rounds.get(&id) else {
+                continue;
+            };
             let wait_over = self
                 .opts
                 .uncached_wait
@@ -1206,7 +1255,14 @@ impl Manager {
     }
 
     fn on_frame(&mut self, conn: ConnId, server: &str, frame: &[u8]) {
-        let msg = match protocol::decode(frame, self.opts.max_frame_len) {
+        // A `tools/list` answer is read as a page while the frame is parsed (one pass over
+        // its bytes, no raw copy of the result).
+        let conns = &self.conns;
+        let expect = |id: u64| match conns.get(&conn).and_then(|c| c.tracker.get(id)) {
+            Some(Req::ListTools) => protocol::Expect::ToolsPage,
+            _ => protocol::Expect::Raw,
+        };
+        let msg = match protocol::decode_expecting(frame, self.opts.max_frame_len, &expect) {
             Ok(m) => m,
             Err(e @ protocol::DecodeError::TooLarge { .. }) => {
                 self.counters.bad_frames += 1;
@@ -1219,62 +1275,86 @@ impl Manager {
                 return;
             }
         };
-        match msg {
-            Incoming::Response { id, result } => {
-                let req = id.and_then(|id| {
-                    self.conns
-                        .get_mut(&conn)
-                        .and_then(|c| c.tracker.complete(id).map(|r| (id, r)))
-                });
-                match req {
-                    None => {
-                        self.counters.unknown_responses += 1;
-                        self.diag(
-                            Some(server),
-                            Level::Debug,
-                            format!(
-                                "ignored a response to an unknown or already answered request id {}",
-                                id.map_or("(none)".to_string(), |i| i.to_string())
-                            ),
-                        );
-                    }
-                    Some((_, Req::Initialize)) => self.on_initialize(conn, server, result),
-                    Some((id, Req::ListTools)) => self.on_list_page(conn, server, id, result),
-                    Some((_, Req::Call(call))) => self.on_call_result(call, result),
-                    Some((_, Req::Ping)) => self.on_pong(conn, server),
-                }
-            }
+        let (id, answer) = match msg {
+            Incoming::Response { id, result } => (id, Answer::Raw(result)),
+            Incoming::ToolsPage { id, page } => (Some(id), Answer::Page(page)),
             Incoming::Request { id, method, .. } => {
                 self.counters.peer_requests_answered += 1;
                 let answer = protocol::answer_peer_request(&id, &method, &self.opts.roots);
                 self.send(conn, answer);
+                return;
             }
-            Incoming::Notification(n) => match n {
-                ServerNotification::ToolsListChanged => self.on_list_changed(server),
-                ServerNotification::Message {
-                    level,
-                    logger,
-                    data,
-                } => {
-                    let lvl = match level.as_str() {
-                        "debug" => Level::Debug,
-                        "info" | "notice" => Level::Info,
-                        "warning" => Level::Warn,
-                        _ => Level::Error,
-                    };
-                    let text = match data {
-                        Value::String(s) => s,
-                        other => other.to_string(),
-                    };
-                    let msg = match logger {
-                        Some(l) => format!("[{l}] {text}"),
-                        None => text,
-                    };
-                    self.diag(Some(server), lvl, msg);
-                }
-                ServerNotification::Progress { token, .. } => self.on_progress(server, &token),
-                ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
-            },
+            Incoming::Notification(n) => {
+                self.on_notification(server, n);
+                return;
+            }
+        };
+        let req = id.and_then(|id| {
+            self.conns
+                .get_mut(&conn)
+                .and_then(|c| c.tracker.complete(id).map(|r| (id, r)))
+        });
+        let Some((id, req)) = req else {
+            self.counters.unknown_responses += 1;
+            self.diag(
+                Some(server),
+                Level::Debug,
+                format!(
+                    "ignored a response to an unknown or already answered request id {}",
+                    id.map_or("(none)".to_string(), |i| i.to_string())
+                ),
+            );
+            return;
+        };
+        match (req, answer) {
+            (Req::ListTools, Answer::Page(page)) => {
+                let page = page.map_err(|e| format!("tools/list failed: {e}"));
+                self.on_list_page(conn, server, id, page);
+            }
+            (Req::ListTools, Answer::Raw(result)) => {
+                let page = result
+                    .map_err(|e| format!("tools/list failed: {e}"))
+                    .and_then(|v| {
+                        protocol::parse_list_tools_result(&v)
+                            .map_err(|e| format!("tools/list failed: {e}"))
+                    });
+                self.on_list_page(conn, server, id, page);
+            }
+            // Not reached: `expect` asks for a page only for a pending `tools/list` id, and
+            // nothing completes requests between the decode and here.
+            (_, Answer::Page(_)) => {}
+            (Req::Initialize, Answer::Raw(result)) => self.on_initialize(conn, server, result),
+            (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
+            (Req::Ping, Answer::Raw(_)) => self.on_pong(conn, server),
+        }
+    }
+
+    fn on_notification(&mut self, server: &str, n: ServerNotification) {
+        match n {
+            ServerNotification::ToolsListChanged => self.on_list_changed(server),
+            ServerNotification::Message {
+                level,
+                logger,
+                data,
+            } => {
+                let lvl = match level.as_str() {
+                    "debug" => Level::Debug,
+                    "info" | "notice" => Level::Info,
+                    "warning" => Level::Warn,
+                    _ => Level::Error,
+                };
+                let text = match data {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                let msg = match logger {
+                    Some(l) => format!("[{l}] {text}"),
+                    None => text,
+                };
+                self.diag(Some(server), lvl, msg);
+            }
+            ServerNotification::Progress { token, .. } => self.on_progress(server, &token),
+            ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
         }
     }
 
@@ -1362,7 +1442,7 @@ impl Manager {
         conn: ConnId,
         server: &str,
         id: u64,
-        result: Result<Box<RawValue>, protocol::RpcError>,
+        page: Result<protocol::ToolsPage, String>,
     ) {
         let Some(s) = self.servers.get_mut(server) else {
             return;
@@ -1376,11 +1456,6 @@ impl Manager {
             _ => return,
         };
         self.disarm(listing.deadline, TimerReason::Request { conn, id });
-        let page = result
-            .map_err(|e| format!("tools/list failed: {e}"))
-            .and_then(|v| {
-                protocol::parse_list_tools_result(&v).map_err(|e| format!("tools/list failed: {e}"))
-            });
         let outcome = match page {
             Err(e) => Err(e),
             Ok(protocol::ToolsPage {
@@ -1450,7 +1525,7 @@ impl Manager {
         let Some(conn) = s.phase.conn() else {
             return;
         };
-        s.tools = dedupe(tools);
+        s.tools = dedupe(tools).into();
         s.ready_at = Some(self.now);
         s.last_error = None;
         s.ping_misses = 0;
@@ -1462,9 +1537,9 @@ impl Manager {
             server: server.to_string(),
             config_hash: s.hash.clone(),
         };
-        let stored = s.tools.clone();
+        let stored = s.tools.to_vec();
         // Live tools replace whatever the cache said; the cache now holds them too.
-        s.cache = CacheState::Hit(stored.clone());
+        s.cache = CacheState::Hit(s.tools.clone());
         let in_open_round = s.round.is_some();
         self.set_phase(
             server,
@@ -1570,8 +1645,8 @@ impl Manager {
             Ok(tools) => {
                 self.counters.list_changed_applied += 1;
                 let tools = dedupe(tools);
-                s.tools = tools.clone();
-                s.cache = CacheState::Hit(tools.clone());
+                s.tools = tools.as_slice().into();
+                s.cache = CacheState::Hit(s.tools.clone());
                 let key = CacheKey {
                     server: server.to_string(),
                     config_hash: s.hash.clone(),
@@ -1615,7 +1690,7 @@ impl Manager {
             return;
         }
         s.cache = match tools {
-            Some(t) => CacheState::Hit(dedupe(t)),
+            Some(t) => CacheState::Hit(dedupe(t).into()),
             None => CacheState::Miss,
         };
     }
@@ -2233,10 +2308,12 @@ impl Manager {
 }
 
 /// Keep the first definition of each tool name.
-fn dedupe(tools: Vec<ToolDef>) -> Vec<ToolDef> {
+fn dedupe(mut tools: Vec<ToolDef>) -> Vec<ToolDef> {
     let mut seen = BTreeSet::new();
+    let keep: Vec<bool> = tools.iter().map(|t| seen.insert(t.name.as_str())).collect();
+    if keep.contains(&false) {
+        let mut keep = keep.into_iter();
+        tools.retain(|_| keep.next().unwrap_or(false));
+    }
     tools
-        .into_iter()
-        .filter(|t| seen.insert(t.name.clone()))
-        .collect()
 }

@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The protocol version we ask for.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -64,6 +65,12 @@ pub enum Incoming {
         id: Option<u64>,
         result: Result<Box<RawValue>, RpcError>,
     },
+    /// An answer to one of our requests whose `result` [`decode_expecting`] read as a
+    /// `tools/list` page (what [`parse_list_tools_result`] gives for it).
+    ToolsPage {
+        id: u64,
+        page: Result<ToolsPage, ProtocolError>,
+    },
     /// A request from the server (ping, roots/list, sampling, ...).
     Request {
         id: PeerRequestId,
@@ -101,6 +108,9 @@ impl PartialEq for Incoming {
                     params: pb,
                 },
             ) => a == b && ma == mb && pa == pb,
+            (Incoming::ToolsPage { id: a, page: pa }, Incoming::ToolsPage { id: b, page: pb }) => {
+                a == b && pa == pb
+            }
             (Incoming::Notification(a), Incoming::Notification(b)) => a == b,
             _ => false,
         }
@@ -144,9 +154,19 @@ pub enum DecodeError {
     Batch,
 }
 
+/// How [`decode_expecting`] reads the `result` of an answer to one of our request ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Keep it raw ([`Incoming::Response`]).
+    Raw,
+    /// Read it as a `tools/list` page while the frame is parsed ([`Incoming::ToolsPage`]).
+    ToolsPage,
+}
+
 /// The members of a JSON-RPC message the codec looks at. `result` is kept as raw text (the
-/// parser only validates it); the others are small and become `Value`s. A repeated member
-/// keeps its last value, as a `Value` object would.
+/// parser only validates it) or, when the id before it says so, read as a `tools/list` page
+/// on the spot; the others are small and become `Value`s. A repeated member keeps its last
+/// value, as a `Value` object would.
 #[derive(Default)]
 struct Envelope {
     jsonrpc: Option<Value>,
@@ -155,9 +175,13 @@ struct Envelope {
     params: Option<Value>,
     error: Option<Value>,
     result: Option<Box<RawValue>>,
+    /// `result` read as a page, with the id that asked for it.
+    page: Option<(u64, PageParts)>,
 }
 
-/// A frame's top-level value: an object's envelope, or what else it was.
+/// A frame's top-level value: an object's envelope, or what else it was. Lives on the stack
+/// for one decode; boxing the envelope would cost an allocation per frame.
+#[allow(clippy::large_enum_variant)]
 enum Top {
     Object(Envelope),
     Array,
@@ -177,68 +201,117 @@ enum Member {
     Other,
 }
 
-impl<'de> Deserialize<'de> for Top {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TopVisitor;
-        impl<'de> Visitor<'de> for TopVisitor {
-            type Value = Top;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
-                let mut e = Envelope::default();
-                while let Some(key) = map.next_key::<Member>()? {
-                    match key {
-                        Member::Jsonrpc => e.jsonrpc = Some(map.next_value()?),
-                        Member::Method => e.method = Some(map.next_value()?),
-                        Member::Id => e.id = Some(map.next_value()?),
-                        Member::Params => e.params = Some(map.next_value()?),
-                        Member::Error => e.error = Some(map.next_value()?),
-                        Member::Result => e.result = Some(map.next_value()?),
-                        Member::Other => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(Top::Object(e))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Top, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Top::Array)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Top, E> {
-                Ok(Top::Other("null"))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Top, E> {
-                Ok(Top::Other("a boolean"))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Top, E> {
-                Ok(Top::Other("a number"))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Top, E> {
-                Ok(Top::Other("a number"))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Top, E> {
-                Ok(Top::Other("a number"))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Top, E> {
-                Ok(Top::Other("a string"))
-            }
-        }
-        deserializer.deserialize_any(TopVisitor)
+/// Reads a frame's top-level value; `expect` says how to read a `result` whose id came first.
+struct TopSeed<'a> {
+    expect: &'a dyn Fn(u64) -> Expect,
+}
+
+impl<'de> de::DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = Top;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Top, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-/// Decode one frame.
+impl<'de> Visitor<'de> for TopSeed<'_> {
+    type Value = Top;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+        let mut e = Envelope::default();
+        while let Some(key) = map.next_key::<Member>()? {
+            match key {
+                Member::Jsonrpc => e.jsonrpc = Some(map.next_value()?),
+                Member::Method => e.method = Some(map.next_value()?),
+                Member::Id => e.id = Some(map.next_value()?),
+                Member::Params => e.params = Some(map.next_value()?),
+                Member::Error => e.error = Some(map.next_value()?),
+                Member::Result => {
+                    let page_for = match (&e.method, &e.id) {
+                        (None, Some(id)) => {
+                            id_as_u64(id).filter(|&id| (self.expect)(id) == Expect::ToolsPage)
+                        }
+                        _ => None,
+                    };
+                    (e.result, e.page) = match page_for {
+                        Some(id) => (None, Some((id, map.next_value()?))),
+                        None => (Some(map.next_value()?), None),
+                    };
+                }
+                Member::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Top::Object(e))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top, A::Error> {
+        drain_seq(seq).map(|()| Top::Array)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Top, E> {
+        Ok(Top::Other("null"))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Top, E> {
+        Ok(Top::Other("a boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Top, E> {
+        Ok(Top::Other("a string"))
+    }
+}
+
+/// Decode one frame; every `result` stays raw ([`Incoming::Response`]).
 pub fn decode(frame: &[u8], max_len: usize) -> Result<Incoming, DecodeError> {
+    decode_frame(frame, max_len, None)
+}
+
+/// Decode one frame, reading the `result` of an answer to request id `n` the way `expect(n)`
+/// says. A `tools/list` page is then read while the frame is parsed: its bytes are scanned
+/// once, and it comes back as [`Incoming::ToolsPage`]. That needs the id before the result
+/// (as servers write it); otherwise, or for [`Expect::Raw`], the answer is an
+/// [`Incoming::Response`] as from [`decode`], and [`parse_list_tools_result`] reads it. Either
+/// way the outcome is the same as `decode` followed by `parse_list_tools_result`.
+pub fn decode_expecting(
+    frame: &[u8],
+    max_len: usize,
+    expect: &dyn Fn(u64) -> Expect,
+) -> Result<Incoming, DecodeError> {
+    decode_frame(frame, max_len, Some(expect))
+}
+
+fn decode_frame(
+    frame: &[u8],
+    max_len: usize,
+    expect: Option<&dyn Fn(u64) -> Expect>,
+) -> Result<Incoming, DecodeError> {
+    let raw_only = expect.is_none();
+    let expect = expect.unwrap_or(&|_| Expect::Raw);
     if frame.len() > max_len {
         return Err(DecodeError::TooLarge {
             len: frame.len(),
             limit: max_len,
         });
     }
-    let top: Top =
-        serde_json::from_slice(frame).map_err(|e| DecodeError::NotJson(e.to_string()))?;
+    let mut de = serde_json::Deserializer::from_slice(frame);
+    let top = match de::DeserializeSeed::deserialize(TopSeed { expect }, &mut de)
+        .and_then(|top| de.end().map(|()| top))
+    {
+        Ok(top) => top,
+        // Reading a page parses its names and descriptions, which is stricter than only
+        // validating them (a lone surrogate escape, a number out of range): decode such a
+        // frame as `decode` does, so the answer is the same whichever way it was read.
+        Err(_) if !raw_only => return decode_frame(frame, max_len, None),
+        Err(e) => return Err(DecodeError::NotJson(e.to_string())),
+    };
     let obj = match top {
         Top::Object(o) => o,
         Top::Array => return Err(DecodeError::Batch),
@@ -266,16 +339,28 @@ pub fn decode(frame: &[u8], max_len: usize) -> Result<Incoming, DecodeError> {
         (Some(_), _) => Err(DecodeError::NotJsonRpc("\"method\" is not a string".into())),
         (None, id) => {
             let id = id.as_ref().and_then(id_as_u64);
-            let result = if let Some(err) = &obj.error {
-                Err(decode_rpc_error(err))
-            } else if let Some(result) = obj.result {
-                Ok(result)
-            } else {
-                return Err(DecodeError::NotJsonRpc(
+            if let Some(err) = &obj.error {
+                return Ok(Incoming::Response {
+                    id,
+                    result: Err(decode_rpc_error(err)),
+                });
+            }
+            match (obj.page, obj.result) {
+                (Some((page_id, parts)), _) if Some(page_id) == id => Ok(Incoming::ToolsPage {
+                    id: page_id,
+                    page: page_from_parts(parts),
+                }),
+                // A repeated "id" after the result changed which request this answers: read
+                // the frame again, keeping the result raw (malformed frames only).
+                (Some(_), _) => decode_frame(frame, max_len, None),
+                (None, Some(result)) => Ok(Incoming::Response {
+                    id,
+                    result: Ok(result),
+                }),
+                (None, None) => Err(DecodeError::NotJsonRpc(
                     "neither \"method\", \"result\" nor \"error\"".into(),
-                ));
-            };
-            Ok(Incoming::Response { id, result })
+                )),
+            }
         }
     }
 }
@@ -514,6 +599,10 @@ pub struct ToolsPage {
 pub fn parse_list_tools_result(raw: &RawValue) -> Result<ToolsPage, ProtocolError> {
     let parts: PageParts =
         serde_json::from_str(raw.get()).map_err(|e| malformed("tools/list", e.to_string()))?;
+    page_from_parts(parts)
+}
+
+fn page_from_parts(parts: PageParts) -> Result<ToolsPage, ProtocolError> {
     let listed = parts
         .tools
         .ok_or_else(|| malformed("tools/list", "missing \"tools\" array"))?;
@@ -649,6 +738,52 @@ impl<'de> Deserialize<'de> for PageParts {
     }
 }
 
+/// A member that should be a string (or null), read without building a `Value`: a string
+/// becomes `T` in one copy.
+enum Text<T> {
+    Str(T),
+    Null,
+    /// Any other value (consumed).
+    Other,
+}
+
+impl<'de, T: for<'a> From<&'a str>> Deserialize<'de> for Text<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: for<'a> From<&'a str>> Visitor<'de> for TextVisitor<T> {
+            type Value = Text<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<T>, E> {
+                Ok(Text::Str(T::from(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Text<T>, E> {
+                Ok(Text::Null)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Text<T>, E> {
+                Ok(Text::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Text<T>, E> {
+                Ok(Text::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Text<T>, E> {
+                Ok(Text::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Text<T>, E> {
+                Ok(Text::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Text<T>, A::Error> {
+                drain_map(map).map(|()| Text::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Text<T>, A::Error> {
+                drain_seq(seq).map(|()| Text::Other)
+            }
+        }
+        deserializer.deserialize_any(TextVisitor(std::marker::PhantomData))
+    }
+}
+
 /// One entry of a `tools/list` page: the definition, or the name to report it by.
 struct Listed(Result<ToolDef, String>);
 
@@ -674,11 +809,11 @@ impl<'de> Deserialize<'de> for Listed {
             Other,
         }
         /// `Ok(None)` for null (or absent), `Ok(Some)` for a string, `Err` otherwise.
-        fn opt_string(v: Option<Value>) -> Result<Option<String>, ()> {
+        fn opt_string<T>(v: Option<Text<T>>) -> Result<Option<T>, ()> {
             match v {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s)),
-                Some(_) => Err(()),
+                None | Some(Text::Null) => Ok(None),
+                Some(Text::Str(s)) => Ok(Some(s)),
+                Some(Text::Other) => Err(()),
             }
         }
         /// `null` is an absent optional member, as `Option`'s deserializer reads it.
@@ -692,9 +827,9 @@ impl<'de> Deserialize<'de> for Listed {
                 f.write_str("a JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Listed, A::Error> {
-                let mut name: Option<Value> = None;
-                let mut title: Option<Value> = None;
-                let mut description: Option<Value> = None;
+                let mut name: Option<Text<String>> = None;
+                let mut title: Option<Text<String>> = None;
+                let mut description: Option<Text<Arc<str>>> = None;
                 let mut input_schema: Option<RawJson> = None;
                 let mut output_schema: Option<RawJson> = None;
                 let mut annotations: Option<RawJson> = None;
@@ -712,7 +847,7 @@ impl<'de> Deserialize<'de> for Listed {
                     }
                 }
                 let name = match name {
-                    Some(Value::String(s)) => s,
+                    Some(Text::Str(s)) => s,
                     _ => return Ok(Listed(Err(UNNAMED.to_string()))),
                 };
                 let (Ok(title), Ok(description)) = (opt_string(title), opt_string(description))
@@ -725,7 +860,7 @@ impl<'de> Deserialize<'de> for Listed {
                 Ok(Listed(Ok(ToolDef {
                     name,
                     title,
-                    description: description.map(Into::into),
+                    description,
                     input_schema: input_schema.unwrap_or_else(RawJson::empty_object_schema),
                     output_schema: non_null(output_schema),
                     annotations: non_null(annotations),
@@ -973,6 +1108,61 @@ mod tests {
         for bad in [r#"{"tools":{}}"#, r#"[]"#, r#"{"tools":[],"nextCursor":1}"#] {
             let raw: Box<RawValue> = serde_json::from_str(bad).unwrap();
             assert!(parse_list_tools_result(&raw).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_tools_list_answer_is_read_as_a_page_when_its_id_comes_first() {
+        let result = json!({"tools": [{"name": "a"}, {"title": 1}], "nextCursor": "c"});
+        let page = parse_list_tools_result(&raw(result.clone()));
+        let pages = |id: u64| {
+            if id == 7 {
+                Expect::ToolsPage
+            } else {
+                Expect::Raw
+            }
+        };
+        let text = |s: &str| s.replace("R", &result.to_string()).into_bytes();
+        assert_eq!(
+            decode_expecting(
+                &text(r#"{"jsonrpc":"2.0","id":7,"result":R}"#),
+                1 << 20,
+                &pages
+            ),
+            Ok(Incoming::ToolsPage { id: 7, page })
+        );
+        // Another id, the result before the id, a repeated id, an error: the result stays raw
+        // (or the error wins), exactly as `decode` reads the frame.
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":8,"result":R}"#,
+            r#"{"jsonrpc":"2.0","result":R,"id":7}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"id":8}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"id":null}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"#,
+        ] {
+            let frame = text(frame);
+            let got = decode_expecting(&frame, 1 << 20, &pages);
+            assert!(!matches!(got, Ok(Incoming::ToolsPage { .. })));
+            assert_eq!(got, decode(&frame, 1 << 20));
+        }
+        // Valid JSON that only a parse (not a validation) refuses, where a page reads it: the
+        // frame decodes as `decode` reads it, and the page then fails to parse either way.
+        for result in [
+            r#"{"tools":[{"name":"\ud800"}]}"#,
+            r#"{"tools":[{"name":"a","description":1e400}]}"#,
+        ] {
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#);
+            let got = decode_expecting(frame.as_bytes(), 1 << 20, &pages);
+            assert_eq!(got, decode(frame.as_bytes(), 1 << 20));
+            let Ok(Incoming::Response {
+                result: Ok(raw), ..
+            }) = got
+            else {
+                panic!("expected a raw result, got {got:?}")
+            };
+            assert!(parse_list_tools_result(&raw).is_err());
         }
     }
 
