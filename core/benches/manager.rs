@@ -12,9 +12,10 @@
 //!
 //! Run: `cargo bench -p switchboard-core --bench manager`
 //!
-//! Instruction counts (load-independent): with `STARTUP_ROUNDS=N` in the environment the
-//! binary plays N startup rounds outside criterion and exits; under callgrind, count only the
-//! rounds themselves with `--toggle-collect='*measured_round*'` (see BENCHMARKS.md).
+//! Instruction counts (load-independent): with `STARTUP_ROUNDS=N` (or `CALLS=N`) in the
+//! environment the binary plays N startup rounds (N routed calls) outside criterion and exits;
+//! under callgrind, count only those with `--toggle-collect='*measured_round*'`
+//! (`'*measured_calls*'`); see BENCHMARKS.md.
 
 use bytes::Bytes;
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
@@ -243,14 +244,66 @@ fn startup_round(c: &mut Criterion) {
     g.finish();
 }
 
-/// `STARTUP_ROUNDS=N`: N startup rounds without criterion (for callgrind), then exit.
+/// `STARTUP_ROUNDS=N` / `CALLS=N`: N startup rounds / N routed calls without criterion (for
+/// callgrind), then exit.
 #[allow(clippy::disallowed_methods)]
-fn startup_rounds_from_env() -> Option<usize> {
-    std::env::var("STARTUP_ROUNDS").ok()?.parse().ok()
+fn count_from_env(var: &str) -> Option<u64> {
+    std::env::var(var).ok()?.parse().ok()
 }
 
 fn conn_of(m: &Manager, server: &str) -> ConnId {
     m.server_state(server).and_then(|s| s.conn).unwrap()
+}
+
+/// The timed part of `call_routing`: each call goes in, its `tools/call` frame comes out, the
+/// server's answer goes in, `CallCompleted` comes out. Never inlined (callgrind, see `main`).
+#[inline(never)]
+fn measured_calls(m: &mut Manager, conn: ConnId, calls: Vec<Input>, replies: &[Bytes], base: u64) {
+    for (call, reply_slot) in calls.into_iter().zip(0..) {
+        m.handle(NOW, call);
+        let mut id = None;
+        while let Some(out) = m.poll_output() {
+            match out {
+                Output::Send { frame, .. } => id = frame_id(&frame),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let id = id.expect("a tools/call frame");
+        debug_assert_eq!(id, base + reply_slot);
+        let frame = replies[(id - base) as usize].clone();
+        m.handle(
+            NOW,
+            Input::Transport {
+                conn,
+                event: TransportEvent::Frame(frame),
+            },
+        );
+        match m.poll_output() {
+            Some(Output::CallCompleted {
+                outcome: CallOutcome::Ok(r),
+                ..
+            }) => {
+                black_box(r);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// One connected server, the qualified name of its `tool_7`, the call's arguments and the
+/// server's answer (what `call_routing` sends and gets).
+fn call_setup(answers: &Answers) -> (Manager, ConnId, String, Value, Value) {
+    let m = connected(1, answers);
+    let conn = conn_of(&m, "srv000");
+    let tool = m
+        .tools()
+        .into_iter()
+        .find(|t| t.def.name == "tool_7")
+        .unwrap()
+        .qualified_name;
+    let args = json!({"path": "/tmp/project", "limit": 10});
+    let result = json!({"content": [{"type": "text", "text": "3 entries: a, b, c"}]});
+    (m, conn, tool, args, result)
 }
 
 fn call_routing(c: &mut Criterion) {
@@ -261,16 +314,7 @@ fn call_routing(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(1));
     g.bench_function("small_args", |b| {
-        let mut m = connected(1, &answers);
-        let conn = conn_of(&m, "srv000");
-        let tool = m
-            .tools()
-            .into_iter()
-            .find(|t| t.def.name == "tool_7")
-            .unwrap()
-            .qualified_name;
-        let args = json!({"path": "/tmp/project", "limit": 10});
-        let result = json!({"content": [{"type": "text", "text": "3 entries: a, b, c"}]});
+        let (mut m, conn, tool, args, result) = call_setup(&answers);
         // Request ids 0 and 1 went to initialize and tools/list.
         let mut next_req = 2u64;
         let mut next_call = 0u64;
@@ -294,35 +338,7 @@ fn call_routing(c: &mut Criterion) {
                 next_call += n;
                 next_req += n;
                 let start = wall_clock();
-                for (call, reply_slot) in calls.into_iter().zip(0..) {
-                    m.handle(NOW, call);
-                    let mut id = None;
-                    while let Some(out) = m.poll_output() {
-                        match out {
-                            Output::Send { frame, .. } => id = frame_id(&frame),
-                            other => panic!("unexpected {other:?}"),
-                        }
-                    }
-                    let id = id.expect("a tools/call frame");
-                    debug_assert_eq!(id, base + reply_slot);
-                    let frame = replies[(id - base) as usize].clone();
-                    m.handle(
-                        NOW,
-                        Input::Transport {
-                            conn,
-                            event: TransportEvent::Frame(frame),
-                        },
-                    );
-                    match m.poll_output() {
-                        Some(Output::CallCompleted {
-                            outcome: CallOutcome::Ok(r),
-                            ..
-                        }) => {
-                            black_box(r);
-                        }
-                        other => panic!("unexpected {other:?}"),
-                    }
-                }
+                measured_calls(&mut m, conn, calls, &replies, base);
                 total += start.elapsed();
                 drop(replies);
             }
@@ -440,13 +456,27 @@ criterion_group!(
 );
 
 fn main() {
-    if let Some(rounds) = startup_rounds_from_env() {
+    if let Some(rounds) = count_from_env("STARTUP_ROUNDS") {
         let answers = Answers::new(0);
         let all = specs(STARTUP_SERVERS);
         for _ in 0..rounds {
             let mut queue = VecDeque::with_capacity(4 * STARTUP_SERVERS);
             black_box(measured_round(all.clone(), &answers, &mut queue));
         }
+        return;
+    }
+    if let Some(n) = count_from_env("CALLS") {
+        let (mut m, conn, tool, args, result) = call_setup(&Answers::new(0));
+        let calls: Vec<Input> = (0..n)
+            .map(|k| Input::CallTool {
+                call: CallId(k),
+                tool: tool.clone(),
+                arguments: Some(args.clone()),
+                timeout: None,
+            })
+            .collect();
+        let replies: Vec<Bytes> = (0..n).map(|k| response(2 + k, &result)).collect();
+        measured_calls(&mut m, conn, calls, &replies, 2);
         return;
     }
     benches();
