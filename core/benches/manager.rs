@@ -11,9 +11,14 @@
 //! sections wherever possible; ids are read from the frames the manager sends, not assumed.
 //!
 //! Run: `cargo bench -p switchboard-core --bench manager`
+//!
+//! Instruction counts (load-independent): with `STARTUP_ROUNDS=N` (or `CALLS=N`) in the
+//! environment the binary plays N startup rounds (N routed calls) outside criterion and exits;
+//! under callgrind, count only those with `--toggle-collect='*measured_round*'`
+//! (`'*measured_calls*'`); see BENCHMARKS.md.
 
 use bytes::Bytes;
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::hint::black_box;
@@ -23,7 +28,7 @@ use switchboard_core::manager::{
     CallId, CallOutcome, ConnId, Input, Manager, ManagerOptions, Output, StartupReport,
     TransportEvent,
 };
-use switchboard_core::Instant;
+use switchboard_core::{protocol, Instant};
 
 const TOOLS_PER_SERVER: usize = 50;
 const NOW: Instant = Instant::ZERO;
@@ -207,30 +212,98 @@ fn connected(n: usize, answers: &Answers) -> Manager {
     m
 }
 
+const STARTUP_SERVERS: usize = 100;
+
+/// One timed startup round: what `startup_round/100x50` measures. Never inlined, so callgrind
+/// can count just this function and its callees.
+#[inline(never)]
+fn measured_round(
+    servers: Vec<ServerSpec>,
+    answers: &Answers,
+    queue: &mut VecDeque<Input>,
+) -> (Manager, Vec<StartupReport>) {
+    let mut m = Manager::new(opts(), NOW);
+    m.handle(NOW, Input::Connect { servers });
+    let completes = pump(&mut m, answers, queue);
+    assert_eq!(completes.len(), 1);
+    (m, completes) // dropped outside the timed section
+}
+
 fn startup_round(c: &mut Criterion) {
-    const N: usize = 100;
     let answers = Answers::new(0);
-    let all = specs(N);
+    let all = specs(STARTUP_SERVERS);
     let mut g = c.benchmark_group("startup_round");
     g.sample_size(20).measurement_time(Duration::from_secs(6));
     g.bench_function("100x50", |b| {
         b.iter_batched(
-            || (all.clone(), VecDeque::with_capacity(4 * N)),
-            |(servers, mut queue)| {
-                let mut m = Manager::new(opts(), NOW);
-                m.handle(NOW, Input::Connect { servers });
-                let completes = pump(&mut m, &answers, &mut queue);
-                assert_eq!(completes.len(), 1);
-                (m, completes) // dropped outside the timed section
-            },
+            || (all.clone(), VecDeque::with_capacity(4 * STARTUP_SERVERS)),
+            |(servers, mut queue)| measured_round(servers, &answers, &mut queue),
             BatchSize::SmallInput,
         )
     });
     g.finish();
 }
 
+/// `STARTUP_ROUNDS=N` / `CALLS=N`: N startup rounds / N routed calls without criterion (for
+/// callgrind), then exit.
+#[allow(clippy::disallowed_methods)]
+fn count_from_env(var: &str) -> Option<u64> {
+    std::env::var(var).ok()?.parse().ok()
+}
+
 fn conn_of(m: &Manager, server: &str) -> ConnId {
     m.server_state(server).and_then(|s| s.conn).unwrap()
+}
+
+/// The timed part of `call_routing`: each call goes in, its `tools/call` frame comes out, the
+/// server's answer goes in, `CallCompleted` comes out. Never inlined (callgrind, see `main`).
+#[inline(never)]
+fn measured_calls(m: &mut Manager, conn: ConnId, calls: Vec<Input>, replies: &[Bytes], base: u64) {
+    for (call, reply_slot) in calls.into_iter().zip(0..) {
+        m.handle(NOW, call);
+        let mut id = None;
+        while let Some(out) = m.poll_output() {
+            match out {
+                Output::Send { frame, .. } => id = frame_id(&frame),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let id = id.expect("a tools/call frame");
+        debug_assert_eq!(id, base + reply_slot);
+        let frame = replies[(id - base) as usize].clone();
+        m.handle(
+            NOW,
+            Input::Transport {
+                conn,
+                event: TransportEvent::Frame(frame),
+            },
+        );
+        match m.poll_output() {
+            Some(Output::CallCompleted {
+                outcome: CallOutcome::Ok(r),
+                ..
+            }) => {
+                black_box(r);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// One connected server, the qualified name of its `tool_7`, the call's arguments and the
+/// server's answer (what `call_routing` sends and gets).
+fn call_setup(answers: &Answers) -> (Manager, ConnId, String, Value, Value) {
+    let m = connected(1, answers);
+    let conn = conn_of(&m, "srv000");
+    let tool = m
+        .tools()
+        .into_iter()
+        .find(|t| t.def.name == "tool_7")
+        .unwrap()
+        .qualified_name;
+    let args = json!({"path": "/tmp/project", "limit": 10});
+    let result = json!({"content": [{"type": "text", "text": "3 entries: a, b, c"}]});
+    (m, conn, tool, args, result)
 }
 
 fn call_routing(c: &mut Criterion) {
@@ -241,16 +314,7 @@ fn call_routing(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(1));
     g.bench_function("small_args", |b| {
-        let mut m = connected(1, &answers);
-        let conn = conn_of(&m, "srv000");
-        let tool = m
-            .tools()
-            .into_iter()
-            .find(|t| t.def.name == "tool_7")
-            .unwrap()
-            .qualified_name;
-        let args = json!({"path": "/tmp/project", "limit": 10});
-        let result = json!({"content": [{"type": "text", "text": "3 entries: a, b, c"}]});
+        let (mut m, conn, tool, args, result) = call_setup(&answers);
         // Request ids 0 and 1 went to initialize and tools/list.
         let mut next_req = 2u64;
         let mut next_call = 0u64;
@@ -274,35 +338,7 @@ fn call_routing(c: &mut Criterion) {
                 next_call += n;
                 next_req += n;
                 let start = wall_clock();
-                for (call, reply_slot) in calls.into_iter().zip(0..) {
-                    m.handle(NOW, call);
-                    let mut id = None;
-                    while let Some(out) = m.poll_output() {
-                        match out {
-                            Output::Send { frame, .. } => id = frame_id(&frame),
-                            other => panic!("unexpected {other:?}"),
-                        }
-                    }
-                    let id = id.expect("a tools/call frame");
-                    debug_assert_eq!(id, base + reply_slot);
-                    let frame = replies[(id - base) as usize].clone();
-                    m.handle(
-                        NOW,
-                        Input::Transport {
-                            conn,
-                            event: TransportEvent::Frame(frame),
-                        },
-                    );
-                    match m.poll_output() {
-                        Some(Output::CallCompleted {
-                            outcome: CallOutcome::Ok(r),
-                            ..
-                        }) => {
-                            black_box(r);
-                        }
-                        other => panic!("unexpected {other:?}"),
-                    }
-                }
+                measured_calls(&mut m, conn, calls, &replies, base);
                 total += start.elapsed();
                 drop(replies);
             }
@@ -388,9 +424,11 @@ fn tools_changed(c: &mut Criterion) {
     g.finish();
 }
 
-/// Reference point, not a goal: serde_json alone parsing one server's `tools/list` answer
-/// (50 tools) into a `Value`, which the codec does once per server. Bounds `startup_round`
-/// from below at 100x this figure.
+/// Reference points, not goals, for one server's `tools/list` answer (50 tools, 28.8 KB):
+/// - `parse_tools_list_frame_50`: serde_json alone parsing it into a `Value` (what the codec
+///   did before schemas stayed raw; 100x this bounded `startup_round` from below);
+/// - `decode_tools_list_frame_50`: what the codec does now, `decode_expecting` reading the
+///   page straight from the frame (100x this is the JSON part of `startup_round`).
 fn reference_parse(c: &mut Criterion) {
     let f = response(1, &tools_result(0));
     let mut g = c.benchmark_group("reference");
@@ -399,6 +437,12 @@ fn reference_parse(c: &mut Criterion) {
         .throughput(Throughput::Bytes(f.len() as u64));
     g.bench_function("parse_tools_list_frame_50", |b| {
         b.iter(|| serde_json::from_slice::<Value>(black_box(&f)).unwrap())
+    });
+    g.bench_function("decode_tools_list_frame_50", |b| {
+        b.iter(|| {
+            protocol::decode_expecting(black_box(&f), usize::MAX, &|_| protocol::Expect::ToolsPage)
+                .unwrap()
+        })
     });
     g.finish();
 }
@@ -410,4 +454,31 @@ criterion_group!(
     tools_changed,
     reference_parse
 );
-criterion_main!(benches);
+
+fn main() {
+    if let Some(rounds) = count_from_env("STARTUP_ROUNDS") {
+        let answers = Answers::new(0);
+        let all = specs(STARTUP_SERVERS);
+        for _ in 0..rounds {
+            let mut queue = VecDeque::with_capacity(4 * STARTUP_SERVERS);
+            black_box(measured_round(all.clone(), &answers, &mut queue));
+        }
+        return;
+    }
+    if let Some(n) = count_from_env("CALLS") {
+        let (mut m, conn, tool, args, result) = call_setup(&Answers::new(0));
+        let calls: Vec<Input> = (0..n)
+            .map(|k| Input::CallTool {
+                call: CallId(k),
+                tool: tool.clone(),
+                arguments: Some(args.clone()),
+                timeout: None,
+            })
+            .collect();
+        let replies: Vec<Bytes> = (0..n).map(|k| response(2 + k, &result)).collect();
+        measured_calls(&mut m, conn, calls, &replies, 2);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

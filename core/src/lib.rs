@@ -23,4 +23,4 @@ pub use manager::{
 };
 pub use names::NamingScheme;
 pub use time::Instant;
-pub use tool::{Tool, ToolDef, ToolRef, ToolResult};
+pub use tool::{RawJson, Tool, ToolDef, ToolRef, ToolResult};

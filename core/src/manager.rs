@@ -11,8 +11,11 @@ use crate::time::Instant;
 use crate::tool::{Tool, ToolDef, ToolRef, ToolResult};
 use bytes::Bytes;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One connection attempt. Every attempt gets a fresh id (a generation); anything that arrives
@@ -423,7 +426,8 @@ pub enum TimerReason {
 enum CacheState {
     Unknown,
     Loading,
-    Hit(Vec<ToolDef>),
+    /// Shared with `Server::tools` once the server listed them live.
+    Hit(Arc<[ToolDef]>),
     Miss,
 }
 
@@ -510,8 +514,9 @@ struct Server {
     transport: Option<&'static str>,
     phase: Phase,
     cache: CacheState,
-    /// Live tools (when connected).
-    tools: Vec<ToolDef>,
+    /// Live tools (when connected); shared with the cache state, so storing them costs a
+    /// reference count.
+    tools: Arc<[ToolDef]>,
     /// What this server has in the view: `None`, `Some(false)` live, `Some(true)` deferred.
     exposed: Option<bool>,
     last_error: Option<String>,
@@ -541,6 +546,16 @@ struct Round {
     /// Members stopped (disconnected) while the round was open.
     disconnected: BTreeSet<String>,
     gate_at: Instant,
+    /// The member last seen in flight. `check_rounds` runs after every input and only needs
+    /// to know whether some member is still in flight, so it starts looking here: most inputs
+    /// do not settle that member, and a scan from it finds the next one in a few steps.
+    in_flight_hint: Option<String>,
+}
+
+/// An answer to one of our requests, as the codec read it.
+enum Answer {
+    Raw(Result<Box<RawValue>, protocol::RpcError>),
+    Page(Result<protocol::ToolsPage, protocol::ProtocolError>),
 }
 
 #[derive(Debug, Clone)]
@@ -808,18 +823,27 @@ impl Manager {
                 (_, true) => continue,
                 (_, false) => &s.tools,
             };
-            for def in list {
-                if let Some(q) = self.names.qualified(name, &def.name) {
-                    out.push(ToolRef {
-                        qualified_name: q,
-                        server: name,
-                        def,
-                        deferred,
-                    });
-                }
+            // The table knows where each of its tools sits in the list it was given (`expose`
+            // gives it exactly this list); the name check guards against a stale position.
+            for (q, tool, index) in self.names.server_tools_indexed(name) {
+                let def = match list.get(index) {
+                    Some(def) if def.name == tool => def,
+                    _ => match list.iter().find(|d| d.name == tool) {
+                        Some(def) => def,
+                        None => continue,
+                    },
+                };
+                out.push(ToolRef {
+                    qualified_name: q,
+                    server: name,
+                    def,
+                    deferred,
+                });
             }
         }
-        out.sort_unstable_by(|a, b| a.qualified_name.cmp(b.qualified_name));
+        // Each server's tools come in raw-name order, which is usually their qualified-name
+        // order too: a stable sort merges those runs instead of sorting from scratch.
+        out.sort_by(|a, b| a.qualified_name.cmp(b.qualified_name));
         out
     }
 
@@ -1032,6 +1056,7 @@ impl Manager {
             skipped: Vec::new(),
             disconnected: BTreeSet::new(),
             gate_at: self.now + self.opts.gate,
+            in_flight_hint: None,
         };
         // Deduplicate by name: the first spec of a name wins (merging did that already;
         // this guards embedders that pass duplicates).
@@ -1090,7 +1115,7 @@ impl Manager {
             transport,
             phase: Phase::Idle,
             cache: CacheState::Unknown,
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             exposed: None,
             last_error: None,
             attempts: 0,
@@ -1176,9 +1201,22 @@ impl Manager {
             let Some(r) = self.rounds.get(&id) else {
                 continue;
             };
+            let gate_passed = self.now >= r.gate_at;
+            // Whether any member is still in flight, and (past the gate) whether one of those
+            // has no cached tools; members are scanned from the last one seen in flight, and
+            // the scan stops as soon as the answer is known.
             let mut all_settled = true;
             let mut uncached_pending = false;
-            for m in &r.members {
+            let mut first_in_flight: Option<&String> = None;
+            let from = r.in_flight_hint.as_deref().unwrap_or("");
+            let rotated = r
+                .members
+                .range::<str, _>((Bound::Included(from), Bound::Unbounded))
+                .chain(
+                    r.members
+                        .range::<str, _>((Bound::Unbounded, Bound::Excluded(from))),
+                );
+            for m in rotated {
                 let Some(s) = self.servers.get(m) else {
                     continue; // disconnected: settled
                 };
@@ -1186,11 +1224,23 @@ impl Manager {
                     continue;
                 }
                 all_settled = false;
+                first_in_flight.get_or_insert(m);
                 if !matches!(s.cache, CacheState::Hit(_)) {
                     uncached_pending = true;
                 }
+                if !gate_passed || uncached_pending {
+                    break;
+                }
             }
-            let gate_passed = self.now >= r.gate_at;
+            if first_in_flight != r.in_flight_hint.as_ref() {
+                let hint = first_in_flight.cloned();
+                if let Some(r) = self.rounds.get_mut(&id) {
+                    r.in_flight_hint = hint;
+                }
+            }
+            let Some(r) = self.rounds.get(&id) else {
+                continue;
+            };
             let wait_over = self
                 .opts
                 .uncached_wait
@@ -1313,7 +1363,14 @@ impl Manager {
     }
 
     fn on_frame(&mut self, conn: ConnId, server: &str, frame: &[u8]) {
-        let msg = match protocol::decode(frame, self.opts.max_frame_len) {
+        // A `tools/list` answer is read as a page while the frame is parsed (one pass over
+        // its bytes, no raw copy of the result).
+        let conns = &self.conns;
+        let expect = |id: u64| match conns.get(&conn).and_then(|c| c.tracker.get(id)) {
+            Some(Req::ListTools) => protocol::Expect::ToolsPage,
+            _ => protocol::Expect::Raw,
+        };
+        let msg = match protocol::decode_expecting(frame, self.opts.max_frame_len, &expect) {
             Ok(m) => m,
             Err(e @ protocol::DecodeError::TooLarge { .. }) => {
                 self.counters.bad_frames += 1;
@@ -1326,74 +1383,98 @@ impl Manager {
                 return;
             }
         };
-        match msg {
-            Incoming::Response { id, result } => {
-                let req = id.and_then(|id| {
-                    self.conns
-                        .get_mut(&conn)
-                        .and_then(|c| c.tracker.complete(id).map(|r| (id, r)))
-                });
-                match req {
-                    None => {
-                        self.counters.unknown_responses += 1;
-                        self.diag(
-                            Some(server),
-                            Level::Debug,
-                            format!(
-                                "ignored a response to an unknown or already answered request id {}",
-                                id.map_or("(none)".to_string(), |i| i.to_string())
-                            ),
-                        );
-                    }
-                    Some((_, Req::Initialize)) => self.on_initialize(conn, server, result),
-                    Some((id, Req::ListTools)) => self.on_list_page(conn, server, id, result),
-                    Some((_, Req::Call(call))) => self.on_call_result(call, result),
-                    Some((_, Req::Ping)) => self.on_pong(conn, server),
-                }
-            }
+        let (id, answer) = match msg {
+            Incoming::Response { id, result } => (id, Answer::Raw(result)),
+            Incoming::ToolsPage { id, page } => (Some(id), Answer::Page(page)),
             Incoming::Request { id, method, .. } => {
                 self.counters.peer_requests_answered += 1;
                 let answer = protocol::answer_peer_request(&id, &method, &self.opts.roots);
                 self.send(conn, answer);
+                return;
             }
-            Incoming::Notification(n) => match n {
-                ServerNotification::ToolsListChanged => self.on_list_changed(server),
-                ServerNotification::Message {
-                    level,
+            Incoming::Notification(n) => {
+                self.on_notification(server, n);
+                return;
+            }
+        };
+        let req = id.and_then(|id| {
+            self.conns
+                .get_mut(&conn)
+                .and_then(|c| c.tracker.complete(id).map(|r| (id, r)))
+        });
+        let Some((id, req)) = req else {
+            self.counters.unknown_responses += 1;
+            self.diag(
+                Some(server),
+                Level::Debug,
+                format!(
+                    "ignored a response to an unknown or already answered request id {}",
+                    id.map_or("(none)".to_string(), |i| i.to_string())
+                ),
+            );
+            return;
+        };
+        match (req, answer) {
+            (Req::ListTools, Answer::Page(page)) => {
+                let page = page.map_err(|e| format!("tools/list failed: {e}"));
+                self.on_list_page(conn, server, id, page);
+            }
+            (Req::ListTools, Answer::Raw(result)) => {
+                let page = result
+                    .map_err(|e| format!("tools/list failed: {e}"))
+                    .and_then(|v| {
+                        protocol::parse_list_tools_result(&v)
+                            .map_err(|e| format!("tools/list failed: {e}"))
+                    });
+                self.on_list_page(conn, server, id, page);
+            }
+            // Not reached: `expect` asks for a page only for a pending `tools/list` id, and
+            // nothing completes requests between the decode and here.
+            (_, Answer::Page(_)) => {}
+            (Req::Initialize, Answer::Raw(result)) => self.on_initialize(conn, server, result),
+            (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
+            (Req::Ping, Answer::Raw(_)) => self.on_pong(conn, server),
+        }
+    }
+
+    fn on_notification(&mut self, server: &str, n: ServerNotification) {
+        match n {
+            ServerNotification::ToolsListChanged => self.on_list_changed(server),
+            ServerNotification::Message {
+                level,
+                logger,
+                data,
+            } => {
+                let lvl = match level.as_str() {
+                    "debug" => Level::Debug,
+                    "info" | "notice" => Level::Info,
+                    "warning" => Level::Warn,
+                    _ => Level::Error,
+                };
+                self.out.push_back(Output::ServerLog {
+                    server: server.to_string(),
+                    level: lvl,
+                    severity: level,
                     logger,
                     data,
-                } => {
-                    let lvl = match level.as_str() {
-                        "debug" => Level::Debug,
-                        "info" | "notice" => Level::Info,
-                        "warning" => Level::Warn,
-                        _ => Level::Error,
-                    };
-                    self.out.push_back(Output::ServerLog {
-                        server: server.to_string(),
-                        level: lvl,
-                        severity: level,
-                        logger,
-                        data,
-                    });
-                }
-                ServerNotification::Progress {
-                    token,
+                });
+            }
+            ServerNotification::Progress {
+                token,
+                progress,
+                total,
+                message,
+            } => {
+                let call = self.on_progress(server, &token);
+                self.out.push_back(Output::Progress {
+                    server: server.to_string(),
+                    call,
                     progress,
                     total,
                     message,
-                } => {
-                    let call = self.on_progress(server, &token);
-                    self.out.push_back(Output::Progress {
-                        server: server.to_string(),
-                        call,
-                        progress,
-                        total,
-                        message,
-                    });
-                }
-                ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
-            },
+                });
+            }
+            ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
         }
     }
 
@@ -1401,7 +1482,7 @@ impl Manager {
         &mut self,
         conn: ConnId,
         server: &str,
-        result: Result<Value, protocol::RpcError>,
+        result: Result<Box<RawValue>, protocol::RpcError>,
     ) {
         let Some(s) = self.servers.get(server) else {
             return;
@@ -1481,7 +1562,7 @@ impl Manager {
         conn: ConnId,
         server: &str,
         id: u64,
-        result: Result<Value, protocol::RpcError>,
+        page: Result<protocol::ToolsPage, String>,
     ) {
         let Some(s) = self.servers.get_mut(server) else {
             return;
@@ -1495,11 +1576,6 @@ impl Manager {
             _ => return,
         };
         self.disarm(listing.deadline, TimerReason::Request { conn, id });
-        let page = result
-            .map_err(|e| format!("tools/list failed: {e}"))
-            .and_then(|v| {
-                protocol::parse_list_tools_result(&v).map_err(|e| format!("tools/list failed: {e}"))
-            });
         let outcome = match page {
             Err(e) => Err(e),
             Ok(protocol::ToolsPage {
@@ -1569,7 +1645,7 @@ impl Manager {
         let Some(conn) = s.phase.conn() else {
             return;
         };
-        s.tools = dedupe(tools);
+        s.tools = dedupe(tools).into();
         s.ready_at = Some(self.now);
         s.last_error = None;
         s.ping_misses = 0;
@@ -1581,9 +1657,9 @@ impl Manager {
             server: server.to_string(),
             config_hash: s.hash.clone(),
         };
-        let stored = s.tools.clone();
+        let stored = s.tools.to_vec();
         // Live tools replace whatever the cache said; the cache now holds them too.
-        s.cache = CacheState::Hit(stored.clone());
+        s.cache = CacheState::Hit(s.tools.clone());
         let in_open_round = s.round.is_some();
         self.set_phase(
             server,
@@ -1689,8 +1765,8 @@ impl Manager {
             Ok(tools) => {
                 self.counters.list_changed_applied += 1;
                 let tools = dedupe(tools);
-                s.tools = tools.clone();
-                s.cache = CacheState::Hit(tools.clone());
+                s.tools = tools.as_slice().into();
+                s.cache = CacheState::Hit(s.tools.clone());
                 let key = CacheKey {
                     server: server.to_string(),
                     config_hash: s.hash.clone(),
@@ -1734,7 +1810,7 @@ impl Manager {
             return;
         }
         s.cache = match tools {
-            Some(t) => CacheState::Hit(dedupe(t)),
+            Some(t) => CacheState::Hit(dedupe(t).into()),
             None => CacheState::Miss,
         };
     }
@@ -2349,7 +2425,7 @@ impl Manager {
         }
     }
 
-    fn on_call_result(&mut self, call: CallId, result: Result<Value, protocol::RpcError>) {
+    fn on_call_result(&mut self, call: CallId, result: Result<Box<RawValue>, protocol::RpcError>) {
         let outcome = match result {
             Ok(v) => match protocol::parse_call_tool_result(&v) {
                 Ok(r) => CallOutcome::Ok(r),
@@ -2437,10 +2513,12 @@ fn slice_of(names: &NameTable, server: &str) -> Vec<(String, String)> {
 }
 
 /// Keep the first definition of each tool name.
-fn dedupe(tools: Vec<ToolDef>) -> Vec<ToolDef> {
+fn dedupe(mut tools: Vec<ToolDef>) -> Vec<ToolDef> {
     let mut seen = BTreeSet::new();
+    let keep: Vec<bool> = tools.iter().map(|t| seen.insert(t.name.as_str())).collect();
+    if keep.contains(&false) {
+        let mut keep = keep.into_iter();
+        tools.retain(|_| keep.next().unwrap_or(false));
+    }
     tools
-        .into_iter()
-        .filter(|t| seen.insert(t.name.clone()))
-        .collect()
 }

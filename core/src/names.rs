@@ -26,8 +26,11 @@
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+use std::collections::btree_map::Entry as MapEntry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// Maximum length of a qualified name (the limit most model APIs put on tool names).
 pub const MAX_NAME_LEN: usize = 64;
@@ -49,6 +52,20 @@ pub enum NamingScheme {
 /// are trimmed. Digits are kept. Anything non-ASCII (`ü`, CJK, emoji) counts as "outside", so
 /// the result is always ASCII and may be empty.
 pub fn sanitize(part: &str) -> String {
+    sanitized(part).into_owned()
+}
+
+/// [`sanitize`], borrowing `part` when it is already sanitized (the common case: no copy).
+fn sanitized(part: &str) -> Cow<'_, str> {
+    let b = part.as_bytes();
+    let clean = b.first() != Some(&b'_')
+        && b.last() != Some(&b'_')
+        && b.windows(2).all(|w| w != b"__")
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_');
+    if clean {
+        return Cow::Borrowed(part);
+    }
     let mut out = String::with_capacity(part.len());
     for c in part.chars().flat_map(char::to_lowercase) {
         let c = if c.is_ascii_lowercase() || c.is_ascii_digit() {
@@ -61,31 +78,45 @@ pub fn sanitize(part: &str) -> String {
         }
         out.push(c);
     }
-    out.trim_matches('_').to_string()
+    Cow::Owned(out.trim_matches('_').to_string())
 }
 
 /// The name before any uniqueness suffix. May be longer than [`MAX_NAME_LEN`]; the table then
 /// suffixes it. A part that sanitizes to nothing becomes `server` or `tool`.
 pub fn base_name(scheme: NamingScheme, server: &str, tool: &str) -> String {
-    let s = sanitize(server);
-    let mut t = sanitize(tool);
-    if !s.is_empty() {
-        if let Some(rest) = t.strip_prefix(&format!("{s}_")) {
+    let mut out = String::new();
+    write_base_name(&mut out, scheme, &sanitized(server), tool);
+    out
+}
+
+/// [`base_name`] into `out` (cleared first), the server part already sanitized.
+fn write_base_name(out: &mut String, scheme: NamingScheme, server: &str, tool: &str) {
+    let tool = sanitized(tool);
+    let mut t: &str = &tool;
+    if !server.is_empty() {
+        if let Some(rest) = t.strip_prefix(server).and_then(|r| r.strip_prefix('_')) {
             if !rest.is_empty() {
-                t = rest.to_string();
+                t = rest;
             }
         }
     }
-    let s = if s.is_empty() {
-        "server".to_string()
-    } else {
-        s
-    };
-    let t = if t.is_empty() { "tool".to_string() } else { t };
+    let s = if server.is_empty() { "server" } else { server };
+    let t = if t.is_empty() { "tool" } else { t };
+    out.clear();
+    out.reserve(s.len() + t.len() + 6);
     match scheme {
-        NamingScheme::Seed => format!("mcp_{s}_{t}"),
-        NamingScheme::DoubleUnderscore => format!("mcp__{s}__{t}"),
+        NamingScheme::Seed => {
+            out.push_str("mcp_");
+            out.push_str(s);
+            out.push('_');
+        }
+        NamingScheme::DoubleUnderscore => {
+            out.push_str("mcp__");
+            out.push_str(s);
+            out.push_str("__");
+        }
     }
+    out.push_str(t);
 }
 
 /// SHA-256 of the raw pair (length-prefixed, so `("ab", "c")` and `("a", "bc")` differ), first
@@ -126,17 +157,41 @@ fn candidate(base: &str, server: &str, tool: &str, attempt: u64, digits: usize) 
     format!("{head}{suffix}")
 }
 
-type Raw = (String, String);
+/// A raw (server, tool) pair. Names are shared (`Arc<str>`): a pair is a key or value in several
+/// maps at once, and copying it must not copy its strings.
+type Raw = (Arc<str>, Arc<str>);
 
 /// What the table knows about one raw pair.
 #[derive(Debug, Clone)]
 struct Entry {
-    base: String,
+    base: Arc<str>,
     /// The name it holds; `None` only between a change and the settling that follows it.
-    name: Option<String>,
+    name: Option<Arc<str>>,
     /// Suffixed candidates it went through (attempts `0..=n`), the last being `name`. Empty
     /// while it holds its base. Kept so a name that comes free can find who skipped it.
-    claimed: Vec<String>,
+    claimed: Vec<Arc<str>>,
+    /// Where the tool first appeared in the list last given for its server.
+    index: usize,
+}
+
+/// Everything the table knows about one name string: whose base it is, who holds it, and
+/// which suffixed pairs reached it. One map of these, so deciding a pair looks its name up once
+/// for all three.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    /// Pairs whose base name this is, sorted (one unless bases collide). Non-empty: the string
+    /// is a base name, which suffixes must avoid.
+    base_of: Vec<Raw>,
+    /// The pair holding this name.
+    holder: Option<Raw>,
+    /// Suffixed pairs that reached this string as a candidate (hold it or skipped it).
+    claims: BTreeSet<Raw>,
+}
+
+impl Slot {
+    fn is_unused(&self) -> bool {
+        self.base_of.is_empty() && self.holder.is_none() && self.claims.is_empty()
+    }
 }
 
 /// The routing table: qualified name ↔ (server, raw tool name). The names are a function of
@@ -145,14 +200,13 @@ struct Entry {
 pub struct NameTable {
     scheme: NamingScheme,
     suffix_digits: usize,
-    /// base name → every pair that wants it. Its keys are the names suffixes must avoid.
-    bases: BTreeMap<String, BTreeSet<Raw>>,
-    /// server → raw tool → entry (two levels, so a lookup by `&str` allocates nothing).
-    entries: BTreeMap<String, BTreeMap<String, Entry>>,
-    by_name: BTreeMap<String, Raw>,
-    by_server: BTreeMap<String, BTreeSet<String>>,
-    /// suffixed candidate → the suffixed pairs that reached it (hold it or skipped it).
-    claims: BTreeMap<String, BTreeSet<Raw>>,
+    /// name string → its slot; a slot that no longer says anything is removed.
+    slots: BTreeMap<Arc<str>, Slot>,
+    /// Slots with a holder (the number of names in the view).
+    held: usize,
+    /// server → raw tool → entry (two levels, so a lookup by `&str` allocates nothing). A
+    /// server's key set is its current tools.
+    entries: BTreeMap<Arc<str>, BTreeMap<Arc<str>, Entry>>,
     /// Pairs to re-decide; empty outside `set_server_tools`/`remove_server`.
     dirty: BTreeSet<Raw>,
 }
@@ -175,11 +229,9 @@ impl NameTable {
         NameTable {
             scheme,
             suffix_digits: digits.clamp(1, 15),
-            bases: BTreeMap::new(),
+            slots: BTreeMap::new(),
+            held: 0,
             entries: BTreeMap::new(),
-            by_name: BTreeMap::new(),
-            by_server: BTreeMap::new(),
-            claims: BTreeMap::new(),
             dirty: BTreeSet::new(),
         }
     }
@@ -199,56 +251,109 @@ impl NameTable {
     /// proportional to the number of this server's tools (and the few pairs that collide with
     /// them), not to the view.
     pub fn set_server_tools<'a>(&mut self, server: &str, tools: impl IntoIterator<Item = &'a str>) {
-        let new: BTreeSet<String> = tools.into_iter().map(str::to_string).collect();
-        let old = self.by_server.remove(server).unwrap_or_default();
-        for tool in old.difference(&new) {
-            self.detach((server.to_string(), tool.clone()));
+        // (name, position of its first occurrence), sorted by name.
+        let mut new: Vec<(&str, usize)> = tools.into_iter().zip(0..).collect();
+        new.sort_unstable();
+        new.dedup_by_key(|(name, _)| *name);
+        // Walk the server's current tools and the new list together (both sorted): tools on
+        // both keep their entry (its position updated), the rest go or come.
+        let mut removed = Vec::new();
+        let mut added = Vec::new();
+        let server: Arc<str> = match self.entries.get_key_value(server) {
+            Some((s, _)) => s.clone(),
+            None => Arc::from(server),
+        };
+        let mut next = new.into_iter().peekable();
+        if let Some(current) = self.entries.get_mut(&server) {
+            for (tool, entry) in current.iter_mut() {
+                while let Some(n) = next.next_if(|(n, _)| *n < &**tool) {
+                    added.push(n);
+                }
+                match next.next_if(|(n, _)| *n == &**tool) {
+                    Some((_, index)) => entry.index = index,
+                    None => removed.push(tool.clone()),
+                }
+            }
         }
-        for tool in new.difference(&old) {
-            self.attach((server.to_string(), tool.clone()));
+        added.extend(next);
+        for tool in removed {
+            self.detach((server.clone(), tool));
         }
-        if !new.is_empty() {
-            self.by_server.insert(server.to_string(), new);
+        if !added.is_empty() {
+            let s = sanitized(&server).into_owned();
+            let mut base = String::new();
+            let mut entries = Vec::with_capacity(added.len());
+            for (tool, index) in added {
+                write_base_name(&mut base, self.scheme, &s, tool);
+                let tool: Arc<str> = Arc::from(tool);
+                let entry = self.attach((server.clone(), tool.clone()), &base, index);
+                entries.push((tool, entry));
+            }
+            let tools = self.entries.entry(server).or_default();
+            for (tool, entry) in entries {
+                tools.insert(tool, entry);
+            }
         }
         self.settle();
     }
 
     /// Remove every tool of `server` (by identity, never by name prefix).
     pub fn remove_server(&mut self, server: &str) {
-        let Some(tools) = self.by_server.remove(server) else {
+        let Some((server, tools)) = self.entries.get_key_value(server) else {
             return;
         };
+        let server = server.clone();
+        let tools: Vec<Arc<str>> = tools.keys().cloned().collect();
         for tool in tools {
-            self.detach((server.to_string(), tool));
+            self.detach((server.clone(), tool));
         }
         self.settle();
     }
 
-    /// Add a pair and mark whoever its arrival can move.
-    fn attach(&mut self, raw: Raw) {
-        let base = base_name(self.scheme, &raw.0, &raw.1);
-        let group = self.bases.entry(base.clone()).or_default();
+    /// Add a pair (whose base name is `base`) and mark whoever its arrival can move. Returns
+    /// its entry, for the caller to file under its server before settling.
+    #[must_use]
+    fn attach(&mut self, raw: Raw, base: &str, index: usize) -> Entry {
+        let (base, slot, fresh) = match self.slots.entry(Arc::from(base)) {
+            MapEntry::Occupied(o) => (o.key().clone(), o.into_mut(), false),
+            MapEntry::Vacant(v) => (v.key().clone(), v.insert(Slot::default()), true),
+        };
+        if fresh && base.len() <= MAX_NAME_LEN {
+            // Nobody else wants, holds or skipped this string: the pair takes its base now,
+            // exactly as settling it would. It is then like any settled pair: a later arrival
+            // on the same base marks it dirty.
+            slot.base_of.push(raw.clone());
+            slot.holder = Some(raw);
+            self.held += 1;
+            return Entry {
+                base: base.clone(),
+                name: Some(base),
+                claimed: Vec::new(),
+                index,
+            };
+        }
+        let group = &mut slot.base_of;
         let newcomer_base = group.is_empty();
         if group.len() == 1 {
             // The sole owner of this base now shares it: it becomes suffixed.
             self.dirty.extend(group.iter().cloned());
         }
-        group.insert(raw.clone());
+        if let Err(at) = group.binary_search(&raw) {
+            group.insert(at, raw.clone());
+        }
         if newcomer_base {
             // A suffixed pair holding exactly this string must give it up: bases win.
-            if let Some(holder) = self.by_name.get(&base) {
+            if let Some(holder) = &slot.holder {
                 self.dirty.insert(holder.clone());
             }
         }
-        self.entries.entry(raw.0.clone()).or_default().insert(
-            raw.1.clone(),
-            Entry {
-                base,
-                name: None,
-                claimed: Vec::new(),
-            },
-        );
         self.dirty.insert(raw);
+        Entry {
+            base,
+            name: None,
+            claimed: Vec::new(),
+            index,
+        }
     }
 
     /// Drop a pair and mark whoever its departure can move.
@@ -265,51 +370,69 @@ impl NameTable {
         self.dirty.remove(&raw);
         self.unclaim(&raw, &entry.claimed);
         if let Some(name) = entry.name {
-            if self.by_name.get(&name) == Some(&raw) {
-                self.by_name.remove(&name);
-                self.mark_claimants(&name, None);
-            }
+            self.release(&name, &raw, None);
         }
-        let Some(group) = self.bases.get_mut(&entry.base) else {
+        let Some(slot) = self.slots.get_mut(&entry.base) else {
             return;
         };
-        group.remove(&raw);
-        match group.len() {
+        if let Ok(at) = slot.base_of.binary_search(&raw) {
+            slot.base_of.remove(at);
+        }
+        match slot.base_of.len() {
             0 => {
                 // No longer anyone's base: pairs that skipped it may take it now.
-                self.bases.remove(&entry.base);
                 self.mark_claimants(&entry.base, None);
+                self.prune(&entry.base);
             }
             1 => {
                 // The last one left gets the bare base back (if it fits).
-                self.dirty.extend(group.iter().cloned());
+                self.dirty.extend(slot.base_of.iter().cloned());
             }
             _ => {}
         }
     }
 
+    /// `raw` gives up `name` if it holds it; the pairs that reached it (after `after`, or all)
+    /// may take it now.
+    fn release(&mut self, name: &str, raw: &Raw, after: Option<&Raw>) {
+        let Some(slot) = self.slots.get_mut(name) else {
+            return;
+        };
+        if slot.holder.as_ref() == Some(raw) {
+            slot.holder = None;
+            self.held -= 1;
+            self.mark_claimants(name, after);
+            self.prune(name);
+        }
+    }
+
+    /// Forget `name`'s slot if it no longer says anything.
+    fn prune(&mut self, name: &str) {
+        if self.slots.get(name).is_some_and(Slot::is_unused) {
+            self.slots.remove(name);
+        }
+    }
+
     /// Mark the pairs that reached `name` (all of them, or only those after `after`).
     fn mark_claimants(&mut self, name: &str, after: Option<&Raw>) {
-        let Some(claimants) = self.claims.get(name) else {
+        let Some(slot) = self.slots.get(name) else {
             return;
         };
         match after {
-            None => self.dirty.extend(claimants.iter().cloned()),
+            None => self.dirty.extend(slot.claims.iter().cloned()),
             Some(p) => self.dirty.extend(
-                claimants
+                slot.claims
                     .range((Bound::Excluded(p), Bound::Unbounded))
                     .cloned(),
             ),
         }
     }
 
-    fn unclaim(&mut self, raw: &Raw, names: &[String]) {
+    fn unclaim(&mut self, raw: &Raw, names: &[Arc<str>]) {
         for name in names {
-            if let Some(set) = self.claims.get_mut(name) {
-                set.remove(raw);
-                if set.is_empty() {
-                    self.claims.remove(name);
-                }
+            if let Some(slot) = self.slots.get_mut(name) {
+                slot.claims.remove(raw);
+                self.prune(name);
             }
         }
     }
@@ -322,20 +445,44 @@ impl NameTable {
     /// per call.
     fn settle(&mut self) {
         while let Some(p) = self.dirty.pop_first() {
-            let Some(entry) = self.entries.get(&p.0).and_then(|t| t.get(&p.1)) else {
+            let Some(entry) = self.entries.get_mut(&p.0).and_then(|t| t.get_mut(&p.1)) else {
                 continue;
             };
             let base = entry.base.clone();
-            let sole = self.bases.get(&base).is_some_and(|g| g.len() == 1);
-            let mut claimed = Vec::new();
+            // The common case: `p` is alone on a base that fits and has no earlier claims, so
+            // it takes (or keeps) its base and nothing else changes. One lookup of its slot.
+            if entry.claimed.is_empty()
+                && !matches!(&entry.name, Some(n) if *n != base)
+                && base.len() <= MAX_NAME_LEN
+            {
+                if let Some(slot) = self
+                    .slots
+                    .get_mut(&base)
+                    .filter(|slot| slot.base_of.len() == 1)
+                {
+                    entry.name = Some(base);
+                    match slot.holder.replace(p.clone()) {
+                        None => self.held += 1,
+                        Some(old) if old != p => {
+                            self.dirty.insert(old);
+                        }
+                        Some(_) => {}
+                    }
+                    continue;
+                }
+            }
+            let sole = self.slots.get(&base).is_some_and(|s| s.base_of.len() == 1);
+            let mut claimed: Vec<Arc<str>> = Vec::new();
             let name = if sole && base.len() <= MAX_NAME_LEN {
                 base
             } else {
                 let mut attempt = 0u64;
                 loop {
                     let n = candidate(&base, &p.0, &p.1, attempt, self.suffix_digits);
-                    let blocked = self.bases.contains_key(&n)
-                        || self.by_name.get(&n).is_some_and(|holder| holder < &p);
+                    let blocked = self.slots.get(n.as_str()).is_some_and(|s| {
+                        !s.base_of.is_empty() || s.holder.as_ref().is_some_and(|h| h < &p)
+                    });
+                    let n: Arc<str> = Arc::from(n);
                     claimed.push(n.clone());
                     if !blocked {
                         break n;
@@ -343,26 +490,28 @@ impl NameTable {
                     attempt += 1;
                 }
             };
-
-            let Some(entry) = self.entries.get_mut(&p.0).and_then(|t| t.get_mut(&p.1)) else {
-                continue;
-            };
             let old_claimed = std::mem::replace(&mut entry.claimed, claimed.clone());
             let old_name = entry.name.replace(name.clone());
+
             self.unclaim(&p, &old_claimed);
             for n in claimed {
-                self.claims.entry(n).or_default().insert(p.clone());
+                self.slots.entry(n).or_default().claims.insert(p.clone());
             }
             if let Some(old) = old_name.filter(|old| *old != name) {
-                if self.by_name.get(&old) == Some(&p) {
-                    self.by_name.remove(&old);
-                    self.mark_claimants(&old, Some(&p));
-                }
+                self.release(&old, &p, Some(&p));
             }
-            if self.by_name.get(&name) != Some(&p) {
-                if let Some(displaced) = self.by_name.insert(name, p.clone()) {
-                    self.dirty.insert(displaced);
+            let slot = self.slots.entry(name).or_default();
+            match &slot.holder {
+                None => {
+                    slot.holder = Some(p);
+                    self.held += 1;
                 }
+                Some(holder) if *holder != p => {
+                    if let Some(displaced) = slot.holder.replace(p) {
+                        self.dirty.insert(displaced);
+                    }
+                }
+                Some(_) => {}
             }
         }
     }
@@ -377,33 +526,49 @@ impl NameTable {
 
     /// Route a qualified name to (server, raw tool name).
     pub fn resolve(&self, qualified: &str) -> Option<(&str, &str)> {
-        self.by_name
+        self.slots
             .get(qualified)
-            .map(|(s, t)| (s.as_str(), t.as_str()))
+            .and_then(|slot| slot.holder.as_ref())
+            .map(|(s, t)| (&**s, &**t))
     }
 
     /// Every (qualified name, server, raw tool), ordered by qualified name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &str)> {
-        self.by_name
+        self.slots
             .iter()
-            .map(|(n, (s, t))| (n.as_str(), s.as_str(), t.as_str()))
+            .filter_map(|(n, slot)| slot.holder.as_ref().map(|(s, t)| (&**n, &**s, &**t)))
     }
 
     /// `server`'s (qualified name, raw tool), ordered by raw tool name.
     pub fn server_tools<'a>(&'a self, server: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> {
-        self.by_server
+        self.entries
             .get(server)
             .into_iter()
             .flatten()
-            .filter_map(move |tool| Some((self.qualified(server, tool)?, tool.as_str())))
+            .filter_map(|(tool, e)| Some((e.name.as_deref()?, &**tool)))
+    }
+
+    /// `server`'s (qualified name, raw tool, index), ordered by raw tool name; `index` is the
+    /// position of the tool's first occurrence in the list last given to
+    /// [`NameTable::set_server_tools`] for `server` (so the caller can find its definition
+    /// without a lookup by name).
+    pub fn server_tools_indexed<'a>(
+        &'a self,
+        server: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a str, usize)> {
+        self.entries
+            .get(server)
+            .into_iter()
+            .flatten()
+            .filter_map(|(tool, e)| Some((e.name.as_deref()?, &**tool, e.index)))
     }
 
     pub fn len(&self) -> usize {
-        self.by_name.len()
+        self.held
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.held == 0
     }
 }
 
@@ -544,6 +709,28 @@ mod tests {
         t.set_server_tools("a", []);
         assert!(t.is_empty());
         assert_eq!(t.server_tools("a").count(), 0);
+    }
+
+    #[test]
+    fn indexes_follow_the_list_last_given() {
+        let mut t = NameTable::new(NamingScheme::Seed);
+        let indexed = |t: &NameTable| -> Vec<(String, usize)> {
+            t.server_tools_indexed("s")
+                .map(|(_, tool, i)| (tool.to_string(), i))
+                .collect()
+        };
+        t.set_server_tools("s", ["b", "a", "b", "c"]);
+        assert_eq!(
+            indexed(&t),
+            [("a".into(), 1), ("b".into(), 0), ("c".into(), 3)]
+        );
+        t.set_server_tools("s", ["d", "c", "a"]);
+        assert_eq!(
+            indexed(&t),
+            [("a".into(), 2), ("c".into(), 1), ("d".into(), 0)]
+        );
+        assert_eq!(t.resolve("mcp_s_b"), None);
+        assert_eq!(t.len(), 3);
     }
 
     #[test]

@@ -5,11 +5,15 @@
 //! tracks a connection's outstanding requests by id ([`RequestTracker`]). It never panics on
 //! what a server sends: anything malformed becomes a [`DecodeError`] the manager reports.
 
-use crate::tool::{ToolDef, ToolResult};
+use crate::tool::{RawJson, ToolDef, ToolResult};
 use bytes::Bytes;
-use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 
 /// The protocol version we ask for.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -51,13 +55,21 @@ impl std::fmt::Display for RpcError {
 pub struct PeerRequestId(pub Value);
 
 /// A message decoded from one frame.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Incoming {
     /// An answer to one of our requests. `id` is `None` when the server's id was not one we
-    /// could have issued (not a non-negative integer).
+    /// could have issued (not a non-negative integer). The result stays raw JSON text until
+    /// the request it answers says how to read it (`parse_*_result`): a `tools/list` answer
+    /// is never built into a `Value` tree.
     Response {
         id: Option<u64>,
-        result: Result<Value, RpcError>,
+        result: Result<Box<RawValue>, RpcError>,
+    },
+    /// An answer to one of our requests whose `result` [`decode_expecting`] read as a
+    /// `tools/list` page (what [`parse_list_tools_result`] gives for it).
+    ToolsPage {
+        id: u64,
+        page: Result<ToolsPage, ProtocolError>,
     },
     /// A request from the server (ping, roots/list, sampling, ...).
     Request {
@@ -67,6 +79,42 @@ pub enum Incoming {
     },
     /// A notification from the server.
     Notification(ServerNotification),
+}
+
+/// Results compare by their JSON text.
+impl PartialEq for Incoming {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Incoming::Response { id: a, result: ra },
+                Incoming::Response { id: b, result: rb },
+            ) => {
+                a == b
+                    && match (ra, rb) {
+                        (Ok(x), Ok(y)) => x.get() == y.get(),
+                        (Err(x), Err(y)) => x == y,
+                        _ => false,
+                    }
+            }
+            (
+                Incoming::Request {
+                    id: a,
+                    method: ma,
+                    params: pa,
+                },
+                Incoming::Request {
+                    id: b,
+                    method: mb,
+                    params: pb,
+                },
+            ) => a == b && ma == mb && pa == pb,
+            (Incoming::ToolsPage { id: a, page: pa }, Incoming::ToolsPage { id: b, page: pb }) => {
+                a == b && pa == pb
+            }
+            (Incoming::Notification(a), Incoming::Notification(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// The notifications a server may send that we act on or surface.
@@ -106,56 +154,213 @@ pub enum DecodeError {
     Batch,
 }
 
-/// Decode one frame.
+/// How [`decode_expecting`] reads the `result` of an answer to one of our request ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Keep it raw ([`Incoming::Response`]).
+    Raw,
+    /// Read it as a `tools/list` page while the frame is parsed ([`Incoming::ToolsPage`]).
+    ToolsPage,
+}
+
+/// The members of a JSON-RPC message the codec looks at. `result` is kept as raw text (the
+/// parser only validates it) or, when the id before it says so, read as a `tools/list` page
+/// on the spot; the others are small and become `Value`s. A repeated member keeps its last
+/// value, as a `Value` object would.
+#[derive(Default)]
+struct Envelope {
+    jsonrpc: Option<Value>,
+    method: Option<Value>,
+    id: Option<Value>,
+    params: Option<Value>,
+    error: Option<Value>,
+    result: Option<Box<RawValue>>,
+    /// `result` read as a page, with the id that asked for it.
+    page: Option<(u64, PageParts)>,
+}
+
+/// A frame's top-level value: an object's envelope, or what else it was. Lives on the stack
+/// for one decode; boxing the envelope would cost an allocation per frame.
+#[allow(clippy::large_enum_variant)]
+enum Top {
+    Object(Envelope),
+    Array,
+    Other(&'static str),
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Member {
+    Jsonrpc,
+    Method,
+    Id,
+    Params,
+    Error,
+    Result,
+    #[serde(other)]
+    Other,
+}
+
+/// Reads a frame's top-level value; `expect` says how to read a `result` whose id came first.
+struct TopSeed<'a> {
+    expect: &'a dyn Fn(u64) -> Expect,
+}
+
+impl<'de> de::DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = Top;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Top, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed<'_> {
+    type Value = Top;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+        let mut e = Envelope::default();
+        while let Some(key) = map.next_key::<Member>()? {
+            match key {
+                Member::Jsonrpc => e.jsonrpc = Some(map.next_value()?),
+                Member::Method => e.method = Some(map.next_value()?),
+                Member::Id => e.id = Some(map.next_value()?),
+                Member::Params => e.params = Some(map.next_value()?),
+                Member::Error => e.error = Some(map.next_value()?),
+                Member::Result => {
+                    let page_for = match (&e.method, &e.id) {
+                        (None, Some(id)) => {
+                            id_as_u64(id).filter(|&id| (self.expect)(id) == Expect::ToolsPage)
+                        }
+                        _ => None,
+                    };
+                    (e.result, e.page) = match page_for {
+                        Some(id) => (None, Some((id, map.next_value()?))),
+                        None => (Some(map.next_value()?), None),
+                    };
+                }
+                Member::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Top::Object(e))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top, A::Error> {
+        drain_seq(seq).map(|()| Top::Array)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Top, E> {
+        Ok(Top::Other("null"))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Top, E> {
+        Ok(Top::Other("a boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Top, E> {
+        Ok(Top::Other("a string"))
+    }
+}
+
+/// Decode one frame; every `result` stays raw ([`Incoming::Response`]).
 pub fn decode(frame: &[u8], max_len: usize) -> Result<Incoming, DecodeError> {
+    decode_frame(frame, max_len, None)
+}
+
+/// Decode one frame, reading the `result` of an answer to request id `n` the way `expect(n)`
+/// says. A `tools/list` page is then read while the frame is parsed: its bytes are scanned
+/// once, and it comes back as [`Incoming::ToolsPage`]. That needs the id before the result
+/// (as servers write it); otherwise, or for [`Expect::Raw`], the answer is an
+/// [`Incoming::Response`] as from [`decode`], and [`parse_list_tools_result`] reads it. Either
+/// way the outcome is the same as `decode` followed by `parse_list_tools_result`.
+pub fn decode_expecting(
+    frame: &[u8],
+    max_len: usize,
+    expect: &dyn Fn(u64) -> Expect,
+) -> Result<Incoming, DecodeError> {
+    decode_frame(frame, max_len, Some(expect))
+}
+
+fn decode_frame(
+    frame: &[u8],
+    max_len: usize,
+    expect: Option<&dyn Fn(u64) -> Expect>,
+) -> Result<Incoming, DecodeError> {
+    let raw_only = expect.is_none();
+    let expect = expect.unwrap_or(&|_| Expect::Raw);
     if frame.len() > max_len {
         return Err(DecodeError::TooLarge {
             len: frame.len(),
             limit: max_len,
         });
     }
-    let value: Value =
-        serde_json::from_slice(frame).map_err(|e| DecodeError::NotJson(e.to_string()))?;
-    let mut obj = match value {
-        Value::Object(o) => o,
-        Value::Array(_) => return Err(DecodeError::Batch),
-        other => {
+    let mut de = serde_json::Deserializer::from_slice(frame);
+    let top = match de::DeserializeSeed::deserialize(TopSeed { expect }, &mut de)
+        .and_then(|top| de.end().map(|()| top))
+    {
+        Ok(top) => top,
+        // Reading a page parses its names and descriptions, which is stricter than only
+        // validating them (a lone surrogate escape, a number out of range): decode such a
+        // frame as `decode` does, so the answer is the same whichever way it was read.
+        Err(_) if !raw_only => return decode_frame(frame, max_len, None),
+        Err(e) => return Err(DecodeError::NotJson(e.to_string())),
+    };
+    let obj = match top {
+        Top::Object(o) => o,
+        Top::Array => return Err(DecodeError::Batch),
+        Top::Other(kind) => {
             return Err(DecodeError::NotJsonRpc(format!(
-                "expected an object, got {}",
-                kind_of(&other)
+                "expected an object, got {kind}"
             )))
         }
     };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if obj.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err(DecodeError::NotJsonRpc(
             "missing \"jsonrpc\": \"2.0\"".into(),
         ));
     }
-    // The frame's object is ours: move its parts out rather than deep-cloning them (a
-    // `tools/list` result is the whole tool list).
-    match (obj.remove("method"), obj.remove("id")) {
+    match (obj.method, obj.id) {
         (Some(Value::String(method)), Some(id)) if !id.is_null() => Ok(Incoming::Request {
             id: PeerRequestId(id),
             method,
-            params: obj.remove("params").unwrap_or(Value::Null),
+            params: obj.params.unwrap_or(Value::Null),
         }),
         (Some(Value::String(method)), _) => Ok(Incoming::Notification(decode_notification(
             &method,
-            obj.get("params").unwrap_or(&Value::Null),
+            obj.params.as_ref().unwrap_or(&Value::Null),
         ))),
         (Some(_), _) => Err(DecodeError::NotJsonRpc("\"method\" is not a string".into())),
         (None, id) => {
             let id = id.as_ref().and_then(id_as_u64);
-            let result = if let Some(err) = obj.get("error") {
-                Err(decode_rpc_error(err))
-            } else if let Some(result) = obj.remove("result") {
-                Ok(result)
-            } else {
-                return Err(DecodeError::NotJsonRpc(
+            if let Some(err) = &obj.error {
+                return Ok(Incoming::Response {
+                    id,
+                    result: Err(decode_rpc_error(err)),
+                });
+            }
+            match (obj.page, obj.result) {
+                (Some((page_id, parts)), _) if Some(page_id) == id => Ok(Incoming::ToolsPage {
+                    id: page_id,
+                    page: page_from_parts(parts),
+                }),
+                // A repeated "id" after the result changed which request this answers: read
+                // the frame again, keeping the result raw (malformed frames only).
+                (Some(_), _) => decode_frame(frame, max_len, None),
+                (None, Some(result)) => Ok(Incoming::Response {
+                    id,
+                    result: Ok(result),
+                }),
+                (None, None) => Err(DecodeError::NotJsonRpc(
                     "neither \"method\", \"result\" nor \"error\"".into(),
-                ));
-            };
-            Ok(Incoming::Response { id, result })
+                )),
+            }
         }
     }
 }
@@ -334,7 +539,11 @@ fn malformed(method: &str, detail: impl Into<String>) -> ProtocolError {
     }
 }
 
-pub fn parse_initialize_result(v: &Value) -> Result<InitializeResult, ProtocolError> {
+/// Parse an `initialize` answer (a small object: read as a `Value`).
+pub fn parse_initialize_result(raw: &RawValue) -> Result<InitializeResult, ProtocolError> {
+    let v: Value =
+        serde_json::from_str(raw.get()).map_err(|e| malformed("initialize", e.to_string()))?;
+    let v = &v;
     let version = v
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -380,41 +589,290 @@ pub struct ToolsPage {
     pub skipped: Vec<String>,
 }
 
-/// Parse one page of `tools/list`.
-pub fn parse_list_tools_result(v: &Value) -> Result<ToolsPage, ProtocolError> {
-    let tools = v
-        .get("tools")
-        .and_then(Value::as_array)
+/// Parse one page of `tools/list` straight from the answer's JSON text: each definition's
+/// fields are read as they stream by, schemas and annotations are kept raw ([`RawJson`]), and
+/// no `Value` tree of the page is ever built.
+///
+/// A definition is skipped (its name reported, or `(unnamed)`) when it is not an object, its
+/// `name` is missing, empty or not a string, or its `title` or `description` is neither a
+/// string nor null. A member given twice counts with its last value, as in a `Value` object.
+pub fn parse_list_tools_result(raw: &RawValue) -> Result<ToolsPage, ProtocolError> {
+    let parts: PageParts =
+        serde_json::from_str(raw.get()).map_err(|e| malformed("tools/list", e.to_string()))?;
+    page_from_parts(parts)
+}
+
+fn page_from_parts(parts: PageParts) -> Result<ToolsPage, ProtocolError> {
+    let listed = parts
+        .tools
         .ok_or_else(|| malformed("tools/list", "missing \"tools\" array"))?;
-    let mut out = Vec::with_capacity(tools.len());
-    let mut skipped = Vec::new();
-    for t in tools {
-        // Deserialize from the borrowed value: no deep clone of each definition.
-        match ToolDef::deserialize(t) {
-            Ok(def) if !def.name.is_empty() => out.push(def),
-            _ => skipped.push(
-                t.get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(unnamed)")
-                    .to_string(),
-            ),
-        }
-    }
-    let next = match v.get("nextCursor") {
+    let next = match parts.next_cursor {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(s),
         Some(other) => {
             return Err(malformed(
                 "tools/list",
-                format!("nextCursor is {}", kind_of(other)),
+                format!("nextCursor is {}", kind_of(&other)),
             ))
         }
     };
+    let mut tools = Vec::with_capacity(listed.len());
+    let mut skipped = Vec::new();
+    for t in listed {
+        match t.0 {
+            Ok(def) => tools.push(def),
+            Err(name) => skipped.push(name),
+        }
+    }
     Ok(ToolsPage {
-        tools: out,
+        tools,
         next_cursor: next,
         skipped,
     })
+}
+
+/// What a `tools/list` page holds: `tools` is `None` unless it is an array.
+#[derive(Default)]
+struct PageParts {
+    tools: Option<Vec<Listed>>,
+    next_cursor: Option<Value>,
+}
+
+/// Consume the rest of a map or sequence nobody wants, keeping the parser in step.
+fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Implements the scalar `visit_*` methods of a visitor that maps every value it does not
+/// expect to `$none`.
+macro_rules! scalars_are {
+    ($none:expr) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+    };
+}
+
+impl<'de> Deserialize<'de> for PageParts {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        enum Key {
+            #[serde(rename = "tools")]
+            Tools,
+            #[serde(rename = "nextCursor")]
+            NextCursor,
+            #[serde(other)]
+            Other,
+        }
+        /// The `tools` member: `Some` only for an array.
+        struct ToolsArray;
+        impl<'de> de::DeserializeSeed<'de> for ToolsArray {
+            type Value = Option<Vec<Listed>>;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+        impl<'de> Visitor<'de> for ToolsArray {
+            type Value = Option<Vec<Listed>>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(t) = seq.next_element::<Listed>()? {
+                    out.push(t);
+                }
+                Ok(Some(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                drain_map(map).map(|()| None)
+            }
+            scalars_are!(None);
+        }
+        struct PageVisitor;
+        impl<'de> Visitor<'de> for PageVisitor {
+            type Value = PageParts;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PageParts, A::Error> {
+                let mut page = PageParts::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Tools => page.tools = map.next_value_seed(ToolsArray)?,
+                        Key::NextCursor => page.next_cursor = Some(map.next_value()?),
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(page)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<PageParts, A::Error> {
+                drain_seq(seq).map(|()| PageParts::default())
+            }
+            scalars_are!(PageParts::default());
+        }
+        deserializer.deserialize_any(PageVisitor)
+    }
+}
+
+/// A member that should be a string (or null), read without building a `Value`: a string
+/// becomes `T` in one copy.
+enum Text<T> {
+    Str(T),
+    Null,
+    /// Any other value (consumed).
+    Other,
+}
+
+impl<'de, T: for<'a> From<&'a str>> Deserialize<'de> for Text<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: for<'a> From<&'a str>> Visitor<'de> for TextVisitor<T> {
+            type Value = Text<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<T>, E> {
+                Ok(Text::Str(T::from(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Text<T>, E> {
+                Ok(Text::Null)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Text<T>, E> {
+                Ok(Text::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Text<T>, E> {
+                Ok(Text::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Text<T>, E> {
+                Ok(Text::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Text<T>, E> {
+                Ok(Text::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Text<T>, A::Error> {
+                drain_map(map).map(|()| Text::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Text<T>, A::Error> {
+                drain_seq(seq).map(|()| Text::Other)
+            }
+        }
+        deserializer.deserialize_any(TextVisitor(std::marker::PhantomData))
+    }
+}
+
+/// One entry of a `tools/list` page: the definition, or the name to report it by.
+struct Listed(Result<ToolDef, String>);
+
+const UNNAMED: &str = "(unnamed)";
+
+impl<'de> Deserialize<'de> for Listed {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        enum Key {
+            #[serde(rename = "name")]
+            Name,
+            #[serde(rename = "title")]
+            Title,
+            #[serde(rename = "description")]
+            Description,
+            #[serde(rename = "inputSchema")]
+            InputSchema,
+            #[serde(rename = "outputSchema")]
+            OutputSchema,
+            #[serde(rename = "annotations")]
+            Annotations,
+            #[serde(other)]
+            Other,
+        }
+        /// `Ok(None)` for null (or absent), `Ok(Some)` for a string, `Err` otherwise.
+        fn opt_string<T>(v: Option<Text<T>>) -> Result<Option<T>, ()> {
+            match v {
+                None | Some(Text::Null) => Ok(None),
+                Some(Text::Str(s)) => Ok(Some(s)),
+                Some(Text::Other) => Err(()),
+            }
+        }
+        /// `null` is an absent optional member, as `Option`'s deserializer reads it.
+        fn non_null(raw: Option<RawJson>) -> Option<RawJson> {
+            raw.filter(|r| r.get() != "null")
+        }
+        struct ToolVisitor;
+        impl<'de> Visitor<'de> for ToolVisitor {
+            type Value = Listed;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Listed, A::Error> {
+                let mut name: Option<Text<String>> = None;
+                let mut title: Option<Text<String>> = None;
+                let mut description: Option<Text<Arc<str>>> = None;
+                let mut input_schema: Option<RawJson> = None;
+                let mut output_schema: Option<RawJson> = None;
+                let mut annotations: Option<RawJson> = None;
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Name => name = Some(map.next_value()?),
+                        Key::Title => title = Some(map.next_value()?),
+                        Key::Description => description = Some(map.next_value()?),
+                        Key::InputSchema => input_schema = Some(map.next_value()?),
+                        Key::OutputSchema => output_schema = Some(map.next_value()?),
+                        Key::Annotations => annotations = Some(map.next_value()?),
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let name = match name {
+                    Some(Text::Str(s)) => s,
+                    _ => return Ok(Listed(Err(UNNAMED.to_string()))),
+                };
+                let (Ok(title), Ok(description)) = (opt_string(title), opt_string(description))
+                else {
+                    return Ok(Listed(Err(name)));
+                };
+                if name.is_empty() {
+                    return Ok(Listed(Err(name)));
+                }
+                Ok(Listed(Ok(ToolDef {
+                    name,
+                    title,
+                    description,
+                    input_schema: input_schema.unwrap_or_else(RawJson::empty_object_schema),
+                    output_schema: non_null(output_schema),
+                    annotations: non_null(annotations),
+                })))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Listed, A::Error> {
+                drain_seq(seq).map(|()| Listed(Err(UNNAMED.to_string())))
+            }
+            scalars_are!(Listed(Err(UNNAMED.to_string())));
+        }
+        deserializer.deserialize_any(ToolVisitor)
+    }
 }
 
 /// `tools/call` params; arguments default to `{}`.
@@ -425,8 +883,9 @@ pub fn call_tool_params(name: &str, arguments: Option<Value>) -> Value {
     })
 }
 
-pub fn parse_call_tool_result(v: &Value) -> Result<ToolResult, ProtocolError> {
-    ToolResult::deserialize(v).map_err(|e| malformed("tools/call", e.to_string()))
+/// Parse a `tools/call` answer straight from its JSON text.
+pub fn parse_call_tool_result(raw: &RawValue) -> Result<ToolResult, ProtocolError> {
+    serde_json::from_str(raw.get()).map_err(|e| malformed("tools/call", e.to_string()))
 }
 
 /// The answer to a server→client request: `ping` → `{}`, `roots/list` → the roots, anything
@@ -523,6 +982,10 @@ mod tests {
         serde_json::to_vec(&v).unwrap()
     }
 
+    fn raw(v: Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&v).unwrap()
+    }
+
     #[test]
     fn decodes_responses_requests_and_notifications() {
         let r = decode(
@@ -533,7 +996,7 @@ mod tests {
             r,
             Ok(Incoming::Response {
                 id: Some(3),
-                result: Ok(json!({"a":1}))
+                result: Ok(raw(json!({"a":1})))
             })
         );
         let e = decode(
@@ -586,29 +1049,121 @@ mod tests {
 
     #[test]
     fn initialize_rejects_unknown_versions() {
-        let ok = parse_initialize_result(&json!({
+        let ok = parse_initialize_result(&raw(json!({
             "protocolVersion": "2025-06-18",
             "capabilities": {"tools": {"listChanged": true}},
             "serverInfo": {"name": "s", "version": "1"}
-        }))
+        })))
         .unwrap();
         assert!(ok.has_tools && ok.tools_list_changed);
         assert_eq!(
-            parse_initialize_result(&json!({"protocolVersion": "1999-01-01", "capabilities": {}})),
+            parse_initialize_result(&raw(
+                json!({"protocolVersion": "1999-01-01", "capabilities": {}})
+            )),
             Err(ProtocolError::UnsupportedVersion("1999-01-01".into()))
         );
     }
 
     #[test]
     fn list_tools_page_parses_cursor_and_skips_bad_tools() {
-        let page = parse_list_tools_result(&json!({
+        let page = parse_list_tools_result(&raw(json!({
             "tools": [{"name": "a", "inputSchema": {"type": "object"}}, {"nope": 1}],
             "nextCursor": "p2"
-        }))
+        })))
         .unwrap();
         assert_eq!(page.tools.len(), 1);
         assert_eq!(page.next_cursor.as_deref(), Some("p2"));
         assert_eq!(page.skipped, vec!["(unnamed)".to_string()]);
+    }
+
+    #[test]
+    fn list_tools_page_keeps_schemas_as_sent() {
+        let text = r#"{"tools":[
+            {"name":"a","inputSchema":{"type":"object","properties":{"z":{},"a":{}}},
+             "outputSchema":null,"annotations":{"readOnlyHint":true}},
+            {"name":"b","title":3},
+            {"name":"c","name":"d","description":null},
+            ["e"],
+            {"name":""}
+        ],"nextCursor":null}"#;
+        let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+        let page = parse_list_tools_result(&raw).unwrap();
+        let names: Vec<&str> = page.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "d"]);
+        let a = &page.tools[0];
+        // Key order and text as the server sent them; `null` counts as absent.
+        assert_eq!(
+            a.input_schema.get(),
+            r#"{"type":"object","properties":{"z":{},"a":{}}}"#
+        );
+        assert_eq!(a.output_schema, None);
+        assert_eq!(
+            a.annotations.as_ref().map(RawJson::get),
+            Some(r#"{"readOnlyHint":true}"#)
+        );
+        // No schema listed: the empty object schema.
+        assert_eq!(page.tools[1].input_schema.get(), r#"{"type":"object"}"#);
+        assert_eq!(page.skipped, ["b", "(unnamed)", ""]);
+        assert_eq!(page.next_cursor, None);
+        for bad in [r#"{"tools":{}}"#, r#"[]"#, r#"{"tools":[],"nextCursor":1}"#] {
+            let raw: Box<RawValue> = serde_json::from_str(bad).unwrap();
+            assert!(parse_list_tools_result(&raw).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_tools_list_answer_is_read_as_a_page_when_its_id_comes_first() {
+        let result = json!({"tools": [{"name": "a"}, {"title": 1}], "nextCursor": "c"});
+        let page = parse_list_tools_result(&raw(result.clone()));
+        let pages = |id: u64| {
+            if id == 7 {
+                Expect::ToolsPage
+            } else {
+                Expect::Raw
+            }
+        };
+        let text = |s: &str| s.replace("R", &result.to_string()).into_bytes();
+        assert_eq!(
+            decode_expecting(
+                &text(r#"{"jsonrpc":"2.0","id":7,"result":R}"#),
+                1 << 20,
+                &pages
+            ),
+            Ok(Incoming::ToolsPage { id: 7, page })
+        );
+        // Another id, the result before the id, a repeated id, an error: the result stays raw
+        // (or the error wins), exactly as `decode` reads the frame.
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":8,"result":R}"#,
+            r#"{"jsonrpc":"2.0","result":R,"id":7}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"id":8}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"id":null}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":R,"#,
+        ] {
+            let frame = text(frame);
+            let got = decode_expecting(&frame, 1 << 20, &pages);
+            assert!(!matches!(got, Ok(Incoming::ToolsPage { .. })));
+            assert_eq!(got, decode(&frame, 1 << 20));
+        }
+        // Valid JSON that only a parse (not a validation) refuses, where a page reads it: the
+        // frame decodes as `decode` reads it, and the page then fails to parse either way.
+        for result in [
+            r#"{"tools":[{"name":"\ud800"}]}"#,
+            r#"{"tools":[{"name":"a","description":1e400}]}"#,
+        ] {
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#);
+            let got = decode_expecting(frame.as_bytes(), 1 << 20, &pages);
+            assert_eq!(got, decode(frame.as_bytes(), 1 << 20));
+            let Ok(Incoming::Response {
+                result: Ok(raw), ..
+            }) = got
+            else {
+                panic!("expected a raw result, got {got:?}")
+            };
+            assert!(parse_list_tools_result(&raw).is_err());
+        }
     }
 
     #[test]

@@ -1,14 +1,104 @@
 //! Tool definitions as servers announce them, tools as the view exposes them, and call results.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// A JSON value kept as the text a server sent (validated JSON, surrounding whitespace
+/// trimmed), shared: schemas and annotations are passed along, never inspected by the core,
+/// so they are not parsed into a [`Value`] tree. Clones cost a reference count.
+///
+/// Equality is textual: two schemas that differ only in key order or whitespace are not
+/// equal. Serializing with `serde_json` writes the text verbatim; other serializers see
+/// `serde_json`'s private raw-value struct, so go through [`RawJson::to_value`] for those.
+#[derive(Clone)]
+pub struct RawJson(Arc<RawValue>);
+
+impl RawJson {
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The raw value (for `serde_json` APIs that take one).
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// Parsed into a [`Value`] tree, on demand. The text is valid JSON, so this only falls
+    /// back to `Value::Null` for what `serde_json` accepts raw but refuses as a `Value` (a
+    /// number out of `f64` range, a lone surrogate escape).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.get()).unwrap_or(Value::Null)
+    }
+
+    /// The compact JSON text of `value`.
+    pub fn from_value(value: &Value) -> Self {
+        // Serializing a `Value` cannot fail.
+        RawJson::from(serde_json::value::to_raw_value(value).unwrap_or_default())
+    }
+
+    /// `{"type":"object"}`, the schema of a tool that lists none.
+    pub fn empty_object_schema() -> Self {
+        static SCHEMA: OnceLock<RawJson> = OnceLock::new();
+        SCHEMA
+            .get_or_init(|| RawJson::from_value(&serde_json::json!({"type": "object"})))
+            .clone()
+    }
+}
+
+impl From<Box<RawValue>> for RawJson {
+    fn from(raw: Box<RawValue>) -> Self {
+        RawJson(Arc::from(raw))
+    }
+}
+
+impl From<&RawValue> for RawJson {
+    fn from(raw: &RawValue) -> Self {
+        RawJson::from(raw.to_owned())
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.get() == other.get()
+    }
+}
+
+impl Eq for RawJson {}
+
+impl std::fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.get())
+    }
+}
+
+impl std::fmt::Display for RawJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.get())
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(RawJson::from)
+    }
+}
 
 /// A tool as a server lists it in `tools/list` (and as the cache stores it).
 ///
 /// The bulky parts (description, schemas, annotations) are shared (`Arc`), so the copies the
 /// view, the cache and the startup report hold of a tool cost a few reference counts, not a
-/// deep copy of its JSON schema.
+/// deep copy of its JSON schema. Schemas and annotations stay raw JSON text ([`RawJson`]):
+/// the core never looks inside them, and parsing every listed schema into a `Value` tree was
+/// most of a startup round's cost (BENCHMARKS.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
     pub name: String,
@@ -16,20 +106,16 @@ pub struct ToolDef {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<Arc<str>>,
-    #[serde(rename = "inputSchema", default = "default_schema")]
-    pub input_schema: Arc<Value>,
+    #[serde(rename = "inputSchema", default = "RawJson::empty_object_schema")]
+    pub input_schema: RawJson,
     #[serde(
         rename = "outputSchema",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub output_schema: Option<Arc<Value>>,
+    pub output_schema: Option<RawJson>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Arc<Value>>,
-}
-
-fn default_schema() -> Arc<Value> {
-    Arc::new(serde_json::json!({"type": "object"}))
+    pub annotations: Option<RawJson>,
 }
 
 impl ToolDef {
@@ -39,7 +125,7 @@ impl ToolDef {
             name: name.into(),
             title: None,
             description: None,
-            input_schema: default_schema(),
+            input_schema: RawJson::empty_object_schema(),
             output_schema: None,
             annotations: None,
         }
@@ -200,7 +286,8 @@ mod tests {
     #[test]
     fn tool_def_defaults_schema_and_keeps_fields() {
         let t: ToolDef = serde_json::from_value(json!({"name": "x", "description": "d"})).unwrap();
-        assert_eq!(*t.input_schema, json!({"type": "object"}));
+        assert_eq!(t.input_schema.to_value(), json!({"type": "object"}));
+        assert_eq!(t.input_schema.get(), r#"{"type":"object"}"#);
         assert_eq!(t.description.as_deref(), Some("d"));
     }
 }

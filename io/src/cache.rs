@@ -131,19 +131,24 @@ impl ToolCache {
                 return None;
             }
         };
-        let value: serde_json::Value = match serde_json::from_slice(&text) {
-            Ok(value) => value,
+        // Straight from the bytes (no `Value` tree): the version first, so an entry of another
+        // version is a quiet miss whatever its shape.
+        #[derive(Deserialize)]
+        struct Version {
+            version: Option<serde_json::Value>,
+        }
+        let version = match serde_json::from_slice::<Version>(&text) {
+            Ok(v) => v.version.as_ref().and_then(serde_json::Value::as_u64),
             Err(e) => {
                 tracing::warn!(server = %key.server, path = %path.display(), error = %e, "tool cache entry is corrupt; ignoring it");
                 return None;
             }
         };
-        let version = value.get("version").and_then(serde_json::Value::as_u64);
         if version != Some(u64::from(CACHE_VERSION)) {
             tracing::debug!(server = %key.server, path = %path.display(), ?version, "tool cache entry of another version; ignoring it");
             return None;
         }
-        let entry: Entry = match serde_json::from_value(value) {
+        let entry: Entry = match serde_json::from_slice(&text) {
             Ok(entry) => entry,
             Err(e) => {
                 tracing::warn!(server = %key.server, path = %path.display(), error = %e, "tool cache entry is corrupt; ignoring it");

@@ -58,13 +58,35 @@ pub fn config_parse(data: &[u8]) {
 }
 
 /// Bytes → one frame through the codec; never panics, and what decodes parses further
-/// without panicking.
+/// without panicking. Reading a `tools/list` page while decoding gives what decoding and then
+/// parsing the raw result gives.
 pub fn frame_decode(data: &[u8]) {
-    if let Ok(protocol::Incoming::Response { result: Ok(v), .. }) = protocol::decode(data, 1 << 16)
-    {
-        let _ = protocol::parse_initialize_result(&v);
-        let _ = protocol::parse_list_tools_result(&v);
-        let _ = protocol::parse_call_tool_result(&v);
+    let raw = protocol::decode(data, 1 << 16);
+    if let Ok(protocol::Incoming::Response { result: Ok(v), .. }) = &raw {
+        let _ = protocol::parse_initialize_result(v);
+        let _ = protocol::parse_list_tools_result(v);
+        let _ = protocol::parse_call_tool_result(v);
+    }
+    let paged = protocol::decode_expecting(data, 1 << 16, &|_| protocol::Expect::ToolsPage);
+    match (&paged, &raw) {
+        (
+            Ok(protocol::Incoming::ToolsPage { id, page }),
+            Ok(protocol::Incoming::Response {
+                id: raw_id,
+                result: Ok(v),
+            }),
+        ) => {
+            assert_eq!(Some(*id), *raw_id, "page read for another id");
+            assert_eq!(
+                *page,
+                protocol::parse_list_tools_result(v),
+                "page read while decoding differs from the raw result's"
+            );
+        }
+        (Ok(protocol::Incoming::ToolsPage { .. }), other) => {
+            panic!("a page where plain decoding gives {other:?}")
+        }
+        _ => assert_eq!(paged, raw, "decode_expecting differs from decode"),
     }
 }
 

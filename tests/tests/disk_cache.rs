@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard::cache::{ToolCache, DEFAULT_TTL};
-use switchboard_core::{CacheKey, ToolDef};
+use switchboard_core::{CacheKey, RawJson, ToolDef};
 
 const NOW: u64 = 1_700_000_000_000;
 
@@ -122,6 +122,50 @@ fn entries_of_another_version_are_misses() {
     });
     std::fs::write(cache.path_for(&k), serde_json::to_vec(&entry).unwrap()).unwrap();
     assert_eq!(cache.load(&k, NOW), None);
+}
+
+/// Schemas are kept as the server sent them (raw JSON text). Version 1 entries written before
+/// that (schemas re-serialized from a `Value`, keys sorted) load as they are, and a stored
+/// schema comes back byte for byte, key order included.
+#[test]
+fn schemas_round_trip_as_text_and_older_version_1_entries_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    let k = key("s", HASH_A);
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["path"],
+    });
+    let older = serde_json::json!({
+        "version": 1,
+        "server": "s",
+        "config_hash": HASH_A,
+        "written_at_unix_ms": NOW,
+        "tools": [{
+            "name": "t",
+            "description": "d",
+            "inputSchema": schema,
+            "outputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": true},
+        }],
+    });
+    std::fs::write(cache.path_for(&k), serde_json::to_vec(&older).unwrap()).unwrap();
+    let loaded = cache.load(&k, NOW).expect("a version 1 entry loads");
+    assert_eq!(loaded.len(), 1);
+    assert_eq!(loaded[0].input_schema.to_value(), schema);
+    assert_eq!(
+        loaded[0].annotations.as_ref().map(RawJson::to_value),
+        Some(serde_json::json!({"readOnlyHint": true}))
+    );
+
+    let mut t = ToolDef::named("u");
+    let text = r#"{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}}"#;
+    t.input_schema = serde_json::from_str(text).unwrap();
+    cache.store(&k, &[t.clone()], NOW).unwrap();
+    let back = cache.load(&k, NOW).unwrap();
+    assert_eq!(back, vec![t]);
+    assert_eq!(back[0].input_schema.get(), text);
 }
 
 #[test]

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
-use switchboard_core::names::{base_name, NameTable, NamingScheme, MAX_NAME_LEN};
+use switchboard_core::names::{base_name, sanitize, NameTable, NamingScheme, MAX_NAME_LEN};
 
 /// server → raw tool names.
 type View = BTreeMap<String, BTreeSet<String>>;
@@ -228,8 +228,31 @@ fn is_valid_name(name: &str) -> bool {
         && name.starts_with("mcp_")
 }
 
+/// `sanitize` spelled out character by character (what it did before it learned to return an
+/// already clean part unchanged without looking at each character twice).
+fn sanitize_slowly(part: &str) -> String {
+    let mut out = String::new();
+    for c in part.chars().flat_map(char::to_lowercase) {
+        let c = if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            c
+        } else {
+            '_'
+        };
+        if !(c == '_' && out.ends_with('_')) {
+            out.push(c);
+        }
+    }
+    out.trim_matches('_').to_string()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    // Invariant: sanitizing is the character-by-character rule, clean parts included.
+    #[test]
+    fn names_sanitize_follows_the_rule(part in "[a-z0-9_A-Z. ü-]{0,12}") {
+        prop_assert_eq!(sanitize(&part), sanitize_slowly(&part));
+    }
 
     // Invariant 1: every minted name matches ^[a-z0-9_]{1,64}$ and starts with `mcp_`, whatever
     // the raw names (non-ASCII, empty, over-long, server-prefixed).

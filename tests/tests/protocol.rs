@@ -8,7 +8,7 @@ use switchboard_core::protocol::{
     self, decode, encode_cancelled, encode_request, DecodeError, Incoming, PeerRequestId,
     ServerNotification,
 };
-use switchboard_core::tool::ToolResult;
+use switchboard_core::tool::{ToolDef, ToolResult};
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -26,7 +26,97 @@ fn arb_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// A member of a tool definition: absent, a string, or any JSON value.
+fn arb_member() -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        Just(None),
+        "[a-z_]{0,6}".prop_map(|s| Some(Value::String(s))),
+        arb_json().prop_map(Some),
+    ]
+}
+
+/// A `tools/list` entry: well-formed or not, with members of any type.
+fn arb_tool() -> impl Strategy<Value = Value> {
+    let members = [
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+        "extra",
+    ];
+    prop_oneof![
+        1 => arb_json(),
+        4 => prop::collection::vec(arb_member(), members.len()).prop_map(move |vals| {
+            let mut obj = serde_json::Map::new();
+            for (k, v) in members.iter().zip(vals) {
+                if let Some(v) = v {
+                    obj.insert(k.to_string(), v);
+                }
+            }
+            Value::Object(obj)
+        }),
+    ]
+}
+
+/// How pages were read while the codec built a `Value` tree of every answer: each entry went
+/// through `ToolDef`'s derived `Deserialize` (entries that are not objects are skipped, the one
+/// intended difference: the derived impl also read a definition given as an array).
+fn page_via_value(v: &Value) -> Result<protocol::ToolsPage, String> {
+    use serde::Deserialize;
+    let tools = v
+        .get("tools")
+        .and_then(Value::as_array)
+        .ok_or("missing \"tools\" array")?;
+    let mut page = protocol::ToolsPage {
+        tools: Vec::new(),
+        next_cursor: None,
+        skipped: Vec::new(),
+    };
+    for t in tools {
+        match ToolDef::deserialize(t) {
+            Ok(def) if t.is_object() && !def.name.is_empty() => page.tools.push(def),
+            _ => page.skipped.push(
+                t.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("(unnamed)")
+                    .to_string(),
+            ),
+        }
+    }
+    page.next_cursor = match v.get("nextCursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("bad nextCursor".into()),
+    };
+    Ok(page)
+}
+
 proptest! {
+    // Invariant: reading a `tools/list` page straight from its text (schemas kept raw) keeps
+    // and skips exactly the definitions the `Value`-tree reading kept and skipped, with equal
+    // fields (schemas equal as text: the frame is what a `Value` serializes to).
+    #[test]
+    fn tools_pages_read_from_text_as_from_a_value(
+        tools in prop::collection::vec(arb_tool(), 0..6),
+        tools_not_array in proptest::option::of(arb_json()),
+        cursor in arb_member(),
+    ) {
+        let mut page = serde_json::Map::new();
+        page.insert("tools".into(), tools_not_array.unwrap_or(Value::Array(tools)));
+        if let Some(c) = cursor {
+            page.insert("nextCursor".into(), c);
+        }
+        let page = Value::Object(page);
+        let raw = serde_json::value::to_raw_value(&page).unwrap();
+        let got = protocol::parse_list_tools_result(&raw);
+        match page_via_value(&page) {
+            Ok(want) => prop_assert_eq!(got, Ok(want)),
+            Err(_) => prop_assert!(got.is_err()),
+        }
+    }
+
     // Invariant: decoding arbitrary bytes never panics; it either yields a message or a
     // typed error, and a frame over the limit is always `TooLarge`.
     #[test]
@@ -68,7 +158,8 @@ proptest! {
     fn responses_match_their_id(id in any::<u64>(), as_string in any::<bool>(), result in arb_json()) {
         let idv = if as_string { json!(id.to_string()) } else { json!(id) };
         let frame = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": idv, "result": result})).unwrap();
-        prop_assert_eq!(decode(&frame, usize::MAX), Ok(Incoming::Response { id: Some(id), result: Ok(result) }));
+        let raw = serde_json::value::to_raw_value(&result).unwrap();
+        prop_assert_eq!(decode(&frame, usize::MAX), Ok(Incoming::Response { id: Some(id), result: Ok(raw) }));
     }
 
     // Invariant: any tool result a server might send renders to text without panicking, and
@@ -76,7 +167,7 @@ proptest! {
     #[test]
     fn tool_results_always_render(v in arb_json(), is_error in any::<bool>()) {
         let mut obj = json!({"content": [v.clone(), {"type": "text", "text": "t"}], "isError": is_error});
-        if let Ok(r) = protocol::parse_call_tool_result(&obj) {
+        if let Ok(r) = protocol::parse_call_tool_result(&serde_json::value::to_raw_value(&obj).unwrap()) {
             let text = r.render_text();
             prop_assert_eq!(text.starts_with("Error: "), is_error);
         }

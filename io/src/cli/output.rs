@@ -421,7 +421,7 @@ pub fn tools(session: &Session, server: Option<&str>, json: bool) {
                     title: t.def.title.clone(),
                     description: t.def.description.as_deref().map(str::to_string),
                     deferred: t.deferred,
-                    input_schema: (*t.def.input_schema).clone(),
+                    input_schema: t.def.input_schema.to_value(),
                 })
                 .collect(),
             errors,
