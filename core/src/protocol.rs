@@ -885,7 +885,10 @@ pub fn call_tool_params(name: &str, arguments: Option<Value>) -> Value {
 
 /// Parse a `tools/call` answer straight from its JSON text.
 pub fn parse_call_tool_result(raw: &RawValue) -> Result<ToolResult, ProtocolError> {
-    serde_json::from_str(raw.get()).map_err(|e| malformed("tools/call", e.to_string()))
+    let mut result: ToolResult =
+        serde_json::from_str(raw.get()).map_err(|e| malformed("tools/call", e.to_string()))?;
+    result.raw = Some(RawJson::from(raw.to_owned()));
+    Ok(result)
 }
 
 /// The answer to a server→client request: `ping` → `{}`, `roots/list` → the roots, anything

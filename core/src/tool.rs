@@ -203,8 +203,9 @@ pub enum Content {
 }
 
 /// The result of `tools/call`. A result with `is_error` is still a result (the tool ran and
-/// reported a failure), not a protocol error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// reported a failure), not a protocol error. Equality compares the decoded fields, not
+/// [`ToolResult::raw`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolResult {
     #[serde(default)]
     pub content: Vec<Content>,
@@ -216,6 +217,19 @@ pub struct ToolResult {
     pub structured_content: Option<Value>,
     #[serde(rename = "isError", default)]
     pub is_error: bool,
+    /// The result object exactly as the server sent it — every field, `_meta`, content
+    /// annotations and fields this version does not know included — when it came from a
+    /// server (`None` for a result built or deserialized by hand).
+    #[serde(skip)]
+    pub raw: Option<RawJson>,
+}
+
+impl PartialEq for ToolResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.content == other.content
+            && self.structured_content == other.structured_content
+            && self.is_error == other.is_error
+    }
 }
 
 impl ToolResult {

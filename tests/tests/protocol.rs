@@ -190,3 +190,18 @@ fn cancellation_notice_names_the_request_and_reason() {
         Ok(Incoming::Notification(ServerNotification::Cancelled { .. }))
     ));
 }
+
+#[test]
+fn a_call_result_keeps_the_servers_object_byte_for_byte_for_embedders_and_call_json() {
+    let text = r#"{"content":[{"type":"text","text":"hi","annotations":{"audience":["user"]}}],"_meta":{"trace":"t-1"},"isError":false,"future":1}"#;
+    let raw = serde_json::value::RawValue::from_string(text.to_string()).unwrap();
+    let r = protocol::parse_call_tool_result(&raw).unwrap();
+    assert_eq!(r.render_text(), "hi");
+    // What the decoded fields drop (`_meta`, the part's annotations, unknown fields) is
+    // still in `raw`, exactly as sent.
+    assert_eq!(r.raw.as_ref().map(|j| j.get()), Some(text));
+    // Equality is about the decoded result, not the bytes it came from.
+    let mut other = r.clone();
+    other.raw = None;
+    assert_eq!(r, other);
+}

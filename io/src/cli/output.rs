@@ -477,7 +477,11 @@ pub fn tools(session: &Session, server: Option<&str>, json: bool) {
 
 pub fn call_result(r: &ToolResult, json: bool) {
     if json {
-        print_json(r);
+        // The result object byte for byte as the server sent it.
+        match &r.raw {
+            Some(raw) => println!("{}", raw.get()),
+            None => print_json(r),
+        }
     } else {
         println!("{}", r.render_text());
     }
