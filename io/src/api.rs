@@ -430,13 +430,6 @@ impl Switchboard {
         rx.recv().await.map_err(|_| Error::Stopped)
     }
 
-    fn send(&self, input: Input) -> Result<(), Error> {
-        self.inner
-            .requests
-            .try_send(Request::Input(input))
-            .map_err(|_| Error::Stopped)
-    }
-
     /// The tool view (live and deferred marked), ordered by qualified name.
     pub fn tools(&self) -> Arc<Vec<Tool>> {
         self.inner
@@ -581,19 +574,40 @@ impl Switchboard {
             .await
     }
 
-    /// Reconcile to this set: start new servers, restart changed ones, stop removed ones.
+    /// Reconcile to this set: start new servers, restart changed ones and stopped ones it
+    /// lists, stop removed ones; every other connection, call and tool is left alone.
+    ///
+    /// When it started servers, returns at their round's gate with its report, like
+    /// [`connect`](Self::connect); when it started none, returns `None` at once (removed
+    /// servers are being closed in the background; [`disconnect`](Self::disconnect) waits
+    /// for a close).
     ///
     /// With a fixed list (see [`Builder::servers`]), this set becomes the list that
     /// [`reload`](Self::reload) connects. With discovery, `reload` still re-reads the config
     /// files: that is what it is for.
-    pub async fn sync(&self, servers: Vec<ServerSpec>) -> Result<(), Error> {
+    pub async fn sync(&self, servers: Vec<ServerSpec>) -> Result<Option<StartupReport>, Error> {
         {
             let mut source = self.inner.source.lock().map_err(|_| Error::Stopped)?;
             if let ServerSource::Specs(list) = &mut *source {
                 list.clone_from(&servers);
             }
         }
-        self.send(Input::Sync { servers })
+        let (tx, rx) = async_channel::bounded(1);
+        self.inner
+            .requests
+            .send(Request::Connect {
+                input: Input::Sync { servers },
+                config: ConfigReport::default(),
+                reply: tx,
+            })
+            .await
+            .map_err(|_| Error::Stopped)?;
+        match rx.recv().await {
+            Ok(report) => Ok(Some(report)),
+            // Dropped unanswered: no round was opened (or the driver stopped meanwhile).
+            Err(_) if self.inner.requests.is_closed() => Err(Error::Stopped),
+            Err(_) => Ok(None),
+        }
     }
 
     /// Re-list one server's tools and return once the new list is in the view (a server that

@@ -66,7 +66,8 @@ pub(crate) enum Request {
         reply: OneshotSender<CallOutcome>,
     },
     /// Start a round and answer with its report, completed with `config` (what discovery
-    /// found wrong with the config files).
+    /// found wrong with the config files). An input that opened no round (a `Sync` that
+    /// started nothing) drops `reply` unanswered.
     Connect {
         input: Input,
         config: ConfigReport,
@@ -446,9 +447,13 @@ impl Driver {
                 reply,
             } => {
                 self.remember_auth(&input);
+                let before = self.m.last_round();
                 self.m.handle(now, input);
-                // `Connect` and `Reload` always open a round: the latest one is theirs.
-                if let Some(round) = self.m.last_round() {
+                // `Connect` and `Reload` always open a round, `Sync` when it starts a server:
+                // a new latest round is theirs. No round: `reply` is dropped (the handle
+                // reads that as "no report").
+                let after = self.m.last_round();
+                if let Some(round) = after.filter(|_| after != before) {
                     self.startup_waiters.insert(round, (reply, config));
                 }
             }

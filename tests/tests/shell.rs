@@ -713,7 +713,14 @@ fn reload_after_sync_connects_the_synced_set() {
             .await
             .unwrap();
         assert_eq!(report.connected, ["a", "b"]);
-        sb.sync(vec![demo("a", &[]), demo("c", &[])]).await.unwrap();
+        // The sync started `c`: it returns with that round's report.
+        let synced = sb.sync(vec![demo("a", &[]), demo("c", &[])]).await.unwrap();
+        let synced = synced.expect("a sync that starts a server reports its round");
+        assert_eq!(synced.connected, ["c"], "{synced:?}");
+        assert_eq!(sb.status("c"), ServerStatus::Connected);
+        // The same set again starts nothing: no round, no report.
+        let again = sb.sync(vec![demo("a", &[]), demo("c", &[])]).await.unwrap();
+        assert!(again.is_none(), "{again:?}");
         let report = sb.reload().await.unwrap();
         assert_eq!(report.connected, ["a", "c"], "{report:?}");
         assert_eq!(sb.server_state("b"), None);
