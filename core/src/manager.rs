@@ -152,6 +152,15 @@ pub enum CallOutcome {
     Cancelled,
 }
 
+/// A server log message's `data` (`Output::ServerLog`) as text: a string as it is, any other
+/// JSON value in its JSON form.
+pub fn log_text(data: &Value) -> std::borrow::Cow<'_, str> {
+    match data {
+        Value::String(s) => s.as_str().into(),
+        other => other.to_string().into(),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Level {
     Debug,

@@ -713,13 +713,10 @@ impl Driver {
                     logger,
                     data,
                 } => {
-                    let text = match &data {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
+                    let text = switchboard_core::manager::log_text(&data);
                     let line = match &logger {
                         Some(l) => format!("[{l}] {text}"),
-                        None => text,
+                        None => text.into_owned(),
                     };
                     log_diagnostic(Some(&server), level, &line);
                     events.push(Event::ServerLog {

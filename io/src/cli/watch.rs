@@ -250,10 +250,7 @@ impl Watch<'_> {
                 logger,
                 data,
             } => {
-                let text = match &data {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
+                let text = switchboard::core::manager::log_text(&data).into_owned();
                 let level = format!("{level:?}").to_lowercase();
                 self.p.emit(
                     "server_log",
