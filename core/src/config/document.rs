@@ -1,0 +1,207 @@
+//! Config documents: which dialect a file is written in, its top level (JSON, JSONC or Codex
+//! TOML), the key its servers live under, and Claude Code's `~/.claude.json`, which keeps one
+//! server list for the user and one per project directory.
+
+use super::codex::parse_toml_root;
+use super::entry::parse_entry;
+use super::jsonc::strip_jsonc;
+use super::{ConfigError, ServerConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which client's spelling of a document to expect. Every dialect accepts every alias (a
+/// Windsurf `serverUrl` in a Cursor file still works); the dialect only decides what is
+/// ambiguous between clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// JSON with `mcpServers` (Claude Code, Cursor, Windsurf, `.mcp.json`, Switchboard) or
+    /// `servers` (VS Code). A plain `url` without `type` means Streamable HTTP.
+    Json,
+    /// Gemini CLI's `settings.json`: like [`Dialect::Json`], but a plain `url` without `type`
+    /// means SSE (Gemini spells Streamable HTTP `httpUrl`).
+    Gemini,
+    /// Codex's TOML: `[mcp_servers.<name>]` tables.
+    Toml,
+}
+
+impl Dialect {
+    /// The dialect a file's path implies: `.toml` is Codex TOML, a `settings.json` inside a
+    /// `.gemini` folder is Gemini, anything else is JSON.
+    pub fn from_path(path: &str) -> Dialect {
+        let normalized = path.replace('\\', "/");
+        if normalized.to_ascii_lowercase().ends_with(".toml") {
+            Dialect::Toml
+        } else if normalized.ends_with(".gemini/settings.json") {
+            Dialect::Gemini
+        } else {
+            Dialect::Json
+        }
+    }
+}
+
+/// One parsed document: the servers that parsed, in name order (both serde_json's and toml's
+/// maps are sorted, so the file's own order is not kept), and one [`ConfigError::Server`] per
+/// entry that did not. A bad entry never hides the good ones.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ParsedDocument {
+    /// Each entry that parsed, with its name.
+    pub servers: Vec<(String, ServerConfig)>,
+    /// One error per entry that did not parse, naming it.
+    pub errors: Vec<ConfigError>,
+}
+
+/// Parse a config document in the dialect its path implies ([`Dialect::from_path`]).
+///
+/// `Err` means the whole document is unusable: it does not parse ([`ConfigError::Syntax`],
+/// with 1-based line and column) or is not a config document ([`ConfigError::Document`]: the
+/// top level, or its `mcpServers`/`servers`/`mcp_servers`, is not an object). An empty or
+/// whitespace-only text is an empty config. A document without any servers key is an empty
+/// config too (Gemini's `settings.json` holds much else).
+pub fn parse_document(path: &str, text: &str) -> Result<ParsedDocument, ConfigError> {
+    parse_document_as(path, text, Dialect::from_path(path))
+}
+
+/// [`parse_document`] with an explicit dialect.
+pub fn parse_document_as(
+    path: &str,
+    text: &str,
+    dialect: Dialect,
+) -> Result<ParsedDocument, ConfigError> {
+    let root = match parse_root(path, text, dialect)? {
+        Some(root) => root,
+        None => return Ok(ParsedDocument::default()),
+    };
+    let key = match dialect {
+        Dialect::Toml => "mcp_servers",
+        Dialect::Json | Dialect::Gemini => {
+            if root.contains_key("mcpServers") || !root.contains_key("servers") {
+                "mcpServers"
+            } else {
+                "servers"
+            }
+        }
+    };
+    parse_servers_value(path, root.get(key), key, dialect)
+}
+
+/// What Claude Code's `~/.claude.json` holds for one project directory.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ClaudeJson {
+    /// The top-level `mcpServers` (Claude's "user" scope).
+    pub user: ParsedDocument,
+    /// `projects["<project dir>"].mcpServers` (Claude's "local" scope: private to this user,
+    /// for one directory). Empty when `project_dir` is `None` or not listed.
+    pub project: ParsedDocument,
+}
+
+/// Parse Claude Code's `~/.claude.json`. `project_dir` is the absolute project path as Claude
+/// stores it (the shell passes the canonical path); a trailing `/` on either side is ignored.
+pub fn parse_claude_json(
+    path: &str,
+    text: &str,
+    project_dir: Option<&str>,
+) -> Result<ClaudeJson, ConfigError> {
+    let root = match parse_root(path, text, Dialect::Json)? {
+        Some(root) => root,
+        None => return Ok(ClaudeJson::default()),
+    };
+    let user = parse_servers_value(path, root.get("mcpServers"), "mcpServers", Dialect::Json)?;
+    let project_entry = project_dir.and_then(|dir| {
+        let want = trim_dir(dir);
+        root.get("projects")?
+            .as_object()?
+            .iter()
+            .find(|(key, _)| trim_dir(key) == want)
+            .map(|(_, v)| v)
+    });
+    let project = match project_entry.and_then(Value::as_object) {
+        Some(p) => parse_servers_value(path, p.get("mcpServers"), "mcpServers", Dialect::Json)?,
+        None => ParsedDocument::default(),
+    };
+    Ok(ClaudeJson { user, project })
+}
+
+fn trim_dir(dir: &str) -> &str {
+    match dir.trim_end_matches(['/', '\\']) {
+        "" => dir,
+        trimmed => trimmed,
+    }
+}
+
+/// Parse the text into its top-level object; `None` for an empty document.
+fn parse_root(
+    path: &str,
+    text: &str,
+    dialect: Dialect,
+) -> Result<Option<serde_json::Map<String, Value>>, ConfigError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match dialect {
+        Dialect::Toml => parse_toml_root(path, text).map(Some),
+        Dialect::Json | Dialect::Gemini => {
+            let cleaned = strip_jsonc(text);
+            let value: Value = serde_json::from_str(&cleaned).map_err(|e| {
+                // serde_json's Display appends " at line L column C"; we report those as fields.
+                let full = e.to_string();
+                let suffix = format!(" at line {} column {}", e.line(), e.column());
+                let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+                ConfigError::Syntax {
+                    path: path.to_string(),
+                    line: e.line().max(1),
+                    column: e.column().max(1),
+                    message,
+                }
+            })?;
+            match value {
+                Value::Object(map) => Ok(Some(map)),
+                other => Err(ConfigError::Document {
+                    path: path.to_string(),
+                    message: format!("the top level must be an object, got {}", kind_of(&other)),
+                }),
+            }
+        }
+    }
+}
+
+/// How a value's type reads in a message: "got a string", "got an array".
+pub(super) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parse the object of servers found under `key`: each entry on its own, so a bad one gives
+/// one error and the rest still parse. An absent or null key is an empty config.
+fn parse_servers_value(
+    path: &str,
+    servers: Option<&Value>,
+    key: &str,
+    dialect: Dialect,
+) -> Result<ParsedDocument, ConfigError> {
+    let servers = match servers {
+        None | Some(Value::Null) => return Ok(ParsedDocument::default()),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(ConfigError::Document {
+                path: path.to_string(),
+                message: format!("\"{key}\" must be an object, got {}", kind_of(other)),
+            })
+        }
+    };
+    let mut doc = ParsedDocument::default();
+    for (name, entry) in servers {
+        match parse_entry(name, entry, dialect) {
+            Ok(config) => doc.servers.push((name.clone(), config)),
+            Err(e) => doc.errors.push(e),
+        }
+    }
+    Ok(doc)
+}
