@@ -1,0 +1,131 @@
+//! The MCP methods the client speaks: `initialize` (params out, answer checked for a supported
+//! version), `tools/list` params, `tools/call` (params out, result kept byte for byte), and the
+//! answers to what a server may ask of us (`ping`, `roots/list`).
+
+use super::message::malformed;
+use super::{
+    codes, encode_error, encode_result, PeerRequestId, ProtocolError, PROTOCOL_VERSION,
+    SUPPORTED_VERSIONS,
+};
+use crate::tool::{RawJson, ToolResult};
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+/// A root the client exposes to servers (`roots/list`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Root {
+    /// The root's URI, a `file://` URI for a directory.
+    pub uri: String,
+    /// A name to show for it, if any.
+    pub name: Option<String>,
+}
+
+/// `initialize` params: our client info, protocol version and capabilities.
+pub fn initialize_params(client_version: &str, roots: bool) -> Value {
+    let mut caps = Map::new();
+    if roots {
+        caps.insert("roots".into(), json!({"listChanged": false}));
+    }
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "capabilities": Value::Object(caps),
+        "clientInfo": {"name": "switchboard", "version": client_version},
+    })
+}
+
+/// What we keep of a server's `initialize` answer.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InitializeResult {
+    /// The protocol version the server chose (one of [`SUPPORTED_VERSIONS`]).
+    pub protocol_version: String,
+    /// The server offers tools (its capabilities have a `tools` member).
+    pub has_tools: bool,
+    /// The server will send `notifications/tools/list_changed` when its tools change.
+    pub tools_list_changed: bool,
+    /// `serverInfo.name`, when given.
+    pub server_name: Option<String>,
+    /// `serverInfo.version`, when given.
+    pub server_version: Option<String>,
+    /// The server's usage instructions for the model, when given.
+    pub instructions: Option<String>,
+}
+
+/// Parse an `initialize` answer (a small object: read as a `Value`).
+pub fn parse_initialize_result(raw: &RawValue) -> Result<InitializeResult, ProtocolError> {
+    let v: Value =
+        serde_json::from_str(raw.get()).map_err(|e| malformed("initialize", e.to_string()))?;
+    let v = &v;
+    let version = v
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| malformed("initialize", "missing protocolVersion"))?;
+    if !SUPPORTED_VERSIONS.contains(&version) {
+        return Err(ProtocolError::UnsupportedVersion(version.to_string()));
+    }
+    let tools = v.get("capabilities").and_then(|c| c.get("tools"));
+    let info = v.get("serverInfo");
+    let s = |o: Option<&Value>, k: &str| {
+        o.and_then(|o| o.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Ok(InitializeResult {
+        protocol_version: version.to_string(),
+        has_tools: tools.is_some_and(|t| !t.is_null()),
+        tools_list_changed: tools
+            .and_then(|t| t.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        server_name: s(info, "name"),
+        server_version: s(info, "version"),
+        instructions: v
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
+
+/// `tools/list` params for a page.
+pub fn list_tools_params(cursor: Option<&str>) -> Option<Value> {
+    cursor.map(|c| json!({ "cursor": c }))
+}
+
+/// `tools/call` params; arguments default to `{}`.
+pub fn call_tool_params(name: &str, arguments: Option<Value>) -> Value {
+    json!({
+        "name": name,
+        "arguments": arguments.unwrap_or_else(|| json!({})),
+    })
+}
+
+/// Parse a `tools/call` answer straight from its JSON text.
+pub fn parse_call_tool_result(raw: &RawValue) -> Result<ToolResult, ProtocolError> {
+    let mut result: ToolResult =
+        serde_json::from_str(raw.get()).map_err(|e| malformed("tools/call", e.to_string()))?;
+    result.raw = Some(RawJson::from(raw.to_owned()));
+    Ok(result)
+}
+
+/// The answer to a server→client request: `ping` → `{}`, `roots/list` → the roots, anything
+/// else → -32601.
+pub fn answer_peer_request(id: &PeerRequestId, method: &str, roots: &[Root]) -> Bytes {
+    match method {
+        "ping" => encode_result(id, json!({})),
+        "roots/list" => {
+            let list: Vec<Value> = roots
+                .iter()
+                .map(|r| match &r.name {
+                    Some(n) => json!({"uri": r.uri, "name": n}),
+                    None => json!({"uri": r.uri}),
+                })
+                .collect();
+            encode_result(id, json!({ "roots": list }))
+        }
+        other => encode_error(
+            id,
+            codes::METHOD_NOT_FOUND,
+            &format!("Method not found: {other}"),
+        ),
+    }
+}

@@ -1,0 +1,222 @@
+//! Tests of the codec through the module's public paths: decoding, the `tools/list` reader,
+//! answers to server requests and the request tracker.
+
+use super::*;
+use crate::tool::RawJson;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+fn frame(v: Value) -> Vec<u8> {
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn raw(v: Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(&v).unwrap()
+}
+
+#[test]
+fn decodes_responses_requests_and_notifications() {
+    let r = decode(
+        &frame(json!({"jsonrpc":"2.0","id":3,"result":{"a":1}})),
+        1 << 20,
+    );
+    assert_eq!(
+        r,
+        Ok(Incoming::Response {
+            id: Some(3),
+            result: Ok(raw(json!({"a":1})))
+        })
+    );
+    let e = decode(
+        &frame(json!({"jsonrpc":"2.0","id":"4","error":{"code":-32601,"message":"nope"}})),
+        1 << 20,
+    )
+    .unwrap();
+    let Incoming::Response {
+        id,
+        result: Err(err),
+    } = e
+    else {
+        panic!("expected an error response")
+    };
+    assert_eq!(id, Some(4));
+    assert_eq!(err.to_string(), "MCP error -32601: nope");
+    assert!(matches!(
+        decode(&frame(json!({"jsonrpc":"2.0","id":"x","method":"ping"})), 1 << 20),
+        Ok(Incoming::Request { ref method, .. }) if method == "ping"
+    ));
+    assert_eq!(
+        decode(
+            &frame(json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})),
+            1 << 20
+        ),
+        Ok(Incoming::Notification(ServerNotification::ToolsListChanged))
+    );
+}
+
+#[test]
+fn garbage_is_an_error_not_a_panic() {
+    assert!(matches!(
+        decode(b"hello", 100),
+        Err(DecodeError::NotJson(_))
+    ));
+    assert!(matches!(decode(b"[]", 100), Err(DecodeError::Batch)));
+    assert!(matches!(decode(b"3", 100), Err(DecodeError::NotJsonRpc(_))));
+    assert!(matches!(
+        decode(br#"{"id":1,"result":{}}"#, 100),
+        Err(DecodeError::NotJsonRpc(_))
+    ));
+    assert!(matches!(
+        decode(&[b' '; 101], 100),
+        Err(DecodeError::TooLarge {
+            len: 101,
+            limit: 100
+        })
+    ));
+}
+
+#[test]
+fn initialize_rejects_unknown_versions() {
+    let ok = parse_initialize_result(&raw(json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {"listChanged": true}},
+        "serverInfo": {"name": "s", "version": "1"}
+    })))
+    .unwrap();
+    assert!(ok.has_tools && ok.tools_list_changed);
+    assert_eq!(
+        parse_initialize_result(&raw(
+            json!({"protocolVersion": "1999-01-01", "capabilities": {}})
+        )),
+        Err(ProtocolError::UnsupportedVersion("1999-01-01".into()))
+    );
+}
+
+#[test]
+fn list_tools_page_parses_cursor_and_skips_bad_tools() {
+    let page = parse_list_tools_result(&raw(json!({
+        "tools": [{"name": "a", "inputSchema": {"type": "object"}}, {"nope": 1}],
+        "nextCursor": "p2"
+    })))
+    .unwrap();
+    assert_eq!(page.tools.len(), 1);
+    assert_eq!(page.next_cursor.as_deref(), Some("p2"));
+    assert_eq!(page.skipped, vec!["(unnamed)".to_string()]);
+}
+
+#[test]
+fn list_tools_page_keeps_schemas_as_sent() {
+    let text = r#"{"tools":[
+        {"name":"a","inputSchema":{"type":"object","properties":{"z":{},"a":{}}},
+         "outputSchema":null,"annotations":{"readOnlyHint":true}},
+        {"name":"b","title":3},
+        {"name":"c","name":"d","description":null},
+        ["e"],
+        {"name":""}
+    ],"nextCursor":null}"#;
+    let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+    let page = parse_list_tools_result(&raw).unwrap();
+    let names: Vec<&str> = page.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "d"]);
+    let a = &page.tools[0];
+    // Key order and text as the server sent them; `null` counts as absent.
+    assert_eq!(
+        a.input_schema.get(),
+        r#"{"type":"object","properties":{"z":{},"a":{}}}"#
+    );
+    assert_eq!(a.output_schema, None);
+    assert_eq!(
+        a.annotations.as_ref().map(RawJson::get),
+        Some(r#"{"readOnlyHint":true}"#)
+    );
+    // No schema listed: the empty object schema.
+    assert_eq!(page.tools[1].input_schema.get(), r#"{"type":"object"}"#);
+    assert_eq!(page.skipped, ["b", "(unnamed)", ""]);
+    assert_eq!(page.next_cursor, None);
+    for bad in [r#"{"tools":{}}"#, r#"[]"#, r#"{"tools":[],"nextCursor":1}"#] {
+        let raw: Box<RawValue> = serde_json::from_str(bad).unwrap();
+        assert!(parse_list_tools_result(&raw).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_tools_list_answer_is_read_as_a_page_when_its_id_comes_first() {
+    let result = json!({"tools": [{"name": "a"}, {"title": 1}], "nextCursor": "c"});
+    let page = parse_list_tools_result(&raw(result.clone()));
+    let pages = |id: u64| {
+        if id == 7 {
+            Expect::ToolsPage
+        } else {
+            Expect::Raw
+        }
+    };
+    let text = |s: &str| s.replace("R", &result.to_string()).into_bytes();
+    assert_eq!(
+        decode_expecting(
+            &text(r#"{"jsonrpc":"2.0","id":7,"result":R}"#),
+            1 << 20,
+            &pages
+        ),
+        Ok(Incoming::ToolsPage { id: 7, page })
+    );
+    // Another id, the result before the id, a repeated id, an error: the result stays raw
+    // (or the error wins), exactly as `decode` reads the frame.
+    for frame in [
+        r#"{"jsonrpc":"2.0","id":8,"result":R}"#,
+        r#"{"jsonrpc":"2.0","result":R,"id":7}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":R,"id":8}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":R,"id":null}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":R,"error":{"code":1,"message":"m"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":R,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":R,"#,
+    ] {
+        let frame = text(frame);
+        let got = decode_expecting(&frame, 1 << 20, &pages);
+        assert!(!matches!(got, Ok(Incoming::ToolsPage { .. })));
+        assert_eq!(got, decode(&frame, 1 << 20));
+    }
+    // Valid JSON that only a parse (not a validation) refuses, where a page reads it: the
+    // frame decodes as `decode` reads it, and the page then fails to parse either way.
+    for result in [
+        r#"{"tools":[{"name":"\ud800"}]}"#,
+        r#"{"tools":[{"name":"a","description":1e400}]}"#,
+    ] {
+        let frame = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result}}}"#);
+        let got = decode_expecting(frame.as_bytes(), 1 << 20, &pages);
+        assert_eq!(got, decode(frame.as_bytes(), 1 << 20));
+        let Ok(Incoming::Response {
+            result: Ok(raw), ..
+        }) = got
+        else {
+            panic!("expected a raw result, got {got:?}")
+        };
+        assert!(parse_list_tools_result(&raw).is_err());
+    }
+}
+
+#[test]
+fn peer_requests_get_answers() {
+    let id = PeerRequestId(json!("srv-1"));
+    let pong: Value = serde_json::from_slice(&answer_peer_request(&id, "ping", &[])).unwrap();
+    assert_eq!(pong, json!({"jsonrpc":"2.0","id":"srv-1","result":{}}));
+    let roots = [Root {
+        uri: "file:///p".into(),
+        name: Some("p".into()),
+    }];
+    let r: Value = serde_json::from_slice(&answer_peer_request(&id, "roots/list", &roots)).unwrap();
+    assert_eq!(r["result"]["roots"][0]["uri"], "file:///p");
+    let e: Value =
+        serde_json::from_slice(&answer_peer_request(&id, "sampling/createMessage", &[])).unwrap();
+    assert_eq!(e["error"]["code"], -32601);
+}
+
+#[test]
+fn tracker_matches_each_response_once() {
+    let mut t = RequestTracker::default();
+    let (a, _) = t.start("ping", None, "a");
+    let (b, _) = t.start("ping", None, "b");
+    assert_eq!((a, b), (0, 1));
+    assert_eq!(t.complete(b), Some("b"));
+    assert_eq!(t.complete(b), None);
+    assert!(t.was_issued(a) && !t.was_issued(7));
+}
