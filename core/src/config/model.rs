@@ -59,7 +59,7 @@ pub struct ServerConfig {
     /// The `type` field as written (`stdio`, `http`, `sse`, `streamable-http`, ...), if any.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    /// The program a stdio server runs (looked up on `PATH` by the shell).
+    /// The program a stdio server runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// The arguments passed to `command`, one string each, never split by a shell.
@@ -68,7 +68,7 @@ pub struct ServerConfig {
     /// Environment variables set for a stdio server, on top of the inherited environment.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// The working directory of a stdio server; the shell's own when unset.
+    /// The working directory of a stdio server; when unset, the shell chooses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// The endpoint of an HTTP or SSE server.

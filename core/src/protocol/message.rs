@@ -155,7 +155,7 @@ pub enum DecodeError {
     /// The frame is JSON but not a JSON-RPC 2.0 message; holds what is wrong.
     #[error("frame is not a JSON-RPC 2.0 message: {0}")]
     NotJsonRpc(String),
-    /// The frame is a JSON array: a batch, which MCP no longer allows.
+    /// The frame is a JSON array: a batch, which this client does not accept.
     #[error("JSON-RPC batches are not supported")]
     Batch,
 }

@@ -39,7 +39,7 @@ pub fn initialize_params(client_version: &str, roots: bool) -> Value {
 pub struct InitializeResult {
     /// The protocol version the server chose (one of [`SUPPORTED_VERSIONS`]).
     pub protocol_version: String,
-    /// The server offers tools (its capabilities have a `tools` member).
+    /// The server offers tools (its capabilities have a non-null `tools` member).
     pub has_tools: bool,
     /// The server will send `notifications/tools/list_changed` when its tools change.
     pub tools_list_changed: bool,
