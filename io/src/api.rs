@@ -30,7 +30,7 @@ pub enum ServerSource {
     Discover(crate::discovery::DiscoveryOptions),
 }
 
-/// Builds a [`Switchboard`]. Every setting has the seed's default.
+/// Builds a [`Switchboard`]. Every setting has a default, noted on its method.
 pub struct Builder {
     source: ServerSource,
     options: ManagerOptions,
@@ -341,7 +341,7 @@ impl Drop for Inner {
 }
 
 /// A running set of MCP servers. Cheap to clone; clones share one set of connections
-/// (subagents and tasks share the parent's, as the seed's task executor does).
+/// (subagents and tasks of an agent can share their parent's).
 ///
 /// ```no_run
 /// use switchboard::{Builder, core::config::{ServerConfig, ServerSpec}};
@@ -421,7 +421,7 @@ impl Switchboard {
         self.servers().into_iter().find(|s| s.name == name)
     }
 
-    /// A server's status as the seed derives it: `Connected`, `Connecting` (opening,
+    /// A server's status, derived from its phase: `Connected`, `Connecting` (opening,
     /// initializing, listing tools, or waiting to reconnect) or `Disconnected` (also for an
     /// unknown name).
     pub fn status(&self, name: &str) -> ServerStatus {

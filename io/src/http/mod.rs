@@ -104,7 +104,7 @@ const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
 /// How much of a `202`/legacy POST answer body is read and ignored.
 const IGNORED_BODY_LIMIT: usize = 64 * 1024;
 
-/// Tuning for HTTP transports. `Default` gives the documented values.
+/// Tuning for HTTP transports. `Default` gives the values noted on each field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpOptions {
     /// Largest JSON body or SSE event accepted (16 MiB, like a stdio frame).
