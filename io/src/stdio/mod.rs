@@ -76,7 +76,11 @@ mod kill;
 mod spawn;
 
 pub(crate) use kill::GroupGuard;
+// Crate paths kept as they were before the split, for code elsewhere in the crate that
+// signals process groups; nothing outside this module uses them today.
 pub use kill::ProcessRegistry;
+#[allow(unused_imports)]
+pub(crate) use kill::{signal_group, Signal};
 
 use async_channel::{Receiver, Sender};
 use bytes::Bytes;
