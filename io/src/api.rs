@@ -1,7 +1,10 @@
 //! The library handle: [`Switchboard`] and its [`Builder`].
 
+pub use crate::driver::link::Error;
+
 use crate::cache::ToolCache;
-use crate::driver::{Clock, ConfigReport, Driver, DriverConfig, Event, Request, Shared};
+use crate::driver::link::{ConfigReport, Event, Request, Shared};
+use crate::driver::{Clock, Driver, DriverConfig};
 use crate::rt::Spawner;
 use crate::secrets::CredentialProvider;
 use crate::stdio::{ProcessRegistry, StdioOptions};
@@ -27,43 +30,7 @@ pub enum ServerSource {
     Discover(crate::discovery::DiscoveryOptions),
 }
 
-/// Errors of the library API. Per-server failures are never errors here: they are in the
-/// [`StartupReport`] and in [`Switchboard::server_state`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// The switchboard has shut down (its driver is gone).
-    #[error("the switchboard has shut down")]
-    Stopped,
-    /// A tool call failed: transport or protocol failure, timeout, unknown tool
-    /// (`MCP error: ...`). A result with `isError` is not an error.
-    #[error("{0}")]
-    Call(String),
-    /// The call was cancelled.
-    #[error("the call was cancelled")]
-    Cancelled,
-    /// No server of that name is known: never configured, or already disconnected.
-    #[error("no server named \"{0}\"")]
-    UnknownServer(String),
-    /// The server is known but not connected (it failed, or waits to reconnect).
-    #[error("server \"{server}\" is not connected: {reason}")]
-    NotConnected {
-        /// The server's name.
-        server: String,
-        /// Its last error, or its phase when it has none.
-        reason: String,
-    },
-    /// Re-listing a server's tools failed; the server keeps its previous list (or, if the
-    /// connection was lost meanwhile, is handled like any lost connection).
-    #[error("re-listing the tools of server \"{server}\" failed: {error}")]
-    Refresh {
-        /// The server's name.
-        server: String,
-        /// What went wrong.
-        error: String,
-    },
-}
-
-/// Builds a [`Switchboard`]. Every setting has the seed's default.
+/// Builds a [`Switchboard`]. Every setting has a default, noted on its method.
 pub struct Builder {
     source: ServerSource,
     options: ManagerOptions,
@@ -374,7 +341,7 @@ impl Drop for Inner {
 }
 
 /// A running set of MCP servers. Cheap to clone; clones share one set of connections
-/// (subagents and tasks share the parent's, as the seed's task executor does).
+/// (subagents and tasks of an agent can share their parent's).
 ///
 /// ```no_run
 /// use switchboard::{Builder, core::config::{ServerConfig, ServerSpec}};
@@ -454,7 +421,7 @@ impl Switchboard {
         self.servers().into_iter().find(|s| s.name == name)
     }
 
-    /// A server's status as the seed derives it: `Connected`, `Connecting` (opening,
+    /// A server's status, derived from its phase: `Connected`, `Connecting` (opening,
     /// initializing, listing tools, or waiting to reconnect) or `Disconnected` (also for an
     /// unknown name).
     pub fn status(&self, name: &str) -> ServerStatus {

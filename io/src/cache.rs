@@ -83,8 +83,9 @@ impl ToolCache {
         Self::default_dir().map(Self::new)
     }
 
-    /// `$XDG_CACHE_HOME/switchboard/tools` if that variable holds an absolute path (the XDG
-    /// spec says to ignore relative ones), else `$HOME/.cache/switchboard/tools`.
+    /// `$XDG_CACHE_HOME/switchboard/tools` if that variable holds an absolute path (a relative
+    /// one is ignored: it would move with the working directory), else
+    /// `$HOME/.cache/switchboard/tools`.
     pub fn default_dir() -> Option<PathBuf> {
         let base = std::env::var_os("XDG_CACHE_HOME")
             .map(PathBuf::from)

@@ -148,8 +148,8 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
 /// Find, read, parse and merge every config file (see [`DiscoveryOptions`] for the order).
 ///
 /// A file that cannot be read or parsed is one error and the rest still loads. Discovery
-/// fails as a whole — no servers and one error, as the seed reports it — when the project
-/// directory is not a directory, or if discovery itself breaks (a panic).
+/// fails as a whole — no servers and one error — when the project directory is not a
+/// directory, or if discovery itself breaks (a panic).
 pub fn discover(opts: &DiscoveryOptions) -> Discovered {
     let failed = |message: String| {
         let path = opts.project_dir.to_string_lossy().into_owned();

@@ -1,4 +1,4 @@
-//! A Server-Sent Events parser that follows the WHATWG "event stream interpretation" rules and
+//! A Server-Sent Events parser that interprets an event stream the way browsers do, and
 //! is fed arbitrary chunks of bytes (an event, a line, even a CRLF pair may be split anywhere).
 //!
 //! - Lines end with CRLF, LF or CR; a CR at the end of one chunk followed by an LF at the start
@@ -8,7 +8,7 @@
 //!   colon is a field with an empty value; unknown fields are ignored.
 //! - `data` lines are joined with `\n`; an empty line dispatches. An event without any `data`
 //!   line is not dispatched, but it still commits its `id`. (The 2025-11-25 "priming" event, an
-//!   id and an empty `data`, is dispatched with empty data, as WHATWG says; callers skip it.)
+//!   id and an empty `data`, is dispatched with empty data; callers skip it.)
 //! - `id` containing NUL is ignored; `retry` is honoured only when it is all ASCII digits.
 //! - An event (its pending line plus its data so far) larger than `max_event_len` is an error:
 //!   the caller drops the stream. Memory stays bounded by `max_event_len` plus one chunk.
@@ -22,7 +22,8 @@ pub struct SseEvent {
     pub event: String,
     /// The `data` lines, joined with newlines.
     pub data: String,
-    /// The last event id in force when this event was dispatched (WHATWG's `lastEventId`).
+    /// The last event id in force when this event was dispatched (what a resume sends as
+    /// `Last-Event-ID`).
     pub id: Option<String>,
 }
 
@@ -43,7 +44,7 @@ impl std::fmt::Display for EventTooLarge {
     }
 }
 
-/// An incremental `text/event-stream` parser (the WHATWG algorithm), bounded in memory.
+/// An incremental `text/event-stream` parser, bounded in memory.
 #[derive(Debug)]
 pub struct SseParser {
     max_event_len: usize,
@@ -180,7 +181,8 @@ impl SseParser {
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        // WHATWG: the last event id is committed even when nothing is dispatched.
+        // The last event id is committed even when nothing is dispatched: an id-only event
+        // still moves the point a resumed stream starts from.
         if self.id_buffer.is_some() {
             self.last_event_id = self.id_buffer.clone().filter(|id| !id.is_empty());
         }
@@ -251,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_priming_event_commits_its_id() {
-        // WHATWG dispatches it (the data buffer is "\n"), with empty data, which callers skip.
+        // It is dispatched (its data buffer is "\n"), with empty data, which callers skip.
         let (out, p) = parse_chunks(&[b"id: prime-1\ndata:\n\n"]);
         assert_eq!(out, vec![ev("message", "", Some("prime-1"))]);
         assert_eq!(p.last_event_id(), Some("prime-1"));

@@ -1,0 +1,444 @@
+//! The driver: one task owns the [`Manager`] and performs what it asks.
+//!
+//! The loop: drain the core's outputs and perform each command; re-arm the timer to
+//! `poll_timeout()`; wait for the first of the timer, a transport event, an internal
+//! completion and an API request; feed it in; repeat. Decisions stay in the core — the driver
+//! only moves bytes, spawns and kills processes, reads and writes files.
+//!
+//! - `link`: what the handle and the driver share (requests, snapshot, events, errors).
+//! - `perform`: the core's commands, carried out.
+//! - `events`: the core's reports, translated for the embedder.
+//! - `waiters`: requests answered once the outputs show their work is done.
+
+mod events;
+pub(crate) mod link;
+mod perform;
+mod waiters;
+
+pub use link::Event;
+
+use crate::cache::ToolCache;
+use crate::http::{HttpOptions, HttpTransport};
+use crate::rt::{OneshotSender, Spawner};
+use crate::secrets::{CredentialProvider, SecretCache};
+use crate::stdio::{ProcessRegistry, StdioEvent, StdioOptions, StdioTransport};
+use async_channel::{Receiver, Sender};
+use async_io::Timer;
+use events::FailedTail;
+use futures_lite::future;
+use link::{ConfigReport, Request, Shared};
+use serde_json::Value;
+use smol::Task;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use switchboard_core::config::ServerSpec;
+use switchboard_core::manager::{
+    CallId, CallOutcome, ConnId, Input, Manager, StartupReport, TransportEvent,
+};
+use switchboard_core::tool::ToolDef;
+use switchboard_core::Instant;
+use waiters::{CloseWaiter, RefreshSeen, RefreshWaiter};
+
+/// Most inputs handled in one turn before outputs are performed and other sources get a look;
+/// a chatty server cannot starve the others or the API.
+const MAX_EVENTS_PER_TURN: usize = 64;
+
+/// Maps the real clock onto the core's `Instant`: the only place the shell reads time for
+/// the core.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    origin: std::time::Instant,
+}
+
+impl Clock {
+    pub(crate) fn new() -> Self {
+        Clock {
+            origin: std::time::Instant::now(),
+        }
+    }
+
+    pub(crate) fn now(&self) -> Instant {
+        let nanos = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        Instant::from_nanos(nanos)
+    }
+
+    pub(crate) fn to_std(self, t: Instant) -> std::time::Instant {
+        self.origin + Duration::from_nanos(t.as_nanos())
+    }
+}
+
+/// An open transport of either kind.
+enum Transport {
+    Stdio(StdioTransport),
+    Http(HttpTransport),
+}
+
+impl Transport {
+    fn send(&self, frame: bytes::Bytes) -> Result<(), String> {
+        match self {
+            Transport::Stdio(t) => t.send(frame),
+            Transport::Http(t) => t.send(frame),
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Transport::Stdio(t) => t.close().await,
+            Transport::Http(t) => t.close().await,
+        }
+    }
+}
+
+/// Completions of work the driver started in other tasks.
+enum Internal {
+    Opened(ConnId, Transport),
+    OpenFailed(ConnId, String),
+    CacheLoaded {
+        server: String,
+        key: switchboard_core::CacheKey,
+        tools: Option<Vec<ToolDef>>,
+    },
+    Closed(ConnId),
+    /// An opening task cancelled by `CloseTransport` is gone. If it had finished, its
+    /// `Opened`/`OpenFailed` came before this (same channel).
+    Aborted(ConnId),
+}
+
+pub(crate) struct DriverConfig {
+    pub stdio: StdioOptions,
+    pub http: HttpOptions,
+    pub cache: Option<ToolCache>,
+    pub credentials: Option<Arc<dyn CredentialProvider>>,
+    pub registry: ProcessRegistry,
+    pub spawner: Spawner,
+}
+
+pub(crate) struct Driver {
+    m: Manager,
+    clock: Clock,
+    cfg: DriverConfig,
+    secrets: Arc<SecretCache>,
+    shared: Arc<Mutex<Shared>>,
+    subscribers: Arc<Mutex<Vec<Sender<Event>>>>,
+    /// `auth` sections by server, from the specs we passed in (the core keeps the unresolved
+    /// config; the credential provider needs it at open time).
+    auth: BTreeMap<String, Value>,
+    requests: Receiver<Request>,
+    /// Everything but the API's requests: transport events of both kinds and completions of
+    /// the driver's own tasks, on one channel (one wake-up source to wait on, not three).
+    inbound_tx: Sender<Inbound>,
+    inbound_rx: Receiver<Inbound>,
+    opening: BTreeMap<ConnId, Task<()>>,
+    transports: BTreeMap<ConnId, Transport>,
+    closing: BTreeMap<ConnId, Task<()>>,
+    background: Vec<Task<()>>,
+    calls: BTreeMap<CallId, OneshotSender<CallOutcome>>,
+    /// By round number: rounds can complete out of order (a round whose members were all
+    /// disconnected completes at once).
+    startup_waiters: BTreeMap<u64, (Sender<StartupReport>, ConfigReport)>,
+    shutdown: Option<Sender<()>>,
+    /// Which server each attempt that still has something open belongs to.
+    conn_server: BTreeMap<ConnId, String>,
+    /// Opening tasks being cancelled (see `Internal::Aborted`).
+    aborting: BTreeMap<ConnId, Task<()>>,
+    close_waiters: Vec<CloseWaiter>,
+    refresh_waiters: Vec<RefreshWaiter>,
+    /// What the last outputs said about servers that refresh waiters watch.
+    refresh_seen: Vec<(String, RefreshSeen)>,
+    /// Stderr tails of stdio attempts the core ended with an error, by server.
+    failed_tails: BTreeMap<String, FailedTail>,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        m: Manager,
+        clock: Clock,
+        cfg: DriverConfig,
+        shared: Arc<Mutex<Shared>>,
+        subscribers: Arc<Mutex<Vec<Sender<Event>>>>,
+        requests: Receiver<Request>,
+    ) -> Self {
+        let (inbound_tx, inbound_rx) = async_channel::unbounded();
+        let secrets = Arc::new(SecretCache::shared().with_registry(cfg.registry.clone()));
+        Driver {
+            m,
+            clock,
+            cfg,
+            secrets,
+            shared,
+            subscribers,
+            auth: BTreeMap::new(),
+            requests,
+            inbound_tx,
+            inbound_rx,
+            opening: BTreeMap::new(),
+            transports: BTreeMap::new(),
+            closing: BTreeMap::new(),
+            background: Vec::new(),
+            calls: BTreeMap::new(),
+            startup_waiters: BTreeMap::new(),
+            shutdown: None,
+            conn_server: BTreeMap::new(),
+            aborting: BTreeMap::new(),
+            close_waiters: Vec::new(),
+            refresh_waiters: Vec::new(),
+            refresh_seen: Vec::new(),
+            failed_tails: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) async fn run(mut self) {
+        // One timer for the whole run, armed at the core's next deadline. It is moved only to
+        // an *earlier* deadline: waking early is harmless (`handle_timeout` with nothing due
+        // does nothing, and the timer is armed again), while every re-arm costs a reactor
+        // notification (an eventfd write and an extra `epoll_wait`). Every call has a
+        // deadline, so re-arming on every change would cost that twice per call.
+        let mut timer = Timer::never();
+        let mut armed: Option<std::time::Instant> = None;
+        loop {
+            self.perform_outputs();
+            if self.check_waiters() {
+                // A deferred refresh was issued: perform what it asked for.
+                self.perform_outputs();
+            }
+            if let Some(reply) = &self.shutdown {
+                if self.opening.is_empty()
+                    && self.aborting.is_empty()
+                    && self.transports.is_empty()
+                    && self.closing.is_empty()
+                {
+                    // Every process is reaped. Let cache writes finish (they are quick).
+                    for t in std::mem::take(&mut self.background) {
+                        t.await;
+                    }
+                    self.shared.lock().map(|mut s| s.stopped = true).ok();
+                    let _ = reply.try_send(());
+                    return;
+                }
+            }
+            if let Some(at) = self.m.poll_timeout().map(|t| self.clock.to_std(t)) {
+                if !matches!(armed, Some(armed) if armed <= at) {
+                    timer.set_at(at);
+                    armed = Some(at);
+                }
+            }
+            let woke = self.wait(&mut timer).await;
+            match woke {
+                Wake::Timer => {
+                    armed = None;
+                    let now = self.clock.now();
+                    self.m.handle_timeout(now);
+                }
+                Wake::Request(r) => self.on_request(r),
+                Wake::Inbound(first) => {
+                    self.on_inbound(first);
+                    // Take more of what is already queued, bounded.
+                    for _ in 1..MAX_EVENTS_PER_TURN {
+                        match self.inbound_rx.try_recv() {
+                            Ok(next) => self.on_inbound(next),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                Wake::RequestsClosed => {
+                    // Every handle is gone: shut down.
+                    if self.shutdown.is_none() {
+                        let (tx, _rx) = async_channel::bounded(1);
+                        self.begin_shutdown(tx);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn wait(&self, timer: &mut Timer) -> Wake {
+        let requests = async {
+            if self.shutdown.is_some() && self.requests.is_closed() {
+                // Every handle is gone and shutdown is under way: park this source, or a
+                // closed channel would wake us in a busy loop.
+                return future::pending().await;
+            }
+            match self.requests.recv().await {
+                Ok(r) => Wake::Request(r),
+                Err(_) => Wake::RequestsClosed,
+            }
+        };
+        let inbound = async {
+            match self.inbound_rx.recv().await {
+                Ok(i) => Wake::Inbound(i),
+                // Cannot happen: the driver holds a sender.
+                Err(_) => future::pending().await,
+            }
+        };
+        let timer = async {
+            timer.await;
+            Wake::Timer
+        };
+        // `race` picks fairly among ready sources.
+        future::race(inbound, future::race(timer, requests)).await
+    }
+
+    fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    fn on_request(&mut self, r: Request) {
+        let now = self.now();
+        match r {
+            Request::Input(input) => {
+                self.remember_auth(&input);
+                self.m.handle(now, input);
+            }
+            Request::Call {
+                call,
+                tool,
+                arguments,
+                timeout,
+                reply,
+            } => {
+                self.calls.insert(call, reply);
+                self.m.handle(
+                    now,
+                    Input::CallTool {
+                        call,
+                        tool,
+                        arguments,
+                        timeout,
+                    },
+                );
+            }
+            Request::Connect {
+                input,
+                config,
+                reply,
+            } => {
+                self.remember_auth(&input);
+                let before = self.m.last_round();
+                self.m.handle(now, input);
+                // `Connect` and `Reload` always open a round, `Sync` when it starts a server:
+                // a new latest round is theirs. No round: `reply` is dropped (the handle
+                // reads that as "no report").
+                let after = self.m.last_round();
+                if let Some(round) = after.filter(|_| after != before) {
+                    self.startup_waiters.insert(round, (reply, config));
+                }
+            }
+            Request::Shutdown { reply } => self.begin_shutdown(reply),
+            Request::Disconnect { server, reply } => self.on_disconnect(server, reply),
+            Request::Refresh { server, reply } => self.on_refresh(server, reply),
+        }
+    }
+
+    fn begin_shutdown(&mut self, reply: Sender<()>) {
+        let now = self.now();
+        self.m.handle(now, Input::DisconnectAll);
+        self.shutdown = Some(reply);
+    }
+
+    fn remember_auth(&mut self, input: &Input) {
+        let specs: &[ServerSpec] = match input {
+            Input::Connect { servers } | Input::Reload { servers } | Input::Sync { servers } => {
+                servers
+            }
+            _ => return,
+        };
+        for s in specs {
+            match &s.config.auth {
+                Some(a) => self.auth.insert(s.name.clone(), a.clone()),
+                None => self.auth.remove(&s.name),
+            };
+        }
+    }
+
+    fn on_inbound(&mut self, inbound: Inbound) {
+        match inbound {
+            Inbound::Transport(conn, event) => self.on_transport(conn, event),
+            Inbound::Internal(i) => self.on_internal(i),
+        }
+    }
+
+    fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
+        if matches!(
+            event,
+            TransportEvent::Closed { .. } | TransportEvent::Failed { .. }
+        ) {
+            // The transport reaped itself; forget the handle without closing it again.
+            if let Some(t) = self.transports.remove(&conn) {
+                self.close_in_background(conn, t);
+            }
+        }
+        let now = self.now();
+        self.m.handle(now, Input::Transport { conn, event });
+    }
+
+    fn on_internal(&mut self, i: Internal) {
+        let now = self.now();
+        match i {
+            Internal::Opened(conn, transport) => {
+                if self.opening.remove(&conn).is_some() {
+                    self.transports.insert(conn, transport);
+                    self.m.handle(
+                        now,
+                        Input::Transport {
+                            conn,
+                            event: TransportEvent::Opened,
+                        },
+                    );
+                } else {
+                    // Abandoned while it was starting: close what it started.
+                    self.close_in_background(conn, transport);
+                }
+            }
+            Internal::OpenFailed(conn, error) => {
+                if self.opening.remove(&conn).is_some() {
+                    self.m.handle(
+                        now,
+                        Input::Transport {
+                            conn,
+                            event: TransportEvent::Failed { error },
+                        },
+                    );
+                }
+                self.forget_if_gone(conn);
+            }
+            Internal::CacheLoaded { server, key, tools } => {
+                self.m
+                    .handle(now, Input::CacheLoaded { server, key, tools });
+            }
+            Internal::Closed(conn) => {
+                self.closing.remove(&conn);
+                self.forget_if_gone(conn);
+            }
+            Internal::Aborted(conn) => {
+                self.aborting.remove(&conn);
+                self.forget_if_gone(conn);
+            }
+        }
+    }
+}
+
+enum Wake {
+    Timer,
+    Request(Request),
+    RequestsClosed,
+    Inbound(Inbound),
+}
+
+/// What reaches the driver from its transports and its own tasks.
+enum Inbound {
+    Transport(ConnId, TransportEvent),
+    Internal(Internal),
+}
+
+impl From<(ConnId, StdioEvent)> for Inbound {
+    fn from((conn, event): (ConnId, StdioEvent)) -> Self {
+        Inbound::Transport(conn, event.into_transport_event())
+    }
+}
+
+impl From<(ConnId, TransportEvent)> for Inbound {
+    fn from((conn, event): (ConnId, TransportEvent)) -> Self {
+        Inbound::Transport(conn, event)
+    }
+}

@@ -1,0 +1,180 @@
+//! Performing the core's commands: opening and closing transports, sending frames, loading
+//! and storing the tool cache. Everything slow runs in a task of its own and reports back on
+//! the driver's inbound channel, so the driver loop never waits on a process, a socket or a
+//! file.
+
+use super::events::Batch;
+use super::{Driver, Inbound, Internal, Transport};
+use crate::cache::now_unix_ms;
+use crate::http::{HttpTarget, HttpTransport};
+use crate::secrets::resolve_secrets;
+use crate::stdio::{StdioCommand, StdioTransport};
+use smol::Task;
+use switchboard_core::config::TransportConfig;
+use switchboard_core::manager::{ConnId, Output, TransportEvent};
+
+impl Driver {
+    /// Drains the core's outputs: performs each command here and hands the rest to
+    /// [`Driver::report`], then publishes what the batch changed.
+    pub(super) fn perform_outputs(&mut self) {
+        let mut batch = Batch::new(self);
+        while let Some(out) = self.m.poll_output() {
+            match out {
+                Output::OpenTransport {
+                    conn,
+                    server,
+                    config,
+                } => self.open(conn, server, config),
+                Output::Send { conn, frame } => {
+                    if let Some(t) = self.transports.get(&conn) {
+                        if let Err(error) = t.send(frame) {
+                            let _ = self.inbound_tx.try_send(Inbound::Transport(
+                                conn,
+                                TransportEvent::Failed { error },
+                            ));
+                        }
+                    }
+                }
+                Output::CloseTransport { conn } => {
+                    // Cancelling a task that is still resolving secrets or spawning stops it;
+                    // if it already spawned, `on_internal` closes what arrives. A conn we do
+                    // not hold (already closed, or reaped by itself) is a no-op: the core
+                    // also closes a transport whose `Opened` reached it after the attempt's
+                    // end (its `Closed` can overtake the spawn's completion).
+                    if let Some(task) = self.opening.remove(&conn) {
+                        self.abort_opening(conn, task);
+                    }
+                    if let Some(t) = self.transports.remove(&conn) {
+                        self.remember_failed_tail(conn, &t);
+                        self.close_in_background(conn, t);
+                    }
+                }
+                Output::LoadCache { server, key } => match &self.cfg.cache {
+                    Some(cache) => {
+                        let cache = cache.clone();
+                        let tx = self.inbound_tx.clone();
+                        self.background.push(self.cfg.spawner.spawn(async move {
+                            let k = key.clone();
+                            let tools =
+                                blocking::unblock(move || cache.load(&k, now_unix_ms())).await;
+                            let loaded = Internal::CacheLoaded { server, key, tools };
+                            let _ = tx.send(Inbound::Internal(loaded)).await;
+                        }));
+                    }
+                    None => {
+                        let _ =
+                            self.inbound_tx
+                                .try_send(Inbound::Internal(Internal::CacheLoaded {
+                                    server,
+                                    key,
+                                    tools: None,
+                                }));
+                    }
+                },
+                Output::StoreCache { key, tools, .. } => {
+                    if let Some(cache) = &self.cfg.cache {
+                        let cache = cache.clone();
+                        self.background.push(self.cfg.spawner.spawn(async move {
+                            let _ = blocking::unblock(move || {
+                                if let Err(e) = cache.store(&key, &tools, now_unix_ms()) {
+                                    tracing::warn!(target: "switchboard", server = %key.server, "could not write the tool cache: {e}");
+                                }
+                            })
+                            .await;
+                        }));
+                    }
+                }
+                other => self.report(other, &mut batch),
+            }
+        }
+        self.background.retain(|t| !t.is_finished());
+        self.finish(batch);
+    }
+
+    fn open(&mut self, conn: ConnId, server: String, config: TransportConfig) {
+        let tx = self.inbound_tx.clone();
+        let opts = self.cfg.stdio.clone();
+        let http_opts = self.cfg.http.clone();
+        let registry = self.cfg.registry.clone();
+        let secrets = self.secrets.clone();
+        let creds = self.cfg.credentials.clone();
+        let auth = self.auth.get(&server).cloned();
+        self.conn_server.insert(conn, server.clone());
+        let spawner = self.cfg.spawner.clone();
+        let task = self.cfg.spawner.spawn(async move {
+            let resolved =
+                resolve_secrets(&server, config, auth.as_ref(), creds.as_deref(), &secrets).await;
+            let msg = match resolved {
+                Err(e) => Internal::OpenFailed(conn, e),
+                Ok(config) => match HttpTarget::from_config(config.clone()) {
+                    // HTTP: Opened once the URL is valid (legacy SSE: once the endpoint event
+                    // arrived); see the `http` module docs.
+                    Some(target) => {
+                        match HttpTransport::open_on(
+                            &spawner,
+                            &server,
+                            target,
+                            &http_opts,
+                            conn,
+                            tx.clone(),
+                        )
+                        .await
+                        {
+                            Ok(t) => Internal::Opened(conn, Transport::Http(t)),
+                            Err(e) => Internal::OpenFailed(conn, e),
+                        }
+                    }
+                    None => match StdioCommand::from_config(config) {
+                        Some(cmd) => match StdioTransport::spawn_on(
+                            &spawner,
+                            &server,
+                            cmd,
+                            &opts,
+                            &registry,
+                            conn,
+                            tx.clone(),
+                        ) {
+                            Ok(t) => Internal::Opened(conn, Transport::Stdio(t)),
+                            Err(e) => Internal::OpenFailed(conn, e),
+                        },
+                        None => Internal::OpenFailed(conn, "unknown transport".into()),
+                    },
+                },
+            };
+            let _ = tx.send(Inbound::Internal(msg)).await;
+        });
+        self.opening.insert(conn, task);
+    }
+
+    pub(super) fn close_in_background(&mut self, conn: ConnId, t: Transport) {
+        let tx = self.inbound_tx.clone();
+        let task = self.cfg.spawner.spawn(async move {
+            t.close().await;
+            let _ = tx.send(Inbound::Internal(Internal::Closed(conn))).await;
+        });
+        self.closing.insert(conn, task);
+    }
+
+    /// Cancel an opening task; `Internal::Aborted` reports when it is gone.
+    fn abort_opening(&mut self, conn: ConnId, task: Task<()>) {
+        let tx = self.inbound_tx.clone();
+        let abort = self.cfg.spawner.spawn(async move {
+            task.cancel().await;
+            let _ = tx.send(Inbound::Internal(Internal::Aborted(conn))).await;
+        });
+        self.aborting.insert(conn, abort);
+    }
+
+    pub(super) fn conn_is_open(&self, conn: &ConnId) -> bool {
+        self.opening.contains_key(conn)
+            || self.aborting.contains_key(conn)
+            || self.transports.contains_key(conn)
+            || self.closing.contains_key(conn)
+    }
+
+    pub(super) fn forget_if_gone(&mut self, conn: ConnId) {
+        if !self.conn_is_open(&conn) {
+            self.conn_server.remove(&conn);
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The transport actor: one task per transport owns its client (every socket), the POST
+//! tasks in flight and the GET stream. It takes frames from the handle, starts one POST per
+//! frame with the ordering rule for notifications, reacts to what those tasks report
+//! (fallback, fatal errors, the legacy stream's end), and at the end cancels everything,
+//! sends the session `DELETE` and closes every connection.
+
+use super::framing::{error_response, FrameInfo};
+use super::streamable::PostError;
+use super::{legacy, Inner, Internal, Mode, ERROR_BODY_PREFIX, ERROR_BODY_WAIT};
+use async_channel::{Receiver, Sender};
+use async_io::Timer;
+use bytes::Bytes;
+use futures_lite::future;
+use http::Method;
+use smol::Task;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use switchboard_core::manager::TransportEvent;
+
+pub(super) async fn with_timeout<F: Future>(limit: Duration, fut: F) -> Option<F::Output> {
+    future::or(async { Some(fut.await) }, async {
+        Timer::after(limit).await;
+        None
+    })
+    .await
+}
+
+/// The actor: takes frames, starts their POSTs, and tears everything down at the end.
+pub(super) async fn run(
+    inner: Arc<Inner>,
+    mut mode: Mode,
+    frames: Receiver<Bytes>,
+    close: Receiver<()>,
+    internal: Receiver<Internal>,
+) {
+    enum Wake {
+        Frame(Bytes),
+        Internal(Internal),
+        Close,
+    }
+    let mut next = 0u64;
+    let mut tasks: BTreeMap<u64, Task<()>> = BTreeMap::new();
+    let mut by_request: BTreeMap<String, u64> = BTreeMap::new();
+    let mut listener: Option<Task<()>> = None;
+    // Closed when every notification/response sent so far was accepted.
+    let mut barrier: Option<Receiver<()>> = None;
+    let mut closed_by_client = false;
+    loop {
+        let wake = future::or(
+            async {
+                match close.recv().await {
+                    Ok(()) | Err(_) => Wake::Close,
+                }
+            },
+            future::or(
+                async {
+                    match internal.recv().await {
+                        Ok(i) => Wake::Internal(i),
+                        Err(_) => future::pending().await,
+                    }
+                },
+                async {
+                    match frames.recv().await {
+                        Ok(f) => Wake::Frame(f),
+                        Err(_) => Wake::Close,
+                    }
+                },
+            ),
+        )
+        .await;
+        match wake {
+            Wake::Close => {
+                closed_by_client = true;
+                break;
+            }
+            Wake::Frame(frame) => {
+                let info = FrameInfo::of(&frame);
+                if let Some(cancelled) = &info.cancels {
+                    // The core gave up on that request: stop waiting for its answer.
+                    if let Some(n) = by_request.remove(cancelled) {
+                        tasks.remove(&n);
+                    }
+                }
+                let n = next;
+                next += 1;
+                if let Some(id) = &info.request_id {
+                    by_request.insert(id.clone(), n);
+                }
+                let wait_for = barrier.clone();
+                let done_signal = if info.is_request() {
+                    None
+                } else {
+                    let (tx, rx) = async_channel::bounded::<()>(1);
+                    barrier = Some(rx);
+                    Some(tx)
+                };
+                let task = spawn_post(inner.clone(), &mode, frame, info, n, wait_for, done_signal);
+                tasks.insert(n, task);
+            }
+            Wake::Internal(Internal::Done(n)) => {
+                tasks.remove(&n);
+                by_request.retain(|_, v| *v != n);
+            }
+            Wake::Internal(Internal::Fatal(error)) => {
+                inner.emit.end(TransportEvent::Failed {
+                    error: format!("server \"{}\": {error}", inner.server),
+                });
+                break;
+            }
+            Wake::Internal(Internal::Ended(reason)) => {
+                inner.emit.end(TransportEvent::Closed { reason });
+                break;
+            }
+            Wake::Internal(Internal::Initialized) => {
+                let running = listener.as_ref().is_some_and(|t| !t.is_finished());
+                if matches!(mode, Mode::Streamable) && !running {
+                    let listening = inner.clone();
+                    listener = Some(inner.spawner.spawn(async move { listening.listen().await }));
+                }
+            }
+            Wake::Internal(Internal::Fallback { frame, why }) => {
+                let note = format!(
+                    "{why} to the Streamable HTTP initialize; falling back to the legacy HTTP+SSE transport (MCP 2024-11-05)"
+                );
+                tracing::warn!(target: "switchboard::http", server = %inner.server, "{note}");
+                let connected = future::or(async { Some(legacy::connect(&inner).await) }, async {
+                    let _ = close.recv().await;
+                    None
+                })
+                .await;
+                match connected {
+                    None => {
+                        closed_by_client = true;
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        inner.emit.end(TransportEvent::Failed {
+                            error: format!(
+                                "server \"{}\": Streamable HTTP failed ({why}) and the legacy SSE fallback failed too: {e}",
+                                inner.server
+                            ),
+                        });
+                        break;
+                    }
+                    Some(Ok(legacy)) => {
+                        // Reaches the embedder as a warning Diagnostic of this server.
+                        inner.emit.notice(note);
+                        mode = Mode::Legacy(legacy);
+                        let info = FrameInfo::of(&frame);
+                        let n = next;
+                        next += 1;
+                        let task = spawn_post(inner.clone(), &mode, frame, info, n, None, None);
+                        tasks.insert(n, task);
+                    }
+                }
+            }
+        }
+    }
+
+    // Teardown: abort every request and stream, end the session, close every connection.
+    for (_, t) in std::mem::take(&mut tasks) {
+        t.cancel().await;
+    }
+    if let Some(t) = listener.take() {
+        t.cancel().await;
+    }
+    match mode {
+        Mode::Legacy(legacy) => {
+            legacy.reader.cancel().await;
+        }
+        Mode::Streamable => {
+            let session = inner.session_headers();
+            if session.0.is_some() {
+                let headers = inner.headers_with(&[], &session);
+                let delete = async {
+                    match inner
+                        .client
+                        .request(Method::DELETE, &inner.url, &headers, Bytes::new())
+                        .await
+                    {
+                        Ok(mut r) => {
+                            let _ = r.body.read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT).await;
+                            tracing::debug!(target: "switchboard::http", server = %inner.server, status = %r.status, "session DELETE");
+                        }
+                        Err(e) => {
+                            tracing::debug!(target: "switchboard::http", server = %inner.server, "session DELETE failed: {e}");
+                        }
+                    }
+                };
+                if with_timeout(inner.opts.close_timeout, delete)
+                    .await
+                    .is_none()
+                {
+                    tracing::debug!(target: "switchboard::http", server = %inner.server, "session DELETE timed out");
+                }
+            }
+        }
+    }
+    inner.client.close_idle().await;
+    if closed_by_client {
+        inner.emit.end(TransportEvent::Closed {
+            reason: "closed by client".into(),
+        });
+    }
+}
+
+/// Starts the POST of one frame in `mode`; it reports `Done(n)` when finished.
+pub(super) fn spawn_post(
+    inner: Arc<Inner>,
+    mode: &Mode,
+    frame: Bytes,
+    info: FrameInfo,
+    n: u64,
+    wait_for: Option<Receiver<()>>,
+    done_signal: Option<Sender<()>>,
+) -> Task<()> {
+    let endpoint = match mode {
+        Mode::Streamable => None,
+        Mode::Legacy(l) => Some(l.endpoint.clone()),
+    };
+    let spawner = inner.spawner.clone();
+    spawner.spawn(async move {
+        if let Some(rx) = wait_for {
+            // Closed (Err) once the earlier notifications were answered.
+            let _ = rx.recv().await;
+        }
+        let limit = inner.opts.max_request_duration;
+        let result = with_timeout(limit, async {
+            match &endpoint {
+                None => inner.post_streamable(&frame, &info).await,
+                Some(endpoint) => inner.post_legacy(endpoint, &frame).await,
+            }
+        })
+        .await
+        .unwrap_or_else(|| {
+            Err(PostError::Request(format!(
+                "no complete answer within {} s",
+                limit.as_secs()
+            )))
+        });
+        drop(done_signal);
+        match result {
+            Ok(()) => {}
+            Err(PostError::Fatal(e)) => {
+                let _ = inner.internal.send(Internal::Fatal(e)).await;
+            }
+            Err(PostError::Fallback(why)) => {
+                let _ = inner
+                    .internal
+                    .send(Internal::Fallback {
+                        frame: frame.clone(),
+                        why,
+                    })
+                    .await;
+            }
+            Err(PostError::Request(e)) => match &info.request_id {
+                Some(id) => inner.emit.frame(error_response(id, &e)),
+                None => {
+                    tracing::warn!(target: "switchboard::http", server = %inner.server, method = info.method.as_deref().unwrap_or("-"), "a message was not accepted: {e}");
+                }
+            },
+        }
+        let _ = inner.internal.send(Internal::Done(n)).await;
+    })
+}

@@ -1,0 +1,218 @@
+//! Framing: what an outgoing frame is (request, notification, cancellation), the bodies the
+//! transport makes itself (error responses, the replayed `initialized`), and the bodies it
+//! reads (JSON messages and batches, error statuses, SSE streams into frames).
+
+use super::client::{Body, HttpError, Response};
+use super::sse::{SseEvent, SseParser};
+use super::{Inner, ERROR_BODY_PREFIX, ERROR_BODY_WAIT};
+use bytes::Bytes;
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// What an outgoing frame is, as far as the transport cares.
+#[derive(Debug, Default, Clone)]
+pub(super) struct FrameInfo {
+    pub(super) method: Option<String>,
+    /// The request id (JSON text) when the frame is a request.
+    pub(super) request_id: Option<String>,
+    /// For `notifications/cancelled`: the id (JSON text) of the request it cancels.
+    pub(super) cancels: Option<String>,
+}
+
+impl FrameInfo {
+    pub(super) fn of(frame: &[u8]) -> FrameInfo {
+        #[derive(Deserialize)]
+        struct Peek {
+            #[serde(default)]
+            id: Option<Value>,
+            #[serde(default)]
+            method: Option<String>,
+            #[serde(default)]
+            params: Option<Params>,
+        }
+        #[derive(Deserialize)]
+        struct Params {
+            #[serde(default, rename = "requestId")]
+            request_id: Option<Value>,
+        }
+        let Ok(p) = serde_json::from_slice::<Peek>(frame) else {
+            return FrameInfo::default();
+        };
+        let cancels = match (&p.method, p.params) {
+            (Some(m), Some(params)) if m == "notifications/cancelled" => {
+                params.request_id.map(|id| id.to_string())
+            }
+            _ => None,
+        };
+        FrameInfo {
+            request_id: match (&p.method, p.id) {
+                (Some(_), Some(id)) if !id.is_null() => Some(id.to_string()),
+                _ => None,
+            },
+            method: p.method,
+            cancels,
+        }
+    }
+
+    pub(super) fn is_request(&self) -> bool {
+        self.request_id.is_some()
+    }
+
+    pub(super) fn is_initialize(&self) -> bool {
+        self.is_request() && self.method.as_deref() == Some("initialize")
+    }
+}
+
+/// The id (JSON text) of a response frame; `None` for requests and notifications.
+pub(super) fn response_id(frame: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        id: Option<Value>,
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let p: Peek = serde_json::from_slice(frame).ok()?;
+    match (p.method, p.id) {
+        (None, Some(id)) if !id.is_null() => Some(id.to_string()),
+        _ => None,
+    }
+}
+
+/// The `protocolVersion` of an `initialize` result.
+pub(super) fn negotiated_version(frame: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Peek {
+        result: Option<InitResult>,
+    }
+    #[derive(Deserialize)]
+    struct InitResult {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: Option<String>,
+    }
+    serde_json::from_slice::<Peek>(frame)
+        .ok()?
+        .result?
+        .protocol_version
+}
+
+/// A JSON-RPC error response for request `id` (JSON text), made by the transport.
+pub(super) fn error_response(id: &str, message: &str) -> Bytes {
+    let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+    let v = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32000, "message": message},
+    });
+    Bytes::from(v.to_string())
+}
+
+pub(super) fn initialized_notification() -> Bytes {
+    Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+}
+
+pub(super) fn content_type(resp: &Response) -> String {
+    resp.headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+/// `HTTP <status>: <first 200 characters of the body>`, plus the authentication challenge.
+pub(super) async fn status_error(resp: &mut Response) -> String {
+    let prefix = resp
+        .body
+        .read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT)
+        .await;
+    let text = String::from_utf8_lossy(&prefix);
+    let text = text.trim();
+    let status = resp.status;
+    let mut msg = if text.is_empty() {
+        format!(
+            "HTTP {}: {}",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("(no body)")
+        )
+    } else {
+        let mut t: String = text.chars().take(200).collect();
+        if t.len() < text.len() {
+            t.push('…');
+        }
+        format!("HTTP {}: {t}", status.as_u16())
+    };
+    if status == StatusCode::UNAUTHORIZED {
+        msg.push_str(" (authentication required");
+        if let Some(challenge) = resp
+            .headers
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+        {
+            msg.push_str("; WWW-Authenticate: ");
+            msg.push_str(challenge);
+        }
+        msg.push(')');
+    } else if status == StatusCode::FORBIDDEN {
+        msg.push_str(" (access denied)");
+    }
+    msg
+}
+
+/// A JSON body: one message, or a batch (an array) of them.
+pub(super) fn split_json_body(body: Bytes) -> Vec<Bytes> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        if let Ok(items) = serde_json::from_slice::<Vec<Value>>(&body) {
+            return items
+                .into_iter()
+                .map(|v| Bytes::from(v.to_string()))
+                .collect();
+        }
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Vec::new();
+    }
+    vec![body]
+}
+
+impl Inner {
+    /// Reads `body` through `parser` to its end, passing each `message` event's data to
+    /// `on_frame` (which returns true to stop early).
+    pub(super) async fn pump(
+        &self,
+        body: &mut Body,
+        parser: &mut SseParser,
+        on_frame: &mut (dyn FnMut(&Inner, Bytes) -> bool + Send),
+    ) -> Result<(), HttpError> {
+        let mut events = Vec::new();
+        loop {
+            let Some(chunk) = body.chunk().await? else {
+                return Ok(());
+            };
+            parser
+                .feed(&chunk, &mut events)
+                .map_err(|e| HttpError::TooLarge(e.to_string()))?;
+            let mut stop = false;
+            for SseEvent { event, data, .. } in events.drain(..) {
+                if event != "message" {
+                    tracing::debug!(target: "switchboard::http", server = %self.server, event, "ignored an SSE event");
+                    continue;
+                }
+                if data.trim().is_empty() {
+                    continue;
+                }
+                stop |= on_frame(self, Bytes::from(data));
+            }
+            if stop {
+                return Ok(());
+            }
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The close sequence: close stdin, wait for the group to be gone, SIGTERM the group, wait,
+//! SIGKILL the group, reap — run by the supervisor task that owns the child, whether the
+//! client asked to close or the server ended by itself, followed by the transport's one
+//! terminal event.
+
+use super::frames::{StderrTail, StdoutEnd};
+use super::kill::{signal_group, Signal};
+use super::{ProcessRegistry, StdioEvent, StdioOptions};
+use async_channel::{Receiver, Sender};
+use async_io::Timer;
+use async_process::ExitStatus;
+use futures_lite::future;
+use smol::Task;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// How long to wait for the group to disappear after SIGKILL before giving up (logged).
+const SIGKILL_WAIT: Duration = Duration::from_secs(5);
+/// How long to wait for stderr to reach EOF once the group is gone (a process outside the
+/// group may still hold the pipe).
+const STDERR_DRAIN_WAIT: Duration = Duration::from_secs(1);
+/// Poll interval while waiting for a process group to empty.
+const GROUP_POLL: Duration = Duration::from_millis(25);
+
+/// Whether process group `pgid` still has a live member. Zombies do not count: an orphaned
+/// grandchild that was killed stays a zombie forever under an init that does not reap, and it
+/// is not running anything.
+#[cfg(unix)]
+fn group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    if unsafe { libc::kill(-pgid, 0) } != 0 {
+        // ESRCH: no such group. EPERM: a member we may not signal — alive, but nothing we do
+        // will change that; treat it as alive so the caller escalates and logs.
+        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        proc_group_has_live_member(pgid).unwrap_or(true)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        true
+    }
+}
+
+#[cfg(not(unix))]
+fn group_alive(_pgid: i32) -> bool {
+    false
+}
+
+/// Scans `/proc` for a member of `pgid` that is not a zombie. `None` if `/proc` is unreadable.
+#[cfg(target_os = "linux")]
+fn proc_group_has_live_member(pgid: i32) -> Option<bool> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue; // exited meanwhile
+        };
+        // "pid (comm) state ppid pgrp ...": comm may contain spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let _ppid = fields.next();
+        let pgrp = fields.next().and_then(|p| p.parse::<i32>().ok());
+        if pgrp == Some(pgid) && state != "Z" && state != "X" {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// `Some(output)` if `fut` finishes within `limit`.
+async fn timeout<F: Future>(limit: Duration, fut: F) -> Option<F::Output> {
+    future::or(async { Some(fut.await) }, async {
+        Timer::after(limit).await;
+        None
+    })
+    .await
+}
+
+/// How the process group ended during a shutdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Gone within `stdin_close_wait` of stdin being closed.
+    ByItself,
+    AfterSigterm,
+    AfterSigkill,
+}
+
+/// Owns the child process; runs the shutdown sequence and reports the one terminal event.
+pub(super) struct Supervisor {
+    pub(super) server: String,
+    pub(super) child: async_process::Child,
+    pub(super) pid: u32,
+    pub(super) pgid: i32,
+    pub(super) status: Option<ExitStatus>,
+    pub(super) opts: StdioOptions,
+    pub(super) registry: ProcessRegistry,
+}
+
+/// The tasks that serve one server's pipes.
+pub(super) struct Tasks {
+    pub(super) reader: Task<StdoutEnd>,
+    pub(super) writer: Task<()>,
+    pub(super) stderr: Task<()>,
+}
+
+impl Supervisor {
+    pub(super) async fn run<T: Send + 'static, M: From<(T, StdioEvent)>>(
+        mut self,
+        tasks: Tasks,
+        tail: StderrTail,
+        close_requests: Receiver<()>,
+        group_gone: Sender<()>,
+        tag: T,
+        events: Sender<M>,
+    ) {
+        let Tasks {
+            mut reader,
+            writer,
+            mut stderr,
+        } = tasks;
+        // `None`: close requested.
+        let end = future::or(async { Some((&mut reader).await) }, async {
+            let _ = close_requests.recv().await;
+            None
+        })
+        .await;
+        if end.is_none() {
+            // Nobody wants frames any more; dropping stdout also tells the server.
+            reader.cancel().await;
+        }
+
+        let ended = self.shutdown(writer).await;
+        // The group is gone, so stderr reaches EOF promptly unless a process outside the group
+        // holds it; bound the wait so the tail is complete in the common case.
+        if timeout(STDERR_DRAIN_WAIT, &mut stderr).await.is_none() {
+            stderr.cancel().await;
+        }
+        self.registry.take(self.pid);
+        drop(group_gone);
+
+        let event = match end {
+            None => {
+                // close() may be awaited by the very task that drains `events`: never block.
+                let _ = events.try_send(M::from((
+                    tag,
+                    StdioEvent::Closed {
+                        reason: "closed by client".to_string(),
+                    },
+                )));
+                return;
+            }
+            Some(StdoutEnd::EventsGone) => return,
+            Some(StdoutEnd::Eof) => StdioEvent::Closed {
+                reason: format!("{}{}", self.describe_exit(ended), tail.render()),
+            },
+            Some(StdoutEnd::Failed(error)) => StdioEvent::Failed {
+                error: format!("{error}{}", tail.render()),
+            },
+        };
+        tracing::debug!(target: "switchboard::server", server = %self.server, event = ?event, "stdio transport ended");
+        let _ = events.send(M::from((tag, event))).await;
+    }
+
+    fn describe_exit(&self, ended: Ended) -> String {
+        let status = match &self.status {
+            Some(status) => status.to_string(),
+            None => "exit status unknown".to_string(),
+        };
+        match ended {
+            Ended::ByItself => format!("server process exited ({status})"),
+            Ended::AfterSigterm => {
+                format!(
+                    "server closed its stdout but kept running; stopped it with SIGTERM ({status})"
+                )
+            }
+            Ended::AfterSigkill => {
+                format!(
+                    "server closed its stdout but kept running; killed it with SIGKILL ({status})"
+                )
+            }
+        }
+    }
+
+    /// Close stdin, wait, SIGTERM the group, wait, SIGKILL the group, reap.
+    async fn shutdown(&mut self, writer: Task<()>) -> Ended {
+        // Cancelling the writer drops its ChildStdin: the server sees EOF on stdin.
+        writer.cancel().await;
+        if self.wait_gone(self.opts.stdin_close_wait).await {
+            return Ended::ByItself;
+        }
+        tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "server did not exit after stdin was closed; sending SIGTERM to its process group");
+        signal_group(self.pgid, Signal::Term);
+        if self.wait_gone(self.opts.sigterm_wait).await {
+            return Ended::AfterSigterm;
+        }
+        tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "server did not exit after SIGTERM; sending SIGKILL to its process group");
+        signal_group(self.pgid, Signal::Kill);
+        if !self.wait_gone(SIGKILL_WAIT).await {
+            tracing::warn!(target: "switchboard::server", server = %self.server, pid = self.pid, "process group still has live members after SIGKILL");
+        }
+        Ended::AfterSigkill
+    }
+
+    /// Waits up to `limit` for the leader to be reaped and the group to have no live member.
+    async fn wait_gone(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        if self.status.is_none() {
+            match timeout(limit, self.child.status()).await {
+                None => return false,
+                Some(Ok(status)) => self.status = Some(status),
+                Some(Err(e)) => {
+                    tracing::debug!(target: "switchboard::server", server = %self.server, error = %e, "waiting for the server process failed");
+                }
+            }
+        }
+        loop {
+            if !group_alive(self.pgid) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            Timer::after(GROUP_POLL.min(deadline - now)).await;
+        }
+    }
+}

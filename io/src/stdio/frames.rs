@@ -1,0 +1,303 @@
+//! Frames on the pipes: queued frames written to stdin one per line, stdout split into frames
+//! (see "Framing decisions" in the `stdio` module documentation), and stderr kept as a short
+//! tail for error reports. This is the hot path of every stdio call.
+
+use super::{StdioEvent, MIB};
+use async_channel::{Receiver, Sender};
+use async_io::Async;
+use async_process::{ChildStderr, ChildStdin, ChildStdout};
+use bytes::Bytes;
+use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex};
+
+/// Read chunk size for stdout; also the unit of work between yields. Each live server keeps
+/// one, so it is kept small (a larger frame just takes several reads).
+const CHUNK: usize = 16 * 1024;
+/// Read chunk size for stderr (diagnostics only; lines are cut at `MAX_STDERR_LINE`).
+const STDERR_CHUNK: usize = 4 * 1024;
+/// Frames the stdout reader delivers before it yields to other tasks.
+const FRAMES_PER_TURN: usize = 256;
+/// Longest stderr line kept (the rest of the line is dropped).
+const MAX_STDERR_LINE: usize = 4096;
+/// Longest preview of a garbage stdout line in logs and errors.
+const GARBAGE_PREVIEW: usize = 200;
+
+/// `n` bytes in words ("16 MiB", "64 KiB", "1000 bytes").
+#[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the workspace MSRV
+fn human_size(n: usize) -> String {
+    if n >= MIB && n % MIB == 0 {
+        format!("{} MiB", n / MIB)
+    } else if n >= 1024 && n % 1024 == 0 {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// The last lines a server wrote to stderr.
+#[derive(Clone)]
+pub(super) struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    cap: usize,
+}
+
+impl StderrTail {
+    pub(super) fn new(cap: usize) -> Self {
+        StderrTail {
+            lines: Arc::new(Mutex::new(VecDeque::with_capacity(cap.min(64)))),
+            cap,
+        }
+    }
+
+    fn push(&self, line: String) {
+        if self.cap == 0 {
+            return;
+        }
+        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() == self.cap {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// `"; last stderr lines:\n..."`, or nothing if the server wrote nothing to stderr.
+    pub(super) fn render(&self) -> String {
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("; last stderr lines:");
+        for line in lines.iter() {
+            out.push('\n');
+            out.push_str(line);
+        }
+        out
+    }
+}
+
+/// Writes queued frames to the server's stdin, one per line. Ends (closing stdin) when the
+/// queue's sender is gone, on a write error, or when cancelled by the supervisor.
+pub(super) async fn write_frames(server: String, stdin: ChildStdin, frames: Receiver<Bytes>) {
+    let mut out = futures_lite::io::BufWriter::new(stdin);
+    while let Ok(frame) = frames.recv().await {
+        let written = async {
+            out.write_all(&frame).await?;
+            out.write_all(b"\n").await?;
+            if frames.is_empty() {
+                out.flush().await?;
+            }
+            Ok::<(), std::io::Error>(())
+        }
+        .await;
+        if let Err(e) = written {
+            // Usually EPIPE: the server exited; the stdout reader reports that.
+            tracing::debug!(target: "switchboard::server", server = %server, error = %e, "writing to the server's stdin failed");
+            frames.close();
+            return;
+        }
+    }
+}
+
+/// Reads stderr line by line into `tracing` and the tail. Ends at EOF.
+pub(super) async fn read_stderr(server: String, mut stderr: ChildStderr, tail: StderrTail) {
+    let mut chunk = vec![0u8; STDERR_CHUNK];
+    let mut line: Vec<u8> = Vec::new();
+    let emit = |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        if !text.is_empty() {
+            tracing::debug!(target: "switchboard::server", server = %server, "{text}");
+            tail.push(text.to_string());
+        }
+        line.clear();
+    };
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let mut rest = &chunk[..n];
+        while !rest.is_empty() {
+            let (piece, newline) = match rest.iter().position(|&b| b == b'\n') {
+                Some(i) => (&rest[..i], true),
+                None => (rest, false),
+            };
+            let room = MAX_STDERR_LINE.saturating_sub(line.len());
+            line.extend_from_slice(&piece[..piece.len().min(room)]);
+            if newline {
+                emit(&mut line);
+                rest = &rest[piece.len() + 1..];
+            } else {
+                rest = &[];
+            }
+        }
+        future::yield_now().await;
+    }
+    emit(&mut line);
+}
+
+pub(super) struct StdoutReader {
+    pub(super) server: String,
+    pub(super) max_frame_len: usize,
+    pub(super) max_garbage_lines: usize,
+}
+
+/// Why the stdout reader stopped.
+pub(super) enum StdoutEnd {
+    Eof,
+    Failed(String),
+    /// Nobody listens to events any more.
+    EventsGone,
+}
+
+/// Splits stdout into frames and sends them. Memory is bounded by `max_frame_len` + `CHUNK`.
+pub(super) async fn read_stdout<T: Clone, M: From<(T, StdioEvent)>>(
+    cfg: StdoutReader,
+    stdout: ChildStdout,
+    tag: T,
+    events: Sender<M>,
+) -> StdoutEnd {
+    // Our own registration of the pipe, for `readable()`: after a short read the pipe is
+    // (almost always) empty, so the reader waits for readiness instead of paying a `read`
+    // that would only say EAGAIN. Once per answer in a sequential exchange.
+    let stdout = match OwnedFd::try_from(stdout).and_then(|fd| Async::new(File::from(fd))) {
+        Ok(stdout) => stdout,
+        Err(e) => return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}")),
+    };
+    let mut drained = false;
+    let mut chunk = vec![0u8; CHUNK];
+    let mut line: Vec<u8> = Vec::new();
+    let mut garbage_run = 0usize;
+    let mut frames_this_turn = 0usize;
+    let too_long = || {
+        StdoutEnd::Failed(format!(
+            "stdout frame exceeds the {} limit (more than {} bytes without a newline)",
+            human_size(cfg.max_frame_len),
+            cfg.max_frame_len
+        ))
+    };
+    loop {
+        if drained {
+            if let Err(e) = stdout.readable().await {
+                return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}"));
+            }
+        }
+        let n = match stdout.read_with(|f| (&*f).read(&mut chunk)).await {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return StdoutEnd::Failed(format!("reading the server's stdout failed: {e}")),
+        };
+        drained = n < chunk.len();
+        let mut rest = &chunk[..n];
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            if line.len() + i > cfg.max_frame_len {
+                return too_long();
+            }
+            let whole = if line.is_empty() {
+                Bytes::copy_from_slice(&rest[..i])
+            } else {
+                line.extend_from_slice(&rest[..i]);
+                Bytes::from(std::mem::take(&mut line))
+            };
+            rest = &rest[i + 1..];
+            match classify_line(&cfg, whole, &mut garbage_run) {
+                Line::Skip => {}
+                Line::Frame(frame) => {
+                    if events
+                        .send(M::from((tag.clone(), StdioEvent::Frame(frame))))
+                        .await
+                        .is_err()
+                    {
+                        return StdoutEnd::EventsGone;
+                    }
+                    frames_this_turn += 1;
+                    if frames_this_turn == FRAMES_PER_TURN {
+                        frames_this_turn = 0;
+                        future::yield_now().await;
+                    }
+                }
+                Line::End(end) => return end,
+            }
+        }
+        if line.len() + rest.len() > cfg.max_frame_len {
+            return too_long();
+        }
+        line.extend_from_slice(rest);
+        // At most one chunk (and FRAMES_PER_TURN frames) of work per turn: a chatty server
+        // must not starve other tasks.
+        frames_this_turn = 0;
+        future::yield_now().await;
+    }
+    if !line.is_empty() {
+        match classify_line(&cfg, Bytes::from(line), &mut garbage_run) {
+            Line::Skip => {}
+            Line::Frame(frame) => {
+                if events
+                    .send(M::from((tag, StdioEvent::Frame(frame))))
+                    .await
+                    .is_err()
+                {
+                    return StdoutEnd::EventsGone;
+                }
+            }
+            Line::End(end) => return end,
+        }
+    }
+    StdoutEnd::Eof
+}
+
+enum Line {
+    Skip,
+    Frame(Bytes),
+    End(StdoutEnd),
+}
+
+/// Classifies one stdout line (see "Framing decisions" in the module documentation).
+fn classify_line(cfg: &StdoutReader, mut line: Bytes, garbage_run: &mut usize) -> Line {
+    if line.last() == Some(&b'\r') {
+        line.truncate(line.len() - 1);
+    }
+    let Some(first) = line.iter().find(|b| !b.is_ascii_whitespace()) else {
+        return Line::Skip; // empty line
+    };
+    // A JSON-RPC message is an object: a line that starts with `{` and ends with `}` goes to
+    // the core as it is (the core parses it anyway and reports a malformed one), so the hot
+    // path parses each frame once. Anything else is checked fully: log lines like
+    // `[INFO] ready` must not reach the core.
+    let last = line.iter().rev().find(|b| !b.is_ascii_whitespace());
+    let is_json = match (first, last) {
+        (b'{', Some(b'}')) => true,
+        (b'{' | b'[', _) => serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_ok(),
+        _ => false,
+    };
+    if is_json {
+        *garbage_run = 0;
+        return Line::Frame(line);
+    }
+    *garbage_run += 1;
+    let preview = preview(&line);
+    tracing::warn!(target: "switchboard::server", server = %cfg.server, line = %preview, "dropping a non-JSON line from the server's stdout");
+    if *garbage_run >= cfg.max_garbage_lines {
+        return Line::End(StdoutEnd::Failed(format!(
+            "server writes non-MCP output to stdout ({} non-JSON lines in a row; the last: {preview:?})",
+            *garbage_run
+        )));
+    }
+    Line::Skip
+}
+
+fn preview(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim();
+    match text.char_indices().nth(GARBAGE_PREVIEW) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}

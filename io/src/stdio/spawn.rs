@@ -1,0 +1,171 @@
+//! Starting a stdio server: the command in its own process group (so every process it starts
+//! can be signalled together), registered before anything else can fail, and the reader,
+//! writer, stderr and supervisor tasks that serve it.
+
+use super::close::{Supervisor, Tasks};
+use super::frames::{read_stderr, read_stdout, write_frames, StderrTail, StdoutReader};
+use super::kill::{pid_to_pgid, signal_group, Signal};
+use super::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
+use crate::rt::Spawner;
+use async_channel::Sender;
+use async_process::Stdio;
+use std::path::PathBuf;
+
+impl StdioTransport {
+    /// Starts `cmd` for `server` in its own process group, registers the group in `registry`,
+    /// and starts the tasks that serve it. Events are sent on `events` as `(tag.clone(),
+    /// event)`. Synchronous: when this returns `Ok`, the handle owns the process group; when
+    /// it returns `Err`, nothing is running. The error names the server and the command.
+    pub fn spawn<T>(
+        server: &str,
+        cmd: StdioCommand,
+        opts: &StdioOptions,
+        registry: &ProcessRegistry,
+        tag: T,
+        events: Sender<(T, StdioEvent)>,
+    ) -> Result<StdioTransport, String>
+    where
+        T: Clone + Send + 'static,
+    {
+        Self::spawn_on(
+            &Spawner::default(),
+            server,
+            cmd,
+            opts,
+            registry,
+            tag,
+            events,
+        )
+    }
+
+    /// [`spawn`](Self::spawn) with the transport's tasks on `spawner`, sending
+    /// `M::from((tag, event))` (the driver's channel carries other inputs too).
+    pub(crate) fn spawn_on<T, M>(
+        spawner: &Spawner,
+        server: &str,
+        cmd: StdioCommand,
+        opts: &StdioOptions,
+        registry: &ProcessRegistry,
+        tag: T,
+        events: Sender<M>,
+    ) -> Result<StdioTransport, String>
+    where
+        T: Clone + Send + 'static,
+        M: From<(T, StdioEvent)> + Send + 'static,
+    {
+        let cwd = cmd
+            .cwd
+            .as_deref()
+            .map(PathBuf::from)
+            .or_else(|| opts.default_cwd.clone());
+        if let Some(dir) = &cwd {
+            // Checked first: a missing cwd makes exec fail with ENOENT, which would otherwise
+            // read as "command not found".
+            if !dir.is_dir() {
+                return Err(format!(
+                    "cannot start server \"{server}\": working directory \"{}\" does not exist",
+                    dir.display()
+                ));
+            }
+        }
+
+        let mut std_cmd = std::process::Command::new(&cmd.command);
+        std_cmd.args(&cmd.args).envs(&cmd.env);
+        if let Some(dir) = &cwd {
+            std_cmd.current_dir(dir);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            std_cmd.process_group(0);
+        }
+        let mut command = async_process::Command::from(std_cmd);
+        // The From impl resets stdio to "inherit"; pipes must be set on the async command.
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|e| spawn_error(server, &cmd.command, &e))?;
+        let pid = child.id();
+        let pgid = pid_to_pgid(pid);
+        registry.register(pid, pgid);
+        tracing::debug!(target: "switchboard::server", server, pid, command = %cmd.command, "started stdio server");
+
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            // Cannot happen (all three were piped); never leave the process behind anyway.
+            signal_group(pgid, Signal::Kill);
+            registry.take(pid);
+            return Err(format!(
+                "cannot start server \"{server}\": the pipes to \"{}\" were not created",
+                cmd.command
+            ));
+        };
+
+        let (frames_tx, frames_rx) = async_channel::unbounded();
+        let (close_tx, close_rx) = async_channel::bounded(1);
+        let tail = StderrTail::new(opts.stderr_tail_lines);
+
+        let writer = spawner.spawn(write_frames(server.to_string(), stdin, frames_rx));
+        let stderr_task = spawner.spawn(read_stderr(server.to_string(), stderr, tail.clone()));
+        let reader = spawner.spawn(read_stdout(
+            StdoutReader {
+                server: server.to_string(),
+                max_frame_len: opts.max_frame_len,
+                max_garbage_lines: opts.max_garbage_lines.max(1),
+            },
+            stdout,
+            tag.clone(),
+            events.clone(),
+        ));
+        let supervisor = Supervisor {
+            server: server.to_string(),
+            child,
+            pid,
+            pgid,
+            status: None,
+            opts: opts.clone(),
+            registry: registry.clone(),
+        };
+        let (gone_tx, gone_rx) = async_channel::bounded(1);
+        let supervisor = spawner.spawn(supervisor.run(
+            Tasks {
+                reader,
+                writer,
+                stderr: stderr_task,
+            },
+            tail.clone(),
+            close_rx,
+            gone_tx,
+            tag,
+            events,
+        ));
+
+        Ok(StdioTransport {
+            server: server.to_string(),
+            pid,
+            frames: frames_tx,
+            close_requests: close_tx,
+            group_gone: gone_rx,
+            supervisor: Some(supervisor),
+            registry: registry.clone(),
+            tail,
+        })
+    }
+}
+
+fn spawn_error(server: &str, command: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("cannot start server \"{server}\": command \"{command}\" not found")
+        }
+        std::io::ErrorKind::PermissionDenied => format!(
+            "cannot start server \"{server}\": command \"{command}\" is not executable (permission denied)"
+        ),
+        _ => format!("cannot start server \"{server}\": command \"{command}\" failed to start: {e}"),
+    }
+}
