@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real MCP peers the tests talk to (called by scripts/test.sh before the tests):
-#   - tests/peers/node_modules: the official TypeScript SDK and reference servers, exact
-#     versions from tests/peers/package-lock.json (npm ci);
+#   - tests/peers/node_modules: the official TypeScript SDK and reference servers, the
+#     official conformance suite and the Node 22 it needs (the `node` package, whose install
+#     script fetches a Node 22 binary into node_modules/node/bin), exact versions from
+#     tests/peers/package-lock.json (npm ci);
 #   - tests/peers/.venv: the Python SDK (`mcp`), pinned in tests/peers/requirements.txt.
 # Needs only Node >= 20 with npm and Python >= 3.10 with pip. Idempotent: each part is skipped
 # when its stamp matches the lock file it was installed from, so a second run takes well under
@@ -30,6 +32,15 @@ else
   npm ci --no-audit --no-fund --loglevel=error
   echo "$npm_want" >"$npm_stamp"
 fi
+# The conformance suite runs on this Node, not the system one. npm can be told to skip
+# install scripts (package.json allows the `node` package's), which would leave no binary.
+node22="node_modules/node/bin/node"
+node22_version="$("$node22" --version 2>/dev/null)" ||
+  die "$node22 does not run (were npm install scripts disabled?): rm -rf node_modules and retry"
+case "$node22_version" in
+  v22.*) ;;
+  *) die "$node22 is $node22_version, expected v22 (tests/peers/package.json pins it)" ;;
+esac
 
 # --- Python: a venv with the pinned SDK --------------------------------------------------
 python="${PYTHON:-python3}"
@@ -95,4 +106,4 @@ EOF
   echo "$py_want" >"$py_stamp"
 fi
 
-log "ok: node $(node --version), $("$venv/bin/python" --version), mcp $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+log "ok: node $(node --version) (conformance suite: $node22_version), $("$venv/bin/python" --version), mcp $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"

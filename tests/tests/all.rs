@@ -9,6 +9,7 @@ mod support;
 
 mod cli;
 mod config;
+mod conformance;
 mod core_traces;
 mod demo_server;
 mod discovery;
