@@ -96,7 +96,7 @@ impl Manager {
                 Some(req) => (CallState::Sent { conn, req }, None),
                 None => return,
             },
-            // A deferred tool: wait for the connection (the seed's waitForConnection).
+            // A deferred tool: its server is still connecting, so the call waits for it.
             Some(Err(true)) => (CallState::Waiting, arguments),
             _ => {
                 self.out.push_back(Output::CallCompleted {
@@ -198,7 +198,7 @@ impl Manager {
     }
 
     /// End a call early (timeout, cancel): tell the server with `notifications/cancelled`
-    /// if the request went out (flaw 10), then complete it.
+    /// if the request went out, so it can stop the work nobody waits for, then complete it.
     fn abort_call(&mut self, call: CallId, reason: &str, outcome: CallOutcome) {
         let Some(c) = self.calls.get(&call) else {
             return;

@@ -148,8 +148,8 @@ impl Manager {
         } else {
             match outcome {
                 Ok(tools) => self.tools_ready(server, tools),
-                // Flaw 6: a server whose tools/list fails is not left "connected" with no
-                // tools: it fails, and its transport is closed.
+                // A server whose tools/list fails is not left "connected" with no tools: it
+                // fails, and its transport is closed.
                 Err(e) => self.fail_server(server, e, true),
             }
         }

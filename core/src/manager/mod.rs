@@ -64,8 +64,8 @@ use timers::Timers;
 /// - **Outputs** (`poll_output`): [`Output`] — commands for the shell (`OpenTransport`,
 ///   `Send`, `CloseTransport`, `LoadCache`, `StoreCache`) and events for the embedder
 ///   (`StartupComplete`, `ToolsChanged`, `StatusChanged`, `CallCompleted`, `Diagnostic`,
-///   `Progress`, `ServerLog`), in
-///   the order they were produced. Perform commands in that order.
+///   `Progress`, `ServerLog`, `ReconnectScheduled`, `ReconnectStarted`), in the order they
+///   were produced. Perform commands in that order.
 /// - **Timers**: `poll_timeout` gives the next deadline ([`Manager::next_timer`] also says
 ///   why); call `handle_timeout` once it has passed. Extra calls are harmless, and once a
 ///   deadline is handled `poll_timeout` moves past it.
@@ -79,9 +79,10 @@ use timers::Timers;
 /// the same outputs. Nothing from outside panics it: malformed frames, unknown ids and stale
 /// events become diagnostics or are ignored.
 ///
-/// The seed's registries are derived from one per-server phase, so a server can never be in
-/// two exclusive registries at once: `connections` (phase connected), `pending_connections`
-/// (opening, initializing), `pending_tool_loads` (listing tools).
+/// The registries a status display reads are derived from one per-server phase, so a server
+/// can never be in two exclusive registries at once: `connections` (phase connected),
+/// `pending_connections` (opening, initializing, waiting to reconnect), `pending_tool_loads`
+/// (listing tools).
 pub struct Manager {
     opts: ManagerOptions,
     now: Instant,
@@ -102,6 +103,7 @@ pub struct Manager {
 }
 
 impl Manager {
+    /// A manager with no servers, its clock at `now`.
     pub fn new(opts: ManagerOptions, now: Instant) -> Self {
         Manager {
             retired: BTreeMap::new(),
@@ -120,17 +122,19 @@ impl Manager {
         }
     }
 
+    /// The policies it was made with.
     pub fn options(&self) -> &ManagerOptions {
         &self.opts
     }
 
-    /// The seed's `getConnectionStatus`.
+    /// A server's status; an unknown server is `Disconnected`.
     pub fn status(&self, server: &str) -> ServerStatus {
         self.servers
             .get(server)
             .map_or(ServerStatus::Disconnected, |s| s.phase.status())
     }
 
+    /// A known server's full state (`None` for a server never started or disconnected).
     pub fn server_state(&self, server: &str) -> Option<ServerState> {
         self.servers.get(server).map(|s| s.state(server))
     }
@@ -143,12 +147,12 @@ impl Manager {
             .collect()
     }
 
-    /// The seed's `#connections`.
+    /// Servers connected, with their tools listed, by name.
     pub fn connections(&self) -> Vec<&str> {
         self.names_in(|p| matches!(p, Phase::Connected { .. }))
     }
 
-    /// The seed's `#pendingConnections`.
+    /// Servers connecting (opening, initializing) or waiting to reconnect, by name.
     pub fn pending_connections(&self) -> Vec<&str> {
         // A server waiting to reconnect is `Connecting`, so it is a pending connection too.
         self.names_in(|p| {
@@ -159,7 +163,7 @@ impl Manager {
         })
     }
 
-    /// The seed's `#pendingToolLoads`.
+    /// Servers initialized whose first tool list is under way, by name.
     pub fn pending_tool_loads(&self) -> Vec<&str> {
         self.names_in(|p| matches!(p, Phase::Listing { .. }))
     }
@@ -172,7 +176,7 @@ impl Manager {
             .collect()
     }
 
-    /// The seed's `#sources`: metadata of every known server.
+    /// Where every known server's config came from, by name.
     pub fn sources(&self) -> BTreeMap<&str, &SourceMeta> {
         self.servers
             .iter()
@@ -215,14 +219,18 @@ impl Manager {
         self.rounds.last()
     }
 
+    /// How often each interesting path was taken so far.
     pub fn counters(&self) -> &Counters {
         &self.counters
     }
 
+    /// The next output, in the order produced; drain until `None` after every `handle` and
+    /// `handle_timeout`.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
     }
 
+    /// The next deadline: call `handle_timeout` once it has passed.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next_deadline()
     }
@@ -238,6 +246,7 @@ impl Manager {
         }
     }
 
+    /// Act on one input at `now`, then report every startup round whose gate condition holds.
     pub fn handle(&mut self, now: Instant, input: Input) {
         self.advance(now);
         match input {
@@ -263,6 +272,7 @@ impl Manager {
         self.check_rounds();
     }
 
+    /// Act on every timer due at `now`, earliest first, then report the rounds now due.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
         while let Some(reason) = self.timers.pop_due(self.now) {

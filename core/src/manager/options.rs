@@ -1,23 +1,24 @@
 //! The manager's policies: the startup gate, timeouts, naming, the reconnect ladder and
-//! health checks. Defaults keep the classic behaviour where one exists (a 250 ms gate, waiting
-//! for uncached servers, `mcp_<server>_<tool>` names) and turn on the fixes that change no
-//! outcome an embedder relies on (reconnect).
+//! health checks. Defaults keep the classic MCP client behaviour where there is one (a 250 ms
+//! gate, waiting for servers without a cache entry, `mcp_<server>_<tool>` names); the policies
+//! it lacks are opt-in, except reconnecting, which is on.
 
 use crate::names::NamingScheme;
 use crate::protocol::{self, Root};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Policies. Every default is the seed's behaviour or DESIGN.md's fix of it.
+/// Policies: how long to wait, what to call tools, when to reconnect and check health.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManagerOptions {
     /// Seed for the PRNG (reconnect jitter). Same seed, same behaviour.
     pub seed: u64,
-    /// The startup gate (seed: 250 ms).
+    /// The startup gate: how long after a round starts its report is due (default 250 ms).
     pub gate: Duration,
     /// How long past the gate to wait for pending servers without a cache entry. `None`
-    /// waits until they settle (the seed's correctness wait).
+    /// waits until they settle, so their tools are in the report (the default).
     pub uncached_wait: Option<Duration>,
+    /// How qualified tool names are formed from server and tool names.
     pub naming: NamingScheme,
     /// Default per-call timeout.
     pub call_timeout: Duration,
@@ -27,11 +28,14 @@ pub struct ManagerOptions {
     pub env: BTreeMap<String, String>,
     /// Roots answered to `roots/list`; the `roots` capability is declared when non-empty.
     pub roots: Vec<Root>,
+    /// The largest frame read from a server (default 16 MiB); a larger one fails the
+    /// connection.
     pub max_frame_len: usize,
+    /// The most `tools/list` pages one listing may take (default 1000) before it fails.
     pub max_tool_pages: usize,
     /// Version sent as `clientInfo.version`.
     pub client_version: String,
-    /// Reconnect after an unexpected close (on by default; the seed has none).
+    /// Reconnect after an unexpected close (on by default).
     pub reconnect: ReconnectPolicy,
     /// Periodic `ping` health checks (off by default).
     pub health: Option<HealthPolicy>,
@@ -46,17 +50,22 @@ pub struct ManagerOptions {
 }
 
 /// Reconnect with backoff: after an unexpected close of a connected server, attempts follow
-/// `initial`, ×2 each time, capped at `max`, each with ±`jitter` from the seeded PRNG. More
-/// than `burst_limit` unexpected closes within `burst_window` trips a breaker: no more
-/// automatic attempts until an explicit `Connect`, `Reload` or `Sync`.
+/// `initial`, ×2 each time, capped at `max`, each with ±`jitter` from the manager's seeded
+/// PRNG. More than `burst_limit` unexpected closes within `burst_window` trips a breaker: no
+/// more automatic attempts until an explicit `Connect`, `Reload` or `Sync`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReconnectPolicy {
+    /// Reconnect at all (on by default).
     pub enabled: bool,
+    /// The delay before the first attempt (default 500 ms).
     pub initial: Duration,
+    /// The longest delay between attempts (default 5 min).
     pub max: Duration,
     /// Fraction of each delay drawn at random either way (0.2 = ±20%).
     pub jitter: f64,
+    /// How many unexpected closes within `burst_window` are tolerated (default 5).
     pub burst_limit: usize,
+    /// The window in which unexpected closes are counted (default 30 s).
     pub burst_window: Duration,
     /// Also retry servers that failed before they ever connected (off by default).
     pub retry_startup_failures: bool,
@@ -77,7 +86,8 @@ impl Default for ReconnectPolicy {
 }
 
 impl ReconnectPolicy {
-    /// The seed's behaviour: never reconnect by itself.
+    /// Never reconnect by itself: a lost server stays disconnected until the embedder
+    /// connects it again.
     pub fn never() -> Self {
         ReconnectPolicy {
             enabled: false,
@@ -97,8 +107,11 @@ impl ReconnectPolicy {
 /// `timeout`) count as a failed connection, which is closed and then reconnected.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HealthPolicy {
+    /// Time between pings on a ready connection (default 30 s).
     pub interval: Duration,
+    /// How long each ping may go unanswered (default 10 s).
     pub timeout: Duration,
+    /// Unanswered pings in a row that fail the connection (default 2; at least 1).
     pub misses: u32,
 }
 

@@ -29,7 +29,7 @@ impl Manager {
             }
             let name = spec.name.clone();
             if let Some(s) = self.servers.get_mut(&name) {
-                // Store/update source metadata even when skipping (the seed does).
+                // Source metadata follows the latest request, even for a server it skips.
                 s.spec.source = spec.source.clone();
                 if !matches!(s.phase, Phase::Idle) {
                     round.skipped.push(name);
@@ -68,12 +68,13 @@ impl Manager {
             true,
             &format!("MCP error: server \"{server}\" was disconnected"),
         );
-        // The seed removes pending entries and source metadata too.
+        // Forgotten entirely, pending or not: its source metadata goes too.
         self.servers.remove(server);
     }
 
     pub(super) fn disconnect_all(&mut self) {
-        // Flaw 9: pending connects are aborted too, not only connected ones.
+        // Pending connects are aborted too, not only connected ones: nothing started before
+        // keeps running behind the embedder's back.
         let names: Vec<String> = self.servers.keys().cloned().collect();
         for n in names {
             self.disconnect(&n);

@@ -132,7 +132,8 @@ impl Manager {
                 self.counters.uncached_waits_expired += 1;
                 self.complete_round(id);
             } else if gate_passed {
-                // The seed's correctness wait, bounded when the embedder asked for it.
+                // Past the gate, servers without a cache entry are waited for, so their tools
+                // make the report; bounded when the embedder asked for it.
                 if let Some(wait) = self.opts.uncached_wait {
                     let at = r.gate_at + wait;
                     self.timers.arm(at, TimerReason::UncachedWait { round: id });

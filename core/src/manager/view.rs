@@ -1,7 +1,7 @@
 //! The tool view: every server's slice of qualified tool names, live or deferred. A server's
-//! slice changes alone (the others keep their names) and by identity, not by name prefix.
-//! Names that leave the view are remembered as retired, so a call to one is told why it no
-//! longer routes instead of hearing "unknown tool".
+//! slice is replaced on its own, found by identity, not by name prefix; another server's tool
+//! is renamed only when a name collides. Names that leave the view are remembered as retired,
+//! so a call to one is told why it no longer routes instead of hearing "unknown tool".
 
 use super::servers::{CacheState, Phase};
 use super::{Manager, Output};
@@ -75,7 +75,8 @@ impl Manager {
         };
         s.exposed = Some(deferred);
         let before = slice_of(&self.names, server);
-        // Flaw 3: only this server's slice changes; flaw 4: by identity, not by prefix.
+        // Only this server's slice changes, found by identity, not by name prefix: another
+        // server whose name shares the prefix keeps its tools.
         self.names
             .set_server_tools(server, list.iter().map(|t| t.name.as_str()));
         self.retire(server, before);
