@@ -68,28 +68,34 @@ pub(super) struct Timers {
 }
 
 impl Timers {
+    #[inline]
     pub(super) fn arm(&mut self, at: Instant, reason: TimerReason) {
         self.set.insert((at, reason));
     }
 
+    #[inline]
     pub(super) fn disarm(&mut self, at: Instant, reason: TimerReason) {
         self.set.remove(&(at, reason));
     }
 
     /// Disarm a timer kept whole (as a connection keeps its health timer).
+    #[inline]
     pub(super) fn remove(&mut self, timer: &(Instant, TimerReason)) {
         self.set.remove(timer);
     }
 
+    #[inline]
     pub(super) fn first(&self) -> Option<&(Instant, TimerReason)> {
         self.set.first()
     }
 
+    #[inline]
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         self.set.first().map(|(t, _)| *t)
     }
 
     /// Take the earliest timer if it is due at `now`.
+    #[inline]
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<TimerReason> {
         match self.set.first() {
             Some((at, _)) if *at <= now => self.set.pop_first().map(|(_, reason)| reason),
