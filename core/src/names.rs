@@ -1,7 +1,7 @@
 //! Qualified tool names: the names the agent sees, unique across the whole view.
 //!
-//! Default scheme `mcp_<server>_<tool>` (the seed's); also `mcp__<server>__<tool>` (Claude
-//! Code's and Codex's). Routing uses [`NameTable`], never parsing a name back.
+//! Default scheme `mcp_<server>_<tool>` (the classic MCP client's); also
+//! `mcp__<server>__<tool>` (Claude Code's and Codex's). Routing uses [`NameTable`], never parsing a name back.
 //!
 //! # How a name is chosen
 //!
@@ -38,10 +38,11 @@ pub const MAX_NAME_LEN: usize = 64;
 /// Hex digits in a uniqueness suffix (32 bits of the pair's hash).
 pub const SUFFIX_HEX_DIGITS: usize = 8;
 
+/// How a qualified name joins a server's and a tool's sanitized names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NamingScheme {
-    /// `mcp_<server>_<tool>`
+    /// `mcp_<server>_<tool>` (the default, and the classic MCP client's)
     #[default]
     Seed,
     /// `mcp__<server>__<tool>`
@@ -218,6 +219,7 @@ impl Default for NameTable {
 }
 
 impl NameTable {
+    /// An empty table naming under `scheme`.
     pub fn new(scheme: NamingScheme) -> Self {
         NameTable::with_suffix_digits(scheme, SUFFIX_HEX_DIGITS)
     }
@@ -236,6 +238,7 @@ impl NameTable {
         }
     }
 
+    /// The scheme it names under.
     pub fn scheme(&self) -> NamingScheme {
         self.scheme
     }
@@ -563,10 +566,12 @@ impl NameTable {
             .filter_map(|(tool, e)| Some((e.name.as_deref()?, &**tool, e.index)))
     }
 
+    /// Number of qualified names held (tools in the view).
     pub fn len(&self) -> usize {
         self.held
     }
 
+    /// No tool is in the view.
     pub fn is_empty(&self) -> bool {
         self.held == 0
     }

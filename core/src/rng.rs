@@ -1,18 +1,22 @@
-//! A tiny seeded PRNG (SplitMix64) for reconnect jitter. The core has no global RNG: the seed
+//! A tiny seeded PRNG (SplitMix64) for reconnect jitter. The core has no global RNG: its seed
 //! comes from `ManagerOptions`, so the same seed gives the same delays on every run.
 
 use serde::Serialize;
 
+/// SplitMix64: one 64-bit state, advanced by a constant and mixed on every draw. Fast, good
+/// enough for jitter, and identical on every platform.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SplitMix64 {
     state: u64,
 }
 
 impl SplitMix64 {
+    /// A generator starting from `seed`.
     pub fn new(seed: u64) -> Self {
         SplitMix64 { state: seed }
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;

@@ -16,14 +16,17 @@ impl Instant {
     /// The driver's origin.
     pub const ZERO: Instant = Instant(0);
 
+    /// The instant `nanos` nanoseconds after the origin.
     pub const fn from_nanos(nanos: u64) -> Self {
         Instant(nanos)
     }
 
+    /// The instant `millis` milliseconds after the origin (saturating).
     pub const fn from_millis(millis: u64) -> Self {
         Instant(millis.saturating_mul(1_000_000))
     }
 
+    /// Nanoseconds since the origin.
     pub const fn as_nanos(self) -> u64 {
         self.0
     }

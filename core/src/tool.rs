@@ -101,19 +101,25 @@ impl<'de> Deserialize<'de> for RawJson {
 /// most of a startup round's cost (BENCHMARKS.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
+    /// The raw tool name, as the server calls it (unique within its server's list).
     pub name: String,
+    /// A human-readable title, if the server gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What the tool does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<Arc<str>>,
+    /// The JSON Schema of its arguments (an empty object schema when the server gave none).
     #[serde(rename = "inputSchema", default = "RawJson::empty_object_schema")]
     pub input_schema: RawJson,
+    /// The JSON Schema of its structured result, if it declares one.
     #[serde(
         rename = "outputSchema",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub output_schema: Option<RawJson>,
+    /// Hints about its behaviour (read-only, destructive, ...), as the server sent them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<RawJson>,
 }
@@ -141,8 +147,8 @@ pub struct Tool {
     pub server: String,
     /// The definition as the server (or the cache) gave it; `def.name` is the raw tool name.
     pub def: ToolDef,
-    /// True while the tool comes from the cache and its server is still connecting
-    /// (the seed's `DeferredMCPTool`): a call waits for the connection.
+    /// True while the tool comes from the cache and its server is still connecting (a
+    /// deferred tool): a call waits for the connection.
     pub deferred: bool,
 }
 
@@ -150,9 +156,13 @@ pub struct Tool {
 /// names and definitions (for embedders and checkers that look at the view after every step).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ToolRef<'a> {
+    /// [`Tool::qualified_name`].
     pub qualified_name: &'a str,
+    /// [`Tool::server`].
     pub server: &'a str,
+    /// [`Tool::def`].
     pub def: &'a ToolDef,
+    /// [`Tool::deferred`].
     pub deferred: bool,
 }
 
@@ -172,28 +182,42 @@ impl ToolRef<'_> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
+    /// Plain text.
     Text {
+        /// The text.
         text: String,
     },
+    /// An image.
     Image {
+        /// The image, base64-encoded.
         #[serde(default)]
         data: String,
+        /// Its media type (`image/png`, ...).
         #[serde(rename = "mimeType", default)]
         mime_type: String,
     },
+    /// Audio.
     Audio {
+        /// The audio, base64-encoded.
         #[serde(default)]
         data: String,
+        /// Its media type (`audio/wav`, ...).
         #[serde(rename = "mimeType", default)]
         mime_type: String,
     },
+    /// An embedded resource, kept as it came.
     Resource {
+        /// The resource object (`uri`, and `text` or `blob`).
         resource: Value,
     },
+    /// A link to a resource the client may read.
     ResourceLink {
+        /// The resource's URI.
         uri: String,
+        /// Its name, if given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        /// Its media type, if given.
         #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
     },
@@ -207,14 +231,17 @@ pub enum Content {
 /// [`ToolResult::raw`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// What the tool returned, part by part.
     #[serde(default)]
     pub content: Vec<Content>,
+    /// Its structured result, when the tool gives one.
     #[serde(
         rename = "structuredContent",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub structured_content: Option<Value>,
+    /// The tool ran and reported a failure.
     #[serde(rename = "isError", default)]
     pub is_error: bool,
     /// The result object exactly as the server sent it — every field, `_meta`, content

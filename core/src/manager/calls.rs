@@ -1,0 +1,252 @@
+//! Tool calls: routed by qualified name, sent at once to a connected server or held until a
+//! deferred one connects, bounded by a deadline (which progress may push out), cancellable,
+//! and completed exactly once.
+
+use super::servers::Phase;
+use super::sessions::Req;
+use super::{CallId, CallOutcome, ConnId, Level, Manager, Output, TimerReason};
+use crate::protocol;
+use crate::time::Instant;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Where a call is.
+#[derive(Debug, Clone)]
+pub(super) enum CallState {
+    /// Waiting for a deferred server to connect.
+    Waiting,
+    /// Sent as request `req` on `conn`.
+    Sent { conn: ConnId, req: u64 },
+}
+
+/// A call in flight.
+#[derive(Debug, Clone)]
+pub(super) struct Call {
+    pub(super) server: String,
+    pub(super) tool: String,
+    /// Kept only while the call waits; taken when it is sent.
+    arguments: Option<Value>,
+    timeout: Duration,
+    deadline: Instant,
+    started: Instant,
+    pub(super) state: CallState,
+}
+
+impl Manager {
+    /// A call reached its deadline: fail it, saying whether it was still waiting for its
+    /// server.
+    pub(super) fn on_call_timeout(&mut self, call: CallId) {
+        let Some(c) = self.calls.get(&call) else {
+            return;
+        };
+        let ms = c.timeout.as_millis();
+        self.counters.call_timeouts += 1;
+        let message = match c.state {
+            CallState::Waiting => format!(
+                "MCP error: tool call timed out after {ms} ms waiting for server \"{}\" to connect",
+                c.server
+            ),
+            CallState::Sent { .. } => {
+                format!("MCP error: tool call timed out after {ms} ms")
+            }
+        };
+        self.abort_call(call, "request timed out", CallOutcome::Err(message));
+    }
+
+    pub(super) fn call_tool(
+        &mut self,
+        call: CallId,
+        tool: &str,
+        arguments: Option<Value>,
+        timeout: Option<Duration>,
+    ) {
+        if self.calls.contains_key(&call) {
+            self.diag(
+                None,
+                Level::Warn,
+                format!(
+                    "call id {} is already in flight; second call ignored",
+                    call.0
+                ),
+            );
+            return;
+        }
+        let Some((server, raw)) = self
+            .names
+            .resolve(tool)
+            .map(|(s, t)| (s.to_string(), t.to_string()))
+        else {
+            let message = self.unknown_tool_error(tool);
+            self.out.push_back(Output::CallCompleted {
+                call,
+                outcome: CallOutcome::Err(message),
+            });
+            return;
+        };
+        let timeout = timeout.unwrap_or(self.opts.call_timeout);
+        let deadline = self.now + timeout;
+        // Ok(conn): send now; Err(true): wait; Err(false): fail.
+        let target = self.servers.get(&server).map(|s| match s.phase {
+            Phase::Connected { conn, .. } => Ok(conn),
+            ref p => Err(p.is_pending()),
+        });
+        let (state, arguments) = match target {
+            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments) {
+                Some(req) => (CallState::Sent { conn, req }, None),
+                None => return,
+            },
+            // A deferred tool: its server is still connecting, so the call waits for it.
+            Some(Err(true)) => (CallState::Waiting, arguments),
+            _ => {
+                self.out.push_back(Output::CallCompleted {
+                    call,
+                    outcome: CallOutcome::Err(format!(
+                        "MCP error: server \"{server}\" is not connected"
+                    )),
+                });
+                return;
+            }
+        };
+        self.calls.insert(
+            call,
+            Call {
+                server,
+                tool: raw,
+                arguments,
+                timeout,
+                deadline,
+                started: self.now,
+                state,
+            },
+        );
+        self.timers.arm(deadline, TimerReason::Call { call });
+    }
+
+    fn send_call(
+        &mut self,
+        conn: ConnId,
+        call: CallId,
+        raw: &str,
+        arguments: Option<Value>,
+    ) -> Option<u64> {
+        let c = self.conns.get_mut(&conn)?;
+        let mut params = protocol::call_tool_params(raw, arguments);
+        if self.opts.reset_timeout_on_progress {
+            params["_meta"] = serde_json::json!({ "progressToken": call.0 });
+        }
+        let (req, frame) = c.tracker.start("tools/call", Some(params), Req::Call(call));
+        self.out.push_back(Output::Send { conn, frame });
+        Some(req)
+    }
+
+    pub(super) fn flush_waiting_calls(&mut self, server: &str, conn: ConnId) {
+        let waiting: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.server == server && matches!(c.state, CallState::Waiting))
+            .map(|(id, _)| *id)
+            .collect();
+        for call in waiting {
+            let Some(c) = self.calls.get(&call) else {
+                continue;
+            };
+            // The tool may be gone from the live list.
+            if !self
+                .servers
+                .get(server)
+                .is_some_and(|s| s.tools.iter().any(|t| t.name == c.tool))
+            {
+                let msg = format!(
+                    "MCP error: tool \"{}\" is no longer offered by server \"{server}\"",
+                    c.tool
+                );
+                self.complete_call(call, CallOutcome::Err(msg));
+                continue;
+            }
+            let raw = c.tool.clone();
+            let args = self.calls.get_mut(&call).and_then(|c| c.arguments.take());
+            if let Some(req) = self.send_call(conn, call, &raw, args) {
+                self.counters.deferred_calls_sent += 1;
+                if let Some(c) = self.calls.get_mut(&call) {
+                    c.state = CallState::Sent { conn, req };
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_call_result(
+        &mut self,
+        call: CallId,
+        result: Result<Box<RawValue>, protocol::RpcError>,
+    ) {
+        let outcome = match result {
+            Ok(v) => match protocol::parse_call_tool_result(&v) {
+                Ok(r) => CallOutcome::Ok(r),
+                Err(e) => CallOutcome::Err(format!("MCP error: {e}")),
+            },
+            Err(e) => CallOutcome::Err(e.to_string()),
+        };
+        self.complete_call(call, outcome);
+    }
+
+    pub(super) fn cancel_call(&mut self, call: CallId) {
+        if self.calls.contains_key(&call) {
+            self.counters.calls_cancelled += 1;
+            self.abort_call(call, "cancelled by the client", CallOutcome::Cancelled);
+        }
+    }
+
+    /// End a call early (timeout, cancel): tell the server with `notifications/cancelled`
+    /// if the request went out, so it can stop the work nobody waits for, then complete it.
+    fn abort_call(&mut self, call: CallId, reason: &str, outcome: CallOutcome) {
+        let Some(c) = self.calls.get(&call) else {
+            return;
+        };
+        if let CallState::Sent { conn, req } = c.state {
+            if let Some(cn) = self.conns.get_mut(&conn) {
+                cn.tracker.forget(req);
+                self.send(conn, protocol::encode_cancelled(req, reason));
+            }
+        }
+        self.complete_call(call, outcome);
+    }
+
+    /// Every call completes exactly once: this is the only place that says so.
+    pub(super) fn complete_call(&mut self, call: CallId, outcome: CallOutcome) {
+        let Some(c) = self.calls.remove(&call) else {
+            return;
+        };
+        self.timers.disarm(c.deadline, TimerReason::Call { call });
+        if let CallState::Sent { conn, req } = c.state {
+            if let Some(cn) = self.conns.get_mut(&conn) {
+                cn.tracker.forget(req);
+            }
+        }
+        self.out.push_back(Output::CallCompleted { call, outcome });
+    }
+
+    /// Progress for a call pushes its deadline out (when enabled), never past the ceiling.
+    /// The call it is about, if the token is one we issued for a call of this server in flight.
+    pub(super) fn on_progress(&mut self, server: &str, token: &Value) -> Option<CallId> {
+        if !self.opts.reset_timeout_on_progress {
+            return None; // no call carries a token
+        }
+        let call = token.as_u64().map(CallId)?;
+        let max = self.opts.max_call_time;
+        let now = self.now;
+        let c = self.calls.get_mut(&call)?;
+        if c.server != server || !matches!(c.state, CallState::Sent { .. }) {
+            return None;
+        }
+        let new = (now + c.timeout).min(c.started + max);
+        if new > c.deadline {
+            let old = c.deadline;
+            c.deadline = new;
+            self.timers.disarm(old, TimerReason::Call { call });
+            self.timers.arm(new, TimerReason::Call { call });
+            self.counters.progress_resets += 1;
+        }
+        Some(call)
+    }
+}

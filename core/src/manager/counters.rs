@@ -1,0 +1,64 @@
+//! Counters of the interesting paths the manager took. They change no behaviour; the
+//! simulator reads them to check that its generated cases reach every path sometimes.
+
+use serde::Serialize;
+
+/// Counters of interesting paths, for the simulator's "sometimes" assertions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Events for an attempt or a cache lookup that is no longer current, ignored.
+    pub stale_events: u64,
+    /// An `Opened` for an attempt no longer tracked (abandoned, or its end reported first),
+    /// answered with `CloseTransport`.
+    pub stale_opened_closed: u64,
+    /// Servers reported deferred at a gate: still connecting, served from the cache.
+    pub deferred_servers_at_gate: u64,
+    /// Calls that waited for a deferred server and went out once it connected.
+    pub deferred_calls_sent: u64,
+    /// Attempts that failed before connecting with no round open for them (a startup
+    /// failure after the gate's report).
+    pub late_failures: u64,
+    /// Attempts that did not connect within their connect timeout.
+    pub connect_timeouts: u64,
+    /// `tools/list` pages that went unanswered within the request timeout.
+    pub request_timeouts: u64,
+    /// Calls that reached their deadline.
+    pub call_timeouts: u64,
+    /// Calls the embedder cancelled while they were in flight.
+    pub calls_cancelled: u64,
+    /// Listings failed because the server handed back a cursor it had given before.
+    pub repeated_cursors: u64,
+    /// Responses to no request in flight (unknown, or already answered or cancelled).
+    pub unknown_responses: u64,
+    /// Frames that could not be read (malformed, or too large).
+    pub bad_frames: u64,
+    /// `initialize` answers with a protocol version the client does not speak.
+    pub unsupported_versions: u64,
+    /// Re-lists applied to a connected server (after `RefreshTools` or `tools/list_changed`).
+    pub list_changed_applied: u64,
+    /// Requests from a server (`ping`, `roots/list`, others) answered.
+    pub peer_requests_answered: u64,
+    /// Gate timers that fired with their round still open.
+    pub gates_by_timer: u64,
+    /// Rounds reported because `uncached_wait` ran out with servers still pending.
+    pub uncached_waits_expired: u64,
+    /// Reconnect (or startup retry) attempts scheduled.
+    pub reconnects_scheduled: u64,
+    /// Servers that connected again on a reconnect attempt.
+    pub reconnects_succeeded: u64,
+    /// Servers whose automatic reconnects stopped after too many unexpected closes.
+    pub breakers_tripped: u64,
+    /// Health pings that went unanswered within their timeout.
+    pub ping_timeouts: u64,
+    /// Connections failed because too many pings in a row went unanswered.
+    pub health_failures: u64,
+    /// Call deadlines pushed out by progress notifications.
+    pub progress_resets: u64,
+    /// Servers that failed during startup and were scheduled for a retry
+    /// (`retry_startup_failures`).
+    pub startup_retries: u64,
+    /// A `Sync` started a stopped server it listed with an unchanged config.
+    pub syncs_restarted_stopped: u64,
+    /// A call named a tool that had left the view (told why, not "unknown tool").
+    pub calls_to_retired_tools: u64,
+}

@@ -1,0 +1,344 @@
+//! Tool lists: the paged `tools/list` of a new connection (cursors checked, pages bounded),
+//! re-lists after `RefreshTools` or `tools/list_changed` (bursts coalesced into one more
+//! list), and the tool cache's answers. A first list that fails fails the server; a re-list
+//! that fails keeps the previous list.
+
+use super::servers::{CacheState, Phase};
+use super::sessions::Req;
+use super::{CacheKey, ConnId, Level, Manager, Output, TimerReason};
+use crate::protocol;
+use crate::time::Instant;
+use crate::tool::ToolDef;
+use std::collections::BTreeSet;
+
+/// A `tools/list` under way: the request of its current page and what earlier pages gave.
+#[derive(Debug, Clone)]
+pub(super) struct Listing {
+    pub(super) req: u64,
+    pages: usize,
+    cursors: BTreeSet<String>,
+    acc: Vec<ToolDef>,
+    deadline: Instant,
+}
+
+impl Manager {
+    /// A `tools/list` page went unanswered: cancel it, then fail a first listing or keep the
+    /// previous list of a refresh.
+    pub(super) fn on_list_timeout(&mut self, conn: ConnId, id: u64) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let server = c.server.clone();
+        if !matches!(c.tracker.get(id), Some(Req::ListTools)) {
+            return;
+        }
+        c.tracker.forget(id);
+        self.counters.request_timeouts += 1;
+        self.send(conn, protocol::encode_cancelled(id, "request timed out"));
+        let ms = self.opts.request_timeout.as_millis();
+        let refreshing = matches!(
+            self.servers.get(&server).map(|s| &s.phase),
+            Some(Phase::Connected { .. })
+        );
+        if refreshing {
+            self.end_refresh(&server, Err(format!("tools/list timed out after {ms} ms")));
+        } else {
+            self.fail_server(&server, format!("tools/list timed out after {ms} ms"), true);
+        }
+    }
+
+    pub(super) fn start_list(
+        &mut self,
+        conn: ConnId,
+        cursor: Option<String>,
+        pages: usize,
+        cursors: BTreeSet<String>,
+        acc: Vec<ToolDef>,
+    ) -> Option<Listing> {
+        let c = self.conns.get_mut(&conn)?;
+        let (req, frame) = c.tracker.start(
+            "tools/list",
+            protocol::list_tools_params(cursor.as_deref()),
+            Req::ListTools,
+        );
+        self.send(conn, frame);
+        let deadline = self.now + self.opts.request_timeout;
+        self.timers
+            .arm(deadline, TimerReason::Request { conn, id: req });
+        Some(Listing {
+            req,
+            pages,
+            cursors,
+            acc,
+            deadline,
+        })
+    }
+
+    pub(super) fn on_list_page(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        id: u64,
+        page: Result<protocol::ToolsPage, String>,
+    ) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let (listing, refreshing) = match &mut s.phase {
+            Phase::Listing { listing, .. } if listing.req == id => (listing.clone(), false),
+            Phase::Connected {
+                refresh: Some(listing),
+                ..
+            } if listing.req == id => (listing.clone(), true),
+            _ => return,
+        };
+        self.timers
+            .disarm(listing.deadline, TimerReason::Request { conn, id });
+        let outcome = match page {
+            Err(e) => Err(e),
+            Ok(protocol::ToolsPage {
+                tools,
+                next_cursor: next,
+                skipped,
+            }) => {
+                if !skipped.is_empty() {
+                    self.diag(
+                        Some(server),
+                        Level::Warn,
+                        format!("skipped malformed tool definitions: {}", skipped.join(", ")),
+                    );
+                }
+                let mut acc = listing.acc;
+                acc.extend(tools);
+                let pages = listing.pages + 1;
+                match next {
+                    None => Ok(acc),
+                    Some(cursor) => {
+                        let mut cursors = listing.cursors;
+                        if !cursors.insert(cursor.clone()) {
+                            self.counters.repeated_cursors += 1;
+                            Err(format!(
+                                "tools/list failed: the server repeated cursor \"{cursor}\""
+                            ))
+                        } else if pages >= self.opts.max_tool_pages {
+                            Err(format!(
+                                "tools/list failed: more than {} pages",
+                                self.opts.max_tool_pages
+                            ))
+                        } else {
+                            if let Some(next) =
+                                self.start_list(conn, Some(cursor), pages, cursors, acc)
+                            {
+                                if let Some(s) = self.servers.get_mut(server) {
+                                    match &mut s.phase {
+                                        Phase::Listing { listing, .. } => *listing = next,
+                                        Phase::Connected { refresh, .. } => *refresh = Some(next),
+                                        _ => {}
+                                    }
+                                }
+                            }
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        if refreshing {
+            self.end_refresh(server, outcome);
+        } else {
+            match outcome {
+                Ok(tools) => self.tools_ready(server, tools),
+                // A server whose tools/list fails is not left "connected" with no tools: it
+                // fails, and its transport is closed.
+                Err(e) => self.fail_server(server, e, true),
+            }
+        }
+    }
+
+    /// First tool list done: the server is connected.
+    pub(super) fn tools_ready(&mut self, server: &str, tools: Vec<ToolDef>) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let Some(conn) = s.phase.conn() else {
+            return;
+        };
+        s.tools = dedupe(tools).into();
+        s.ready_at = Some(self.now);
+        s.last_error = None;
+        s.ping_misses = 0;
+        if s.retry_attempt > 0 {
+            s.retry_attempt = 0;
+            self.counters.reconnects_succeeded += 1;
+        }
+        let key = CacheKey {
+            server: server.to_string(),
+            config_hash: s.hash.clone(),
+        };
+        let stored = s.tools.to_vec();
+        // Live tools replace whatever the cache said; the cache now holds them too.
+        s.cache = CacheState::Hit(s.tools.clone());
+        let in_open_round = s.round.is_some();
+        self.set_phase(
+            server,
+            Phase::Connected {
+                conn,
+                refresh: None,
+                again: false,
+            },
+        );
+        self.expose(server, false);
+        self.out.push_back(Output::StoreCache {
+            server: server.to_string(),
+            key,
+            tools: stored,
+        });
+        if !in_open_round {
+            self.out.push_back(Output::ToolsChanged {
+                servers: vec![server.to_string()],
+            });
+        }
+        if let Some(h) = &self.opts.health {
+            let at = self.now + h.interval;
+            self.arm_ping(conn, at, TimerReason::Ping { conn });
+        }
+        self.flush_waiting_calls(server, conn);
+        let relist = self
+            .servers
+            .get_mut(server)
+            .is_some_and(|s| std::mem::take(&mut s.relist_when_ready));
+        if relist {
+            self.refresh(server);
+        }
+    }
+
+    pub(super) fn refresh(&mut self, server: &str) {
+        let Some(s) = self.servers.get_mut(server) else {
+            self.diag(
+                Some(server),
+                Level::Warn,
+                "refresh of an unknown server ignored".into(),
+            );
+            return;
+        };
+        // Pending servers list their tools anyway once connected: nothing to do for them.
+        if let Phase::Connected {
+            conn,
+            refresh,
+            again,
+        } = &mut s.phase
+        {
+            if refresh.is_some() {
+                *again = true;
+                return;
+            }
+            let conn = *conn;
+            let listing = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new());
+            if let Some(Phase::Connected { refresh, .. }) =
+                self.servers.get_mut(server).map(|s| &mut s.phase)
+            {
+                *refresh = listing;
+            }
+        }
+    }
+
+    pub(super) fn on_list_changed(&mut self, server: &str) {
+        let Some(s) = self.servers.get(server) else {
+            return;
+        };
+        let declared = s.init.as_ref().is_some_and(|i| i.tools_list_changed);
+        if !declared {
+            self.diag(
+                Some(server),
+                Level::Debug,
+                "ignored tools/list_changed: the server did not declare tools.listChanged".into(),
+            );
+        } else if matches!(s.phase, Phase::Connected { .. }) {
+            self.refresh(server);
+        } else if matches!(s.phase, Phase::Listing { .. }) {
+            if let Some(s) = self.servers.get_mut(server) {
+                s.relist_when_ready = true;
+            }
+        }
+    }
+
+    fn end_refresh(&mut self, server: &str, outcome: Result<Vec<ToolDef>, String>) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        let Phase::Connected {
+            conn,
+            refresh,
+            again,
+        } = &mut s.phase
+        else {
+            return;
+        };
+        let conn = *conn;
+        *refresh = None;
+        let again = std::mem::take(again);
+        match outcome {
+            Ok(tools) => {
+                self.counters.list_changed_applied += 1;
+                let tools = dedupe(tools);
+                s.tools = tools.as_slice().into();
+                s.cache = CacheState::Hit(s.tools.clone());
+                let key = CacheKey {
+                    server: server.to_string(),
+                    config_hash: s.hash.clone(),
+                };
+                self.expose(server, false);
+                self.out.push_back(Output::StoreCache {
+                    server: server.to_string(),
+                    key,
+                    tools,
+                });
+                self.out.push_back(Output::ToolsChanged {
+                    servers: vec![server.to_string()],
+                });
+            }
+            Err(e) => self.diag(
+                Some(server),
+                Level::Warn,
+                format!("{e}; keeping the previous tool list"),
+            ),
+        }
+        if again {
+            let listing = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new());
+            if let Some(Phase::Connected { refresh, .. }) =
+                self.servers.get_mut(server).map(|s| &mut s.phase)
+            {
+                *refresh = listing;
+            }
+        }
+    }
+
+    pub(super) fn on_cache(&mut self, server: &str, key: CacheKey, tools: Option<Vec<ToolDef>>) {
+        let Some(s) = self.servers.get_mut(server) else {
+            self.counters.stale_events += 1;
+            return;
+        };
+        if key.config_hash != s.hash
+            || key.server != server
+            || !matches!(s.cache, CacheState::Loading)
+        {
+            self.counters.stale_events += 1;
+            return;
+        }
+        s.cache = match tools {
+            Some(t) => CacheState::Hit(dedupe(t).into()),
+            None => CacheState::Miss,
+        };
+    }
+}
+
+/// Keep the first definition of each tool name.
+fn dedupe(mut tools: Vec<ToolDef>) -> Vec<ToolDef> {
+    let mut seen = BTreeSet::new();
+    let keep: Vec<bool> = tools.iter().map(|t| seen.insert(t.name.as_str())).collect();
+    if keep.contains(&false) {
+        let mut keep = keep.into_iter();
+        tools.retain(|_| keep.next().unwrap_or(false));
+    }
+    tools
+}

@@ -1,0 +1,307 @@
+//! The lifecycle state machine: connect many MCP servers in parallel, gate startup, expose a
+//! tool view, route calls, tear down.
+//!
+//! See [`Manager`] for the contract. The machine is one struct whose behaviour is split by
+//! concern, one module each, every module adding its own `impl Manager` block: `types` (what
+//! goes in and out), `options` (policies), `timers` (the deadline set), `servers` (per-server
+//! state and its phase), `rounds` (startup rounds and the gate), `sessions` (opening a
+//! transport, `initialize`, reading frames, answering the server's requests), `listing`
+//! (`tools/list` pages, `list_changed`, refreshes, the tool cache), `calls` (tool calls and
+//! their deadlines), `recovery` (failures, the reconnect ladder and its breaker), `health`
+//! (pings), `reconcile` (`Connect`, `Reload`, `Sync`, `Disconnect`), `view` (the tool view,
+//! its names and the names it retired) and `counters`. This module holds the struct, the
+//! input and timer dispatch, and the getters.
+
+mod calls;
+mod counters;
+mod health;
+mod listing;
+mod options;
+mod reconcile;
+mod recovery;
+mod rounds;
+mod servers;
+mod sessions;
+mod timers;
+mod types;
+mod view;
+
+pub use counters::Counters;
+pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
+pub use servers::{ServerState, ServerStatus};
+pub use timers::TimerReason;
+pub use types::{
+    log_text, CacheKey, CallId, CallOutcome, ConnId, Input, Level, Output, StartupReport,
+    TransportEvent,
+};
+
+use crate::config::SourceMeta;
+use crate::names::NameTable;
+use crate::rng::SplitMix64;
+use crate::time::Instant;
+use calls::Call;
+use rounds::Rounds;
+use servers::{Phase, Server};
+use sessions::Conn;
+use std::collections::{BTreeMap, VecDeque};
+use timers::Timers;
+
+/// The MCP lifecycle manager: a sans-IO state machine.
+///
+/// # Contract
+///
+/// ```text
+/// let mut m = Manager::new(options, now);
+/// m.handle(now, input);                      // any Input
+/// while let Some(out) = m.poll_output() {}   // drain until None after EVERY handle
+/// m.poll_timeout()                           // next deadline, if any
+/// m.handle_timeout(now)                      // when it passes; then drain again
+/// ```
+///
+/// - **Inputs** (`handle`): [`Input`] — embedder requests (`Connect`, `Reload`, `Sync`,
+///   `Disconnect`, `DisconnectAll`, `RefreshTools`, `CallTool`, `CancelCall`) and what the
+///   shell observed (`Transport`, `CacheLoaded`).
+/// - **Outputs** (`poll_output`): [`Output`] — commands for the shell (`OpenTransport`,
+///   `Send`, `CloseTransport`, `LoadCache`, `StoreCache`) and events for the embedder
+///   (`StartupComplete`, `ToolsChanged`, `StatusChanged`, `CallCompleted`, `Diagnostic`,
+///   `Progress`, `ServerLog`, `ReconnectScheduled`, `ReconnectStarted`), in the order they
+///   were produced. Perform commands in that order.
+/// - **Timers**: `poll_timeout` gives the next deadline ([`Manager::next_timer`] also says
+///   why); call `handle_timeout` once it has passed. Extra calls are harmless, and once a
+///   deadline is handled `poll_timeout` moves past it.
+/// - **Getters**: [`Manager::status`], [`Manager::server_state`], [`Manager::tools`],
+///   [`Manager::connections`], [`Manager::pending_connections`],
+///   [`Manager::pending_tool_loads`], [`Manager::sources`].
+///
+/// Rules: the manager never reads a clock, a global RNG, the environment, a file, a process or
+/// a socket; `now` is passed in and must never decrease (an earlier `now` is treated as the
+/// latest one seen). Iteration is over `BTreeMap`s and `Vec`s only, so the same inputs give
+/// the same outputs. Nothing from outside panics it: malformed frames, unknown ids and stale
+/// events become diagnostics or are ignored.
+///
+/// The registries a status display reads are derived from one per-server phase, so a server
+/// can never be in two exclusive registries at once: `connections` (phase connected),
+/// `pending_connections` (opening, initializing, waiting to reconnect), `pending_tool_loads`
+/// (listing tools).
+pub struct Manager {
+    opts: ManagerOptions,
+    now: Instant,
+    rng: SplitMix64,
+    servers: BTreeMap<String, Server>,
+    conns: BTreeMap<ConnId, Conn>,
+    next_conn: u64,
+    calls: BTreeMap<CallId, Call>,
+    rounds: Rounds,
+    names: NameTable,
+    timers: Timers,
+    out: VecDeque<Output>,
+    counters: Counters,
+    /// Qualified names that left the view with their server's slice (a re-list without the
+    /// tool, a withdrawal), with the pair they named: a call to one is told why it failed.
+    /// An entry goes when its name is minted again.
+    retired: BTreeMap<String, (String, String)>,
+}
+
+impl Manager {
+    /// A manager with no servers, its clock at `now`.
+    pub fn new(opts: ManagerOptions, now: Instant) -> Self {
+        Manager {
+            retired: BTreeMap::new(),
+            rng: SplitMix64::new(opts.seed),
+            names: NameTable::new(opts.naming),
+            opts,
+            now,
+            servers: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            next_conn: 0,
+            calls: BTreeMap::new(),
+            rounds: Rounds::default(),
+            timers: Timers::default(),
+            out: VecDeque::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The policies it was made with.
+    pub fn options(&self) -> &ManagerOptions {
+        &self.opts
+    }
+
+    /// A server's status; an unknown server is `Disconnected`.
+    pub fn status(&self, server: &str) -> ServerStatus {
+        self.servers
+            .get(server)
+            .map_or(ServerStatus::Disconnected, |s| s.phase.status())
+    }
+
+    /// A known server's full state (`None` for a server never started or disconnected).
+    pub fn server_state(&self, server: &str) -> Option<ServerState> {
+        self.servers.get(server).map(|s| s.state(server))
+    }
+
+    /// Every known server (connected, pending, or failed and not disconnected), by name.
+    pub fn servers(&self) -> Vec<ServerState> {
+        self.servers
+            .keys()
+            .filter_map(|n| self.server_state(n))
+            .collect()
+    }
+
+    /// Servers connected, with their tools listed, by name.
+    pub fn connections(&self) -> Vec<&str> {
+        self.names_in(|p| matches!(p, Phase::Connected { .. }))
+    }
+
+    /// Servers connecting (opening, initializing) or waiting to reconnect, by name.
+    pub fn pending_connections(&self) -> Vec<&str> {
+        // A server waiting to reconnect is `Connecting`, so it is a pending connection too.
+        self.names_in(|p| {
+            matches!(
+                p,
+                Phase::Opening { .. } | Phase::Initializing { .. } | Phase::Backoff { .. }
+            )
+        })
+    }
+
+    /// Servers initialized whose first tool list is under way, by name.
+    pub fn pending_tool_loads(&self) -> Vec<&str> {
+        self.names_in(|p| matches!(p, Phase::Listing { .. }))
+    }
+
+    fn names_in(&self, f: impl Fn(&Phase) -> bool) -> Vec<&str> {
+        self.servers
+            .iter()
+            .filter(|(_, s)| f(&s.phase))
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// Where every known server's config came from, by name.
+    pub fn sources(&self) -> BTreeMap<&str, &SourceMeta> {
+        self.servers
+            .iter()
+            .map(|(n, s)| (n.as_str(), &s.spec.source))
+            .collect()
+    }
+
+    /// A re-list of this connected server's tools is under way (after `RefreshTools` or a
+    /// `tools/list_changed` notification). The shell uses it to answer `refresh_tools` only
+    /// once the list it asked for is applied.
+    pub fn refreshing(&self, server: &str) -> bool {
+        matches!(
+            self.servers.get(server).map(|s| &s.phase),
+            Some(Phase::Connected {
+                refresh: Some(_),
+                ..
+            })
+        )
+    }
+
+    /// Attempts whose transport is open or opening (the core has not closed them).
+    pub fn open_conns(&self) -> Vec<ConnId> {
+        self.conns.keys().copied().collect()
+    }
+
+    /// Calls not yet completed.
+    pub fn calls_in_flight(&self) -> Vec<CallId> {
+        self.calls.keys().copied().collect()
+    }
+
+    /// Rounds whose `StartupComplete` has not been emitted yet.
+    pub fn open_rounds(&self) -> Vec<u64> {
+        self.rounds.open.keys().copied().collect()
+    }
+
+    /// The number of the latest startup round, open or complete (`None` before the first).
+    /// Every `Connect` and `Reload` opens one, so right after handling one of them this is
+    /// its round: the shell matches the `StartupComplete` it waits for by this number.
+    pub fn last_round(&self) -> Option<u64> {
+        self.rounds.last()
+    }
+
+    /// How often each interesting path was taken so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The next output, in the order produced; drain until `None` after every `handle` and
+    /// `handle_timeout`.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// The next deadline: call `handle_timeout` once it has passed.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next_deadline()
+    }
+
+    /// The next deadline and what it is for.
+    pub fn next_timer(&self) -> Option<(Instant, TimerReason)> {
+        self.timers.first().cloned()
+    }
+
+    fn advance(&mut self, now: Instant) {
+        if now > self.now {
+            self.now = now;
+        }
+    }
+
+    /// Act on one input at `now`, then report every startup round whose gate condition holds.
+    pub fn handle(&mut self, now: Instant, input: Input) {
+        self.advance(now);
+        match input {
+            Input::Connect { servers } => self.connect(servers),
+            Input::Reload { servers } => {
+                self.disconnect_all();
+                self.connect(servers);
+            }
+            Input::Sync { servers } => self.sync(servers),
+            Input::Disconnect { server } => self.disconnect(&server),
+            Input::DisconnectAll => self.disconnect_all(),
+            Input::RefreshTools { server } => self.refresh(&server),
+            Input::Transport { conn, event } => self.on_transport(conn, event),
+            Input::CacheLoaded { server, key, tools } => self.on_cache(&server, key, tools),
+            Input::CallTool {
+                call,
+                tool,
+                arguments,
+                timeout,
+            } => self.call_tool(call, &tool, arguments, timeout),
+            Input::CancelCall { call } => self.cancel_call(call),
+        }
+        self.check_rounds();
+    }
+
+    /// Act on every timer due at `now`, earliest first, then report the rounds now due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        while let Some(reason) = self.timers.pop_due(self.now) {
+            self.on_timer(reason);
+        }
+        self.check_rounds();
+    }
+
+    fn on_timer(&mut self, reason: TimerReason) {
+        match reason {
+            // The round check after the loop acts on gates.
+            TimerReason::Gate { .. } => self.counters.gates_by_timer += 1,
+            // Acted on by the round check after every due timer has run, so a connect timeout
+            // due at the same instant is reported as that server's error, not as pending.
+            TimerReason::UncachedWait { .. } => {}
+            TimerReason::Connect { server, conn } => self.on_connect_timeout(&server, conn),
+            TimerReason::Request { conn, id } => self.on_list_timeout(conn, id),
+            TimerReason::Reconnect { server, at } => self.on_reconnect_due(&server, at),
+            TimerReason::Ping { conn } => self.send_ping(conn),
+            TimerReason::PingTimeout { conn, id } => self.on_ping_timeout(conn, id),
+            TimerReason::Call { call } => self.on_call_timeout(call),
+        }
+    }
+
+    fn diag(&mut self, server: Option<&str>, level: Level, message: String) {
+        self.out.push_back(Output::Diagnostic {
+            server: server.map(str::to_string),
+            level,
+            message,
+        });
+    }
+}

@@ -1,0 +1,149 @@
+//! The manager's policies: the startup gate, timeouts, naming, the reconnect ladder and
+//! health checks. Defaults keep the classic MCP client behaviour where there is one (a 250 ms
+//! gate, waiting for servers without a cache entry, `mcp_<server>_<tool>` names); the policies
+//! it lacks are opt-in, except reconnecting, which is on.
+
+use crate::names::NamingScheme;
+use crate::protocol::{self, Root};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Policies: how long to wait, what to call tools, when to reconnect and check health.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagerOptions {
+    /// Seed for the PRNG (reconnect jitter). Same seed, same behaviour.
+    pub seed: u64,
+    /// The startup gate: how long after a round starts its report is due (default 250 ms).
+    pub gate: Duration,
+    /// How long past the gate to wait for pending servers without a cache entry. `None`
+    /// waits until they settle, so their tools are in the report (the default).
+    pub uncached_wait: Option<Duration>,
+    /// How qualified tool names are formed from server and tool names.
+    pub naming: NamingScheme,
+    /// Default per-call timeout.
+    pub call_timeout: Duration,
+    /// Timeout of each `tools/list` page and other requests after `initialize`.
+    pub request_timeout: Duration,
+    /// Variables for `${VAR}` expansion (the shell passes the process environment).
+    pub env: BTreeMap<String, String>,
+    /// Roots answered to `roots/list`; the `roots` capability is declared when non-empty.
+    pub roots: Vec<Root>,
+    /// The largest frame read from a server (default 16 MiB); a larger one fails the
+    /// connection.
+    pub max_frame_len: usize,
+    /// The most `tools/list` pages one listing may take (default 1000) before it fails.
+    pub max_tool_pages: usize,
+    /// Version sent as `clientInfo.version`.
+    pub client_version: String,
+    /// Reconnect after an unexpected close (on by default).
+    pub reconnect: ReconnectPolicy,
+    /// Periodic `ping` health checks (off by default).
+    pub health: Option<HealthPolicy>,
+    /// Let `notifications/progress` for a call push its deadline out by its timeout again,
+    /// never past `max_call_time` after the call started. Calls then carry a progress token.
+    pub reset_timeout_on_progress: bool,
+    /// The hard ceiling on a call's total time when progress resets its timeout.
+    pub max_call_time: Duration,
+    /// The connect timeout of servers whose config sets no `timeout` (default 30 s). Not part
+    /// of any cache key, unlike a config's own `timeout`.
+    pub default_connect_timeout: Duration,
+}
+
+/// Reconnect with backoff: after an unexpected close of a connected server, attempts follow
+/// `initial`, ×2 each time, capped at `max`, each with ±`jitter` from the manager's seeded
+/// PRNG. More than `burst_limit` unexpected closes within `burst_window` trips a breaker: no
+/// more automatic attempts until an explicit `Connect`, `Reload` or `Sync`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReconnectPolicy {
+    /// Reconnect at all (on by default).
+    pub enabled: bool,
+    /// The delay before the first attempt (default 500 ms).
+    pub initial: Duration,
+    /// The longest delay between attempts (default 5 min).
+    pub max: Duration,
+    /// Fraction of each delay drawn at random either way (0.2 = ±20%).
+    pub jitter: f64,
+    /// How many unexpected closes within `burst_window` are tolerated (default 5).
+    pub burst_limit: usize,
+    /// The window in which unexpected closes are counted (default 30 s).
+    pub burst_window: Duration,
+    /// Also retry servers that failed before they ever connected (off by default).
+    pub retry_startup_failures: bool,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        ReconnectPolicy {
+            enabled: true,
+            initial: Duration::from_millis(500),
+            max: Duration::from_secs(300),
+            jitter: 0.2,
+            burst_limit: 5,
+            burst_window: Duration::from_secs(30),
+            retry_startup_failures: false,
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// Never reconnect by itself: a lost server stays disconnected until the embedder
+    /// connects it again.
+    pub fn never() -> Self {
+        ReconnectPolicy {
+            enabled: false,
+            ..Default::default()
+        }
+    }
+
+    /// The un-jittered delay before attempt `n` (1-based): initial × 2^(n-1), capped.
+    pub fn base_delay(&self, attempt: u32) -> Duration {
+        let factor = 1u64 << attempt.saturating_sub(1).min(30);
+        let nanos = (self.initial.as_nanos() as u64).saturating_mul(factor);
+        Duration::from_nanos(nanos).min(self.max)
+    }
+}
+
+/// Health checks: a `ping` every `interval`; `misses` unanswered pings in a row (each given
+/// `timeout`) count as a failed connection, which is closed and then reconnected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthPolicy {
+    /// Time between pings on a ready connection (default 30 s).
+    pub interval: Duration,
+    /// How long each ping may go unanswered (default 10 s).
+    pub timeout: Duration,
+    /// Unanswered pings in a row that fail the connection (default 2; at least 1).
+    pub misses: u32,
+}
+
+impl Default for HealthPolicy {
+    fn default() -> Self {
+        HealthPolicy {
+            interval: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
+            misses: 2,
+        }
+    }
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            seed: 0,
+            gate: Duration::from_millis(250),
+            uncached_wait: None,
+            naming: NamingScheme::Seed,
+            call_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(30),
+            env: BTreeMap::new(),
+            roots: Vec::new(),
+            max_frame_len: protocol::DEFAULT_MAX_FRAME_LEN,
+            max_tool_pages: protocol::MAX_TOOL_PAGES,
+            client_version: env!("CARGO_PKG_VERSION").to_string(),
+            reconnect: ReconnectPolicy::default(),
+            health: None,
+            reset_timeout_on_progress: false,
+            max_call_time: Duration::from_secs(600),
+            default_connect_timeout: crate::config::DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! One connection attempt from open to ready: register the server and open its transport,
+//! send `initialize` once it is open, then read every frame it sends. Responses are matched to
+//! the request that asked for them, notifications are routed to their concern, and the
+//! server's own requests (`ping`, `roots/list`) are answered here.
+
+use super::servers::{CacheState, Phase, Server};
+use super::{CacheKey, CallId, ConnId, Level, Manager, Output, TimerReason, TransportEvent};
+use crate::config::{self, ServerSpec};
+use crate::protocol::{self, Incoming, RequestTracker, ServerNotification};
+use crate::time::Instant;
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use std::collections::BTreeSet;
+
+/// An answer to one of our requests, as the codec read it.
+enum Answer {
+    Raw(Result<Box<RawValue>, protocol::RpcError>),
+    Page(Result<protocol::ToolsPage, protocol::ProtocolError>),
+}
+
+/// What a request of ours on a connection was for.
+#[derive(Debug, Clone)]
+pub(super) enum Req {
+    Initialize,
+    ListTools,
+    Call(CallId),
+    Ping,
+}
+
+/// A transport the manager tracks (opening or open), with the requests in flight on it.
+#[derive(Debug, Clone)]
+pub(super) struct Conn {
+    pub(super) server: String,
+    pub(super) tracker: RequestTracker<Req>,
+    /// The health timer armed for this connection (the next ping, or the answer's deadline),
+    /// so a pong or a close disarms it instead of leaving a wake-up behind.
+    pub(super) ping_timer: Option<(Instant, TimerReason)>,
+}
+
+impl Manager {
+    /// Attempt `conn` has not connected within its connect timeout: fail it, if it is still
+    /// the server's current attempt.
+    pub(super) fn on_connect_timeout(&mut self, server: &str, conn: ConnId) {
+        let timeout = self.servers.get(server).map(|s| {
+            s.spec
+                .config
+                .connect_timeout_or(self.opts.default_connect_timeout)
+        });
+        let current = self.servers.get(server).and_then(|s| s.phase.conn());
+        if current == Some(conn) {
+            if let Some(t) = timeout {
+                self.counters.connect_timeouts += 1;
+                self.fail_server(
+                    server,
+                    format!("connect timed out after {} ms", t.as_millis()),
+                    true,
+                );
+            }
+        }
+    }
+
+    /// Register (or update) the server and start an attempt. Errors are config errors; the
+    /// server is then known, idle, with that error.
+    pub(super) fn start_server(
+        &mut self,
+        spec: ServerSpec,
+        round: Option<u64>,
+    ) -> Result<(), String> {
+        let name = spec.name.clone();
+        let hash = config::config_hash(&spec.config);
+        let resolved = config::resolve(&name, &spec.config, &self.opts.env);
+        let transport = spec
+            .config
+            .transport_kind()
+            .ok()
+            .map(config::TransportKind::as_str);
+        let s = self
+            .servers
+            .entry(name.clone())
+            .or_insert_with(|| Server::new(spec.clone(), hash.clone(), transport));
+        if s.hash != hash {
+            s.cache = CacheState::Unknown;
+        }
+        s.spec = spec;
+        s.hash = hash.clone();
+        s.transport = transport;
+        let config = match resolved {
+            Ok(c) => c,
+            Err(e) => {
+                let msg = e.to_string();
+                s.last_error = Some(msg.clone());
+                s.round = None;
+                return Err(msg);
+            }
+        };
+        s.attempts += 1;
+        s.started_at = Some(self.now);
+        s.ready_at = None;
+        s.last_error = None;
+        s.round = round;
+        s.init = None;
+        s.relist_when_ready = false;
+        let deadline = self.now
+            + s.spec
+                .config
+                .connect_timeout_or(self.opts.default_connect_timeout);
+        let need_cache = matches!(s.cache, CacheState::Unknown);
+        if need_cache {
+            s.cache = CacheState::Loading;
+        }
+        let conn = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.conns.insert(
+            conn,
+            Conn {
+                server: name.clone(),
+                tracker: RequestTracker::default(),
+                ping_timer: None,
+            },
+        );
+        self.set_phase(&name, Phase::Opening { conn, deadline });
+        self.timers.arm(
+            deadline,
+            TimerReason::Connect {
+                server: name.clone(),
+                conn,
+            },
+        );
+        // Cache lookups go out with the open, so reading the cache never adds to the gate.
+        if need_cache {
+            self.out.push_back(Output::LoadCache {
+                server: name.clone(),
+                key: CacheKey {
+                    server: name.clone(),
+                    config_hash: hash,
+                },
+            });
+        }
+        self.out.push_back(Output::OpenTransport {
+            conn,
+            server: name,
+            config,
+        });
+        Ok(())
+    }
+
+    pub(super) fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
+        let Some(c) = self.conns.get(&conn) else {
+            // Stale: an attempt we abandoned (and already closed), one whose end the shell
+            // reported before its open, or one never issued.
+            self.counters.stale_events += 1;
+            if matches!(event, TransportEvent::Opened) && conn.0 < self.next_conn {
+                // The shell now holds a live transport for an attempt nobody tracks: close it
+                // (the shell treats a close of what it no longer holds as a no-op).
+                self.counters.stale_opened_closed += 1;
+                self.out.push_back(Output::CloseTransport { conn });
+            }
+            return;
+        };
+        let server = c.server.clone();
+        match event {
+            TransportEvent::Opened => {
+                let Some(s) = self.servers.get(&server) else {
+                    return;
+                };
+                if let Phase::Opening { conn: pc, deadline } = s.phase {
+                    if pc != conn {
+                        return;
+                    }
+                    let params = protocol::initialize_params(
+                        &self.opts.client_version,
+                        !self.opts.roots.is_empty(),
+                    );
+                    let Some(c) = self.conns.get_mut(&conn) else {
+                        return;
+                    };
+                    let (_, frame) = c.tracker.start("initialize", Some(params), Req::Initialize);
+                    self.send(conn, frame);
+                    self.set_phase(&server, Phase::Initializing { conn, deadline });
+                }
+            }
+            TransportEvent::Frame(frame) => self.on_frame(conn, &server, &frame),
+            TransportEvent::Notice { message } => self.diag(Some(&server), Level::Warn, message),
+            TransportEvent::Closed { reason } => {
+                self.remove_conn(conn);
+                self.transport_gone(&server, format!("connection closed: {reason}"));
+            }
+            TransportEvent::Failed { error } => {
+                self.remove_conn(conn);
+                self.transport_gone(&server, error);
+            }
+        }
+    }
+
+    /// The shell reports the transport is gone (it cleaned up; no `CloseTransport`).
+    fn transport_gone(&mut self, server: &str, error: String) {
+        self.fail_server(server, error, false);
+    }
+
+    fn on_frame(&mut self, conn: ConnId, server: &str, frame: &[u8]) {
+        // A `tools/list` answer is read as a page while the frame is parsed (one pass over
+        // its bytes, no raw copy of the result).
+        let conns = &self.conns;
+        let expect = |id: u64| match conns.get(&conn).and_then(|c| c.tracker.get(id)) {
+            Some(Req::ListTools) => protocol::Expect::ToolsPage,
+            _ => protocol::Expect::Raw,
+        };
+        let msg = match protocol::decode_expecting(frame, self.opts.max_frame_len, &expect) {
+            Ok(m) => m,
+            Err(e @ protocol::DecodeError::TooLarge { .. }) => {
+                self.counters.bad_frames += 1;
+                self.fail_server(server, e.to_string(), true);
+                return;
+            }
+            Err(e) => {
+                self.counters.bad_frames += 1;
+                self.diag(Some(server), Level::Warn, format!("ignored a frame: {e}"));
+                return;
+            }
+        };
+        let (id, answer) = match msg {
+            Incoming::Response { id, result } => (id, Answer::Raw(result)),
+            Incoming::ToolsPage { id, page } => (Some(id), Answer::Page(page)),
+            Incoming::Request { id, method, .. } => {
+                self.counters.peer_requests_answered += 1;
+                let answer = protocol::answer_peer_request(&id, &method, &self.opts.roots);
+                self.send(conn, answer);
+                return;
+            }
+            Incoming::Notification(n) => {
+                self.on_notification(server, n);
+                return;
+            }
+        };
+        let req = id.and_then(|id| {
+            self.conns
+                .get_mut(&conn)
+                .and_then(|c| c.tracker.complete(id).map(|r| (id, r)))
+        });
+        let Some((id, req)) = req else {
+            self.counters.unknown_responses += 1;
+            self.diag(
+                Some(server),
+                Level::Debug,
+                format!(
+                    "ignored a response to an unknown or already answered request id {}",
+                    id.map_or("(none)".to_string(), |i| i.to_string())
+                ),
+            );
+            return;
+        };
+        match (req, answer) {
+            (Req::ListTools, Answer::Page(page)) => {
+                let page = page.map_err(|e| format!("tools/list failed: {e}"));
+                self.on_list_page(conn, server, id, page);
+            }
+            (Req::ListTools, Answer::Raw(result)) => {
+                let page = result
+                    .map_err(|e| format!("tools/list failed: {e}"))
+                    .and_then(|v| {
+                        protocol::parse_list_tools_result(&v)
+                            .map_err(|e| format!("tools/list failed: {e}"))
+                    });
+                self.on_list_page(conn, server, id, page);
+            }
+            // Not reached: `expect` asks for a page only for a pending `tools/list` id, and
+            // nothing completes requests between the decode and here.
+            (_, Answer::Page(_)) => {}
+            (Req::Initialize, Answer::Raw(result)) => self.on_initialize(conn, server, result),
+            (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
+            (Req::Ping, Answer::Raw(_)) => self.on_pong(conn, server),
+        }
+    }
+
+    fn on_notification(&mut self, server: &str, n: ServerNotification) {
+        match n {
+            ServerNotification::ToolsListChanged => self.on_list_changed(server),
+            ServerNotification::Message {
+                level,
+                logger,
+                data,
+            } => {
+                let lvl = match level.as_str() {
+                    "debug" => Level::Debug,
+                    "info" | "notice" => Level::Info,
+                    "warning" => Level::Warn,
+                    _ => Level::Error,
+                };
+                self.out.push_back(Output::ServerLog {
+                    server: server.to_string(),
+                    level: lvl,
+                    severity: level,
+                    logger,
+                    data,
+                });
+            }
+            ServerNotification::Progress {
+                token,
+                progress,
+                total,
+                message,
+            } => {
+                let call = self.on_progress(server, &token);
+                self.out.push_back(Output::Progress {
+                    server: server.to_string(),
+                    call,
+                    progress,
+                    total,
+                    message,
+                });
+            }
+            ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
+        }
+    }
+
+    fn on_initialize(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        result: Result<Box<RawValue>, protocol::RpcError>,
+    ) {
+        let Some(s) = self.servers.get(server) else {
+            return;
+        };
+        let Phase::Initializing { deadline, .. } = s.phase else {
+            return;
+        };
+        let init = match result {
+            Ok(v) => match protocol::parse_initialize_result(&v) {
+                Ok(i) => i,
+                Err(e) => {
+                    if matches!(e, protocol::ProtocolError::UnsupportedVersion(_)) {
+                        self.counters.unsupported_versions += 1;
+                    }
+                    self.fail_server(server, format!("initialize failed: {e}"), true);
+                    return;
+                }
+            },
+            Err(e) => {
+                self.fail_server(server, format!("initialize failed: {e}"), true);
+                return;
+            }
+        };
+        self.timers.disarm(
+            deadline,
+            TimerReason::Connect {
+                server: server.to_string(),
+                conn,
+            },
+        );
+        self.send(
+            conn,
+            protocol::encode_notification("notifications/initialized", None),
+        );
+        let has_tools = init.has_tools;
+        if let Some(s) = self.servers.get_mut(server) {
+            s.init = Some(init);
+        }
+        if has_tools {
+            if let Some(listing) = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new()) {
+                self.set_phase(server, Phase::Listing { conn, listing });
+            }
+        } else {
+            // No tools capability: ready with an empty list.
+            self.tools_ready(server, Vec::new());
+        }
+    }
+
+    /// Forget a connection and disarm the timers that die with it (its health timer and its
+    /// list pages'); whether it was known.
+    pub(super) fn remove_conn(&mut self, conn: ConnId) -> bool {
+        let Some(mut c) = self.conns.remove(&conn) else {
+            return false;
+        };
+        if let Some(t) = c.ping_timer.take() {
+            self.timers.remove(&t);
+        }
+        for (id, req) in c.tracker.drain() {
+            if let Req::ListTools = req {
+                self.timers.disarm_request(conn, id);
+            }
+        }
+        true
+    }
+
+    pub(super) fn send(&mut self, conn: ConnId, frame: Bytes) {
+        if self.conns.contains_key(&conn) {
+            self.out.push_back(Output::Send { conn, frame });
+        }
+    }
+}
