@@ -681,6 +681,9 @@ impl Server {
             }
             server.respond(&id, result);
             if let Some(ms) = server.flags.crash_after_list_ms {
+                // The answer is buffered until no further request waits on stdin: write it
+                // out now, so the crash always comes after the list, as the flag promises.
+                server.flush();
                 thread::spawn(move || {
                     thread::sleep(Duration::from_millis(ms));
                     eprintln!("crashing on purpose (--crash-after-list-ms {ms})");
