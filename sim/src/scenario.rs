@@ -3,7 +3,7 @@
 //! generate them (so a failing scenario shrinks toward a small, calm one), and a bare seed maps
 //! to one scenario deterministically through a ChaCha `TestRng` seeded from it.
 //!
-//! Swarm testing: the seed first picks a [`FaultMix`] (which fault classes are on in this run
+//! Swarm testing: each seed first picks a [`FaultMix`] (which fault classes are on in this run
 //! and how often they strike), so some runs are calm and some are storms.
 
 use proptest::prelude::*;
@@ -42,7 +42,7 @@ pub struct SimOptions {
     /// `max_call_time` in ms (the ceiling progress can push a call's deadline to).
     #[serde(default = "default_max_call_time")]
     pub max_call_time_ms: u64,
-    /// The reconnect policy: on (the default ladder), off (the seed's behaviour), or on and
+    /// The reconnect policy: on (the default ladder), off (never reconnect by itself), or on and
     /// also retrying servers that failed during startup.
     #[serde(default)]
     pub reconnect: ReconnectMode,
