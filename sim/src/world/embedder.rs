@@ -11,9 +11,59 @@ use serde_json::json;
 use std::fmt::Write as _;
 use std::time::Duration;
 use switchboard_core::config::{config_hash, ServerConfig, ServerSpec};
-use switchboard_core::manager::{CallId, CallOutcome, ConnId, Input, ServerStatus};
+use switchboard_core::manager::{
+    CallId, CallOutcome, ConnId, HealthPolicy, Input, ManagerOptions, ReconnectPolicy, ServerStatus,
+};
+use switchboard_core::names::NamingScheme;
+use switchboard_core::protocol::Root;
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
+
+/// The manager's options for a scenario, as the embedder builds them.
+pub(super) fn manager_options(sc: &Scenario) -> ManagerOptions {
+    let o = &sc.options;
+    ManagerOptions {
+        seed: sc.world_seed,
+        gate: Duration::from_millis(o.gate_ms),
+        uncached_wait: o.uncached_wait_ms.map(Duration::from_millis),
+        naming: if o.double_underscore {
+            NamingScheme::DoubleUnderscore
+        } else {
+            NamingScheme::Seed
+        },
+        call_timeout: Duration::from_millis(o.call_timeout_ms),
+        request_timeout: Duration::from_millis(o.request_timeout_ms),
+        roots: if o.roots {
+            vec![Root {
+                uri: "file:///work/project".into(),
+                name: Some("project".into()),
+            }]
+        } else {
+            Vec::new()
+        },
+        max_frame_len: o.max_frame_len,
+        client_version: "sim".into(),
+        health: o.health.map(|(interval, timeout, misses)| HealthPolicy {
+            interval: Duration::from_millis(interval),
+            timeout: Duration::from_millis(timeout),
+            misses,
+        }),
+        reset_timeout_on_progress: o.reset_timeout_on_progress,
+        max_call_time: Duration::from_millis(o.max_call_time_ms),
+        max_tool_pages: o
+            .max_tool_pages
+            .unwrap_or(ManagerOptions::default().max_tool_pages),
+        reconnect: match o.reconnect {
+            ReconnectMode::On => ReconnectPolicy::default(),
+            ReconnectMode::Off => ReconnectPolicy::never(),
+            ReconnectMode::RetryStartup => ReconnectPolicy {
+                retry_startup_failures: true,
+                ..ReconnectPolicy::default()
+            },
+        },
+        ..ManagerOptions::default()
+    }
+}
 
 /// The config a scenario server runs with (`variant` 0 is the base config the cache knows).
 /// The config a scenario server runs with (`variant` 0 is the base config the cache knows).

@@ -19,7 +19,7 @@ pub use embedder::config_for;
 use crate::coverage::{self, Coverage};
 use crate::invariants::{self, liveness, outputs, Ctx};
 use crate::observe::{Observer, StepInfo, View};
-use crate::scenario::{CachePlan, Init, ReconnectMode, Scenario};
+use crate::scenario::{CachePlan, ReconnectMode, Scenario};
 use crate::trace;
 use embedder::tool_defs;
 use os::{Proc, StoreEntry};
@@ -32,11 +32,8 @@ use std::time::Duration;
 use switchboard_core::config::config_hash;
 use switchboard_core::manager::Level;
 use switchboard_core::manager::{
-    CacheKey, CallId, CallOutcome, ConnId, HealthPolicy, Input, Manager, ManagerOptions, Output,
-    ReconnectPolicy, ServerStatus, TransportEvent,
+    CacheKey, CallId, CallOutcome, ConnId, Input, Manager, Output, ServerStatus, TransportEvent,
 };
-use switchboard_core::names::NamingScheme;
-use switchboard_core::protocol::Root;
 use switchboard_core::rng::SplitMix64;
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
@@ -128,48 +125,7 @@ pub struct World<'a> {
 
 impl<'a> World<'a> {
     pub fn new(sc: &'a Scenario, tracing: bool) -> Self {
-        let o = &sc.options;
-        let opts = ManagerOptions {
-            seed: sc.world_seed,
-            gate: Duration::from_millis(o.gate_ms),
-            uncached_wait: o.uncached_wait_ms.map(Duration::from_millis),
-            naming: if o.double_underscore {
-                NamingScheme::DoubleUnderscore
-            } else {
-                NamingScheme::Seed
-            },
-            call_timeout: Duration::from_millis(o.call_timeout_ms),
-            request_timeout: Duration::from_millis(o.request_timeout_ms),
-            roots: if o.roots {
-                vec![Root {
-                    uri: "file:///work/project".into(),
-                    name: Some("project".into()),
-                }]
-            } else {
-                Vec::new()
-            },
-            max_frame_len: o.max_frame_len,
-            client_version: "sim".into(),
-            health: o.health.map(|(interval, timeout, misses)| HealthPolicy {
-                interval: Duration::from_millis(interval),
-                timeout: Duration::from_millis(timeout),
-                misses,
-            }),
-            reset_timeout_on_progress: o.reset_timeout_on_progress,
-            max_call_time: Duration::from_millis(o.max_call_time_ms),
-            max_tool_pages: o
-                .max_tool_pages
-                .unwrap_or(ManagerOptions::default().max_tool_pages),
-            reconnect: match o.reconnect {
-                ReconnectMode::On => ReconnectPolicy::default(),
-                ReconnectMode::Off => ReconnectPolicy::never(),
-                ReconnectMode::RetryStartup => ReconnectPolicy {
-                    retry_startup_failures: true,
-                    ..ReconnectPolicy::default()
-                },
-            },
-            ..ManagerOptions::default()
-        };
+        let opts = embedder::manager_options(sc);
         let names: Vec<String> = sc.servers.iter().map(|s| s.name.clone()).collect();
         let n = names.len();
         let m = Manager::new(opts.clone(), Instant::ZERO);
@@ -553,38 +509,6 @@ impl<'a> World<'a> {
             }
             _ => {}
         }
-    }
-
-    /// Servers whose tool listing has settled: connected, no listing and no list_changed in
-    /// flight. `Some(tools)`: the set the manager last listed is the current one; `None`: the
-    /// set changed (announced) since the last complete listing, and no re-list is under way.
-    fn settled(&self, after: &View) -> Vec<(usize, Option<Vec<String>>)> {
-        let mut v = Vec::new();
-        for (i, st) in after.status.iter().enumerate() {
-            if *st != ServerStatus::Connected {
-                continue;
-            }
-            let Some(p) = self.obs.latest_conn[i].and_then(|c| self.procs.get(&c)) else {
-                continue;
-            };
-            if !p.alive() || p.reported || !p.open_lists.is_empty() || p.changed_in_flight > 0 {
-                continue;
-            }
-            // Without the tools capability it never declared tools.listChanged either.
-            if matches!(p.plan.init, Init::NoTools { .. }) {
-                continue;
-            }
-            match p.view_version {
-                None => {}
-                Some(x) if x == p.version => {
-                    let s = &self.sc.servers[i];
-                    let tools = if p.alt_tools { &s.alt_tools } else { &s.tools };
-                    v.push((i, Some(tools.clone())));
-                }
-                Some(_) => v.push((i, None)),
-            }
-        }
-        v
     }
 
     fn check(&mut self) {

@@ -5,11 +5,11 @@
 
 use super::server::{Tag, GARBAGE_FRAME};
 use super::{Ev, World};
-use crate::observe::ConnObs;
+use crate::observe::{ConnObs, View};
 use crate::scenario::{AttemptPlan, Init, List, Spawn};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
-use switchboard_core::manager::{CacheKey, ConnId, Input, TransportEvent};
+use switchboard_core::manager::{CacheKey, ConnId, Input, ServerStatus, TransportEvent};
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
 
@@ -76,6 +76,38 @@ pub(super) fn healthy() -> AttemptPlan {
 }
 
 impl World<'_> {
+    /// Servers whose tool listing has settled: connected, no listing and no list_changed in
+    /// flight. `Some(tools)`: the set the manager last listed is the current one; `None`: the
+    /// set changed (announced) since the last complete listing, and no re-list is under way.
+    pub(super) fn settled(&self, after: &View) -> Vec<(usize, Option<Vec<String>>)> {
+        let mut v = Vec::new();
+        for (i, st) in after.status.iter().enumerate() {
+            if *st != ServerStatus::Connected {
+                continue;
+            }
+            let Some(p) = self.obs.latest_conn[i].and_then(|c| self.procs.get(&c)) else {
+                continue;
+            };
+            if !p.alive() || p.reported || !p.open_lists.is_empty() || p.changed_in_flight > 0 {
+                continue;
+            }
+            // Without the tools capability it never declared tools.listChanged either.
+            if matches!(p.plan.init, Init::NoTools { .. }) {
+                continue;
+            }
+            match p.view_version {
+                None => {}
+                Some(x) if x == p.version => {
+                    let s = &self.sc.servers[i];
+                    let tools = if p.alt_tools { &s.alt_tools } else { &s.tools };
+                    v.push((i, Some(tools.clone())));
+                }
+                Some(_) => v.push((i, None)),
+            }
+        }
+        v
+    }
+
     /// The cache store answers a lookup.
     pub(super) fn cache_answers(
         &mut self,
