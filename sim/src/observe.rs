@@ -72,13 +72,22 @@ impl View {
         }
     }
 
-    /// The (server, raw tool) pairs one server has in the view.
-    pub fn pairs_of(&self, server: &str) -> Vec<(&str, &str)> {
-        self.tools
-            .iter()
-            .filter(|t| t.server == server)
-            .map(|t| (t.server.as_str(), t.raw.as_str()))
-            .collect()
+    /// Whether one server has the same (server, raw tool) pairs, in the same order, in both
+    /// views. Most steps keep the very tool list of the step before, which answers at once;
+    /// otherwise the two slices are compared in place, without collecting them.
+    pub fn same_slice(&self, other: &View, server: &str) -> bool {
+        if Arc::ptr_eq(&self.tools, &other.tools) {
+            return true;
+        }
+        let mut a = self.tools.iter().filter(|t| t.server == server);
+        let mut b = other.tools.iter().filter(|t| t.server == server);
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return true,
+                (Some(x), Some(y)) if x.raw == y.raw => {}
+                _ => return false,
+            }
+        }
     }
 }
 

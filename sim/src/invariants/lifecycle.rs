@@ -232,7 +232,7 @@ pub fn failures_are_isolated(ctx: &Ctx) -> Result<(), String> {
             ));
         }
         if !deferred_now.contains(name.as_str())
-            && ctx.before.pairs_of(name) != ctx.after.pairs_of(name)
+            && !ctx.before.same_slice(ctx.after, name)
         {
             return Err(format!(
                 "an event for {} changed {name}'s tools",

@@ -258,7 +258,7 @@ pub fn sync_keeps_unchanged_servers(ctx: &Ctx) -> Result<(), String> {
         // members were removed or restarted): that is the round's report, not the Sync.
         let reported_deferred = ctx.step.reports.iter().any(|r| r.deferred.contains(name));
         if ctx.before.status[i] != ctx.after.status[i]
-            || (!reported_deferred && ctx.before.pairs_of(name) != ctx.after.pairs_of(name))
+            || (!reported_deferred && !ctx.before.same_slice(ctx.after, name))
         {
             return Err(format!(
                 "Sync changed {name} ({:?} -> {:?}), whose config did not change",

@@ -15,14 +15,20 @@ pub fn status_agrees_with_registries(ctx: &Ctx) -> Result<(), String> {
     let c = ctx.m.connections();
     let pc = ctx.m.pending_connections();
     let pt = ctx.m.pending_tool_loads();
-    for n in c.iter().chain(&pc).chain(&pt) {
-        if !ctx.obs.index.contains_key(*n) {
-            return Err(format!("registry holds unknown server {n:?}"));
+    // Which registries hold each server, found in one pass (by index, not by scanning each
+    // registry for each name).
+    let mut held = vec![[false; 3]; ctx.obs.names.len()];
+    for (k, registry) in [&c, &pc, &pt].into_iter().enumerate() {
+        for n in registry {
+            let Some(&i) = ctx.obs.index.get(*n) else {
+                return Err(format!("registry holds unknown server {n:?}"));
+            };
+            held[i][k] = true;
         }
     }
     for (i, name) in ctx.obs.names.iter().enumerate() {
         let n = name.as_str();
-        let (a, b, d) = (c.contains(&n), pc.contains(&n), pt.contains(&n));
+        let [a, b, d] = held[i];
         if u8::from(a) + u8::from(b) + u8::from(d) > 1 {
             return Err(format!("{n} is in two registries (connections={a}, pending connections={b}, pending tool loads={d})"));
         }
@@ -68,7 +74,7 @@ pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
     {
         for (i, name) in ctx.obs.names.iter().enumerate() {
             if ctx.step.tools_changed.contains(name)
-                || ctx.before.pairs_of(name) == ctx.after.pairs_of(name)
+                || ctx.before.same_slice(ctx.after, name)
             {
                 continue;
             }
