@@ -231,9 +231,7 @@ pub fn failures_are_isolated(ctx: &Ctx) -> Result<(), String> {
                 ctx.obs.names[x], ctx.before.status[i], ctx.after.status[i]
             ));
         }
-        if !deferred_now.contains(name.as_str())
-            && !ctx.before.same_slice(ctx.after, name)
-        {
+        if !deferred_now.contains(name.as_str()) && !ctx.before.same_slice(ctx.after, name) {
             return Err(format!(
                 "an event for {} changed {name}'s tools",
                 ctx.obs.names[x]

@@ -50,7 +50,7 @@ pub struct Ctx<'a> {
     pub double_underscore: bool,
     /// Servers whose tool listing settled, with the tools they offer now (`None`: their set
     /// changed and was announced since the last complete listing, and no re-list is under way).
-    pub settled: &'a [(usize, Option<Vec<String>>)],
+    pub settled: &'a [(usize, Option<&'a [String]>)],
     pub reset_on_progress: bool,
     /// The scenario switched automatic reconnects off (`ReconnectPolicy::never()`).
     pub reconnect_off: bool,

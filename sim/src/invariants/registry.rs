@@ -73,9 +73,7 @@ pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
         && ctx.step.reports.is_empty()
     {
         for (i, name) in ctx.obs.names.iter().enumerate() {
-            if ctx.step.tools_changed.contains(name)
-                || ctx.before.same_slice(ctx.after, name)
-            {
+            if ctx.step.tools_changed.contains(name) || ctx.before.same_slice(ctx.after, name) {
                 continue;
             }
             let in_open_round = ctx.obs.rounds.values().any(|r| {

@@ -6,7 +6,7 @@
 use super::server::{Tag, GARBAGE_FRAME};
 use super::{Ev, World};
 use crate::observe::{ConnObs, View};
-use crate::scenario::{AttemptPlan, Init, List, Spawn};
+use crate::scenario::{AttemptPlan, Init, List, Scenario, Spawn};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use switchboard_core::manager::{CacheKey, ConnId, Input, ServerStatus, TransportEvent};
@@ -75,11 +75,12 @@ pub(super) fn healthy() -> AttemptPlan {
     }
 }
 
-impl World<'_> {
+impl<'a> World<'a> {
     /// Servers whose tool listing has settled: connected, no listing and no list_changed in
     /// flight. `Some(tools)`: the set the manager last listed is the current one; `None`: the
     /// set changed (announced) since the last complete listing, and no re-list is under way.
-    pub(super) fn settled(&self, after: &View) -> Vec<(usize, Option<Vec<String>>)> {
+    pub(super) fn settled(&self, after: &View) -> Vec<(usize, Option<&'a [String]>)> {
+        let sc: &'a Scenario = self.sc;
         let mut v = Vec::new();
         for (i, st) in after.status.iter().enumerate() {
             if *st != ServerStatus::Connected {
@@ -98,9 +99,9 @@ impl World<'_> {
             match p.view_version {
                 None => {}
                 Some(x) if x == p.version => {
-                    let s = &self.sc.servers[i];
+                    let s = &sc.servers[i];
                     let tools = if p.alt_tools { &s.alt_tools } else { &s.tools };
-                    v.push((i, Some(tools.clone())));
+                    v.push((i, Some(tools.as_slice())));
                 }
                 Some(_) => v.push((i, None)),
             }
