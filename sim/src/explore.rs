@@ -2,7 +2,8 @@
 
 use crate::coverage::Coverage;
 use crate::scenario::{tree_for_seed, GenParams, Scenario};
-use crate::world::{run_scenario, Violation};
+use crate::verdict::{Invariant, Violation};
+use crate::world::run_scenario;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -71,7 +72,7 @@ pub fn check_seed(seed: u64, determinism: bool) -> (u64, Option<Violation>, Cove
                 .position(|(x, y)| x != y)
                 .unwrap_or(0);
             let v = Violation {
-                invariant: "determinism".into(),
+                invariant: Invariant::Determinism,
                 detail: format!(
                     "two runs of the same seed differ at trace line {}",
                     line + 1
@@ -84,8 +85,8 @@ pub fn check_seed(seed: u64, determinism: bool) -> (u64, Option<Violation>, Cove
     (r.events, r.violation, r.coverage)
 }
 
-/// Shrink a failing seed's scenario with proptest's value tree: keep simplifications that still
-/// fail (any invariant), undo those that pass.
+/// Shrink the scenario of a failing seed with proptest's value tree: keep simplifications that
+/// still fail (any invariant), undo those that pass.
 pub fn shrink(seed: u64, max_steps: usize) -> Option<(Scenario, Violation)> {
     let mut tree = tree_for_seed(seed, GenParams::default());
     let mut best = {

@@ -1,8 +1,8 @@
 //! Entry points of the cargo-fuzz targets (`fuzz/`). A stable test replays the committed corpus
 //! (`fuzz/corpus/<target>/`) through these same functions, so CI needs no nightly.
 
-use crate::invariants::{self, Ctx, Observer, StepInfo, View};
-use crate::world::CallObs;
+use crate::invariants::{self, Ctx, Invariant};
+use crate::observe::{CallObs, Observer, StepInfo, View};
 use arbitrary::{Arbitrary, Unstructured};
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -296,14 +296,18 @@ pub fn manager_inputs(data: &[u8]) {
                 Output::CloseTransport { conn } => {
                     step.closes.push(conn);
                     if !obs.mirror.remove(&conn) && step.stale_opened != Some(conn) {
-                        step.output_violations
-                            .push(("6", format!("bad close of #{}", conn.0)));
+                        step.output_violations.push((
+                            Invariant::EveryOpenIsClosedOnce,
+                            format!("bad close of #{}", conn.0),
+                        ));
                     }
                 }
                 Output::Send { conn, frame } => {
                     if !obs.mirror.contains(&conn) {
-                        step.output_violations
-                            .push(("6", format!("send on closed #{}", conn.0)));
+                        step.output_violations.push((
+                            Invariant::EveryOpenIsClosedOnce,
+                            format!("send on closed #{}", conn.0),
+                        ));
                     }
                     assert!(serde_json::from_slice::<serde_json::Value>(&frame).is_ok());
                 }
@@ -316,9 +320,10 @@ pub fn manager_inputs(data: &[u8]) {
                         obs.calls.insert(call, c);
                         step.completed.push((call, outcome));
                     }
-                    None => step
-                        .output_violations
-                        .push(("8", format!("call {} twice", call.0))),
+                    None => step.output_violations.push((
+                        Invariant::EveryCallCompletesOnce,
+                        format!("call {} twice", call.0),
+                    )),
                 },
                 _ => {}
             }
@@ -342,13 +347,25 @@ pub fn manager_inputs(data: &[u8]) {
         };
         for (name, check) in [
             (
-                "1",
+                Invariant::StatusAgreesWithRegistries,
                 invariants::status_agrees_with_registries as invariants::Check,
             ),
-            ("3", invariants::qualified_names_are_valid),
-            ("5", invariants::stale_events_change_nothing),
-            ("6", invariants::every_open_is_closed_exactly_once),
-            ("8", invariants::calls_complete_once_and_correctly),
+            (
+                Invariant::QualifiedNamesAreValid,
+                invariants::qualified_names_are_valid,
+            ),
+            (
+                Invariant::StaleEventsChangeNothing,
+                invariants::stale_events_change_nothing,
+            ),
+            (
+                Invariant::EveryOpenIsClosedOnce,
+                invariants::every_open_is_closed_exactly_once,
+            ),
+            (
+                Invariant::EveryCallCompletesOnce,
+                invariants::calls_complete_once_and_correctly,
+            ),
         ] {
             if let Err(e) = check(&ctx) {
                 panic!("invariant {name} violated: {e}");

@@ -1,0 +1,161 @@
+//! The invariants: the promises the manager keeps, checked after every step of a run (safety)
+//! and once the faults are healed (liveness).
+//!
+//! The simulator does not re-decide what the manager should have done: it observes the
+//! manager's outputs and public getters (recorded in [`crate::observe`]) and checks them. Each
+//! safety invariant is one function named by its [`Invariant`]; so is each check made on the
+//! output stream while a step is drained ([`outputs`]), reported under the invariant it breaks.
+//! This module reads the world only through those observations: the world calls it, never the
+//! other way round.
+
+mod lifecycle;
+pub mod liveness;
+pub mod outputs;
+mod policy;
+mod registry;
+
+pub use crate::verdict::{Invariant, Violation};
+pub use lifecycle::{
+    calls_complete_once_and_correctly, client_speaks_valid_json_rpc,
+    disconnect_withdraws_by_identity, every_open_is_closed_exactly_once, failures_are_isolated,
+    late_failures_logged_once, stale_events_change_nothing, startup_complete_once_and_on_time,
+};
+pub use policy::{
+    backoff_follows_the_ladder, breaker_trips_exactly_past_the_limit,
+    call_timeouts_honour_deadlines, health_pings_keep_coming, ladder_ok,
+    list_changed_settles_to_current_tools, no_reconnect_after_explicit_disconnect,
+    rejected_frames_are_counted, sync_keeps_unchanged_servers, touched, update_policy,
+    PolicyCounts, CALL_TIMEOUT_PREFIX,
+};
+pub use registry::{
+    exposed_tools_belong_to_live_servers, qualified_names_are_valid, server_state_is_coherent,
+    status_agrees_with_registries,
+};
+
+use crate::observe::{Observer, StepInfo, View, ViewTool};
+use std::time::Duration;
+use switchboard_core::manager::Manager;
+use switchboard_core::Instant;
+
+/// Everything a safety check reads: the manager, the observations, and the step's two views.
+pub struct Ctx<'a> {
+    pub m: &'a Manager,
+    pub obs: &'a Observer,
+    pub before: &'a View,
+    pub after: &'a View,
+    pub step: &'a StepInfo,
+    pub now: Instant,
+    pub gate: Duration,
+    pub uncached_wait: Option<Duration>,
+    pub double_underscore: bool,
+    /// Servers whose tool listing settled, with the tools they offer now (`None`: their set
+    /// changed and was announced since the last complete listing, and no re-list is under way).
+    pub settled: &'a [(usize, Option<&'a [String]>)],
+    pub reset_on_progress: bool,
+    /// The scenario switched automatic reconnects off (`ReconnectPolicy::never()`).
+    pub reconnect_off: bool,
+    /// Health pings: (interval, timeout), when on.
+    pub health: Option<(Duration, Duration)>,
+    pub max_call_time: Duration,
+}
+
+pub type Check = fn(&Ctx) -> Result<(), String>;
+
+/// Every safety invariant with its check, in the order they are checked.
+pub const SAFETY: [(Invariant, Check); 20] = [
+    (
+        Invariant::StatusAgreesWithRegistries,
+        status_agrees_with_registries,
+    ),
+    (
+        Invariant::ExposedToolsBelongToLiveServers,
+        exposed_tools_belong_to_live_servers,
+    ),
+    (Invariant::QualifiedNamesAreValid, qualified_names_are_valid),
+    (
+        Invariant::StartupCompleteOncePerRound,
+        startup_complete_once_and_on_time,
+    ),
+    (
+        Invariant::StaleEventsChangeNothing,
+        stale_events_change_nothing,
+    ),
+    (
+        Invariant::EveryOpenIsClosedOnce,
+        every_open_is_closed_exactly_once,
+    ),
+    (Invariant::FailuresAreIsolated, failures_are_isolated),
+    (
+        Invariant::EveryCallCompletesOnce,
+        calls_complete_once_and_correctly,
+    ),
+    (Invariant::LateFailuresLoggedOnce, late_failures_logged_once),
+    (
+        Invariant::DisconnectWithdrawsByIdentity,
+        disconnect_withdraws_by_identity,
+    ),
+    (
+        Invariant::ClientSpeaksValidJsonRpc,
+        client_speaks_valid_json_rpc,
+    ),
+    (
+        Invariant::NoReconnectAfterExplicitDisconnect,
+        no_reconnect_after_explicit_disconnect,
+    ),
+    (
+        Invariant::BackoffFollowsTheLadder,
+        backoff_follows_the_ladder,
+    ),
+    (
+        Invariant::BreakerTripsPastTheLimit,
+        breaker_trips_exactly_past_the_limit,
+    ),
+    (
+        Invariant::SyncKeepsUnchangedServers,
+        sync_keeps_unchanged_servers,
+    ),
+    (
+        Invariant::ListChangedSettlesToCurrentTools,
+        list_changed_settles_to_current_tools,
+    ),
+    (
+        Invariant::CallTimeoutsHonourDeadlines,
+        call_timeouts_honour_deadlines,
+    ),
+    (Invariant::ServerStateIsCoherent, server_state_is_coherent),
+    (
+        Invariant::PeerInputIsAccountedFor,
+        rejected_frames_are_counted,
+    ),
+    (Invariant::HealthPingsKeepComing, health_pings_keep_coming),
+];
+
+/// Run every safety check on one step; the first broken invariant, with what was seen.
+pub fn check_step(ctx: &Ctx) -> Result<(), (Invariant, String)> {
+    for (name, check) in SAFETY {
+        check(ctx).map_err(|d| (name, d))?;
+    }
+    Ok(())
+}
+
+/// The first violation of `name` spotted while the step's outputs were drained.
+fn output_violation(ctx: &Ctx, name: Invariant) -> Result<(), String> {
+    match ctx.step.output_violations.iter().find(|(n, _)| *n == name) {
+        Some((_, d)) => Err(d.clone()),
+        None => Ok(()),
+    }
+}
+
+/// How many verified views a run remembers.
+pub const NAMES_VERIFIED_KEPT: usize = 32;
+
+/// Whether the view's triples are none of those already checked against a fresh `NameTable`.
+pub fn names_need_fresh_check(obs: &Observer, view: &View) -> bool {
+    let same = |v: &Vec<ViewTool>| {
+        v.len() == view.tools.len()
+            && v.iter()
+                .zip(view.tools.iter())
+                .all(|(a, b)| a.qualified == b.qualified && a.server == b.server && a.raw == b.raw)
+    };
+    !obs.names_verified.iter().rev().any(|v| same(v))
+}

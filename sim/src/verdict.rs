@@ -1,0 +1,171 @@
+//! What a run can find wrong: the typed name of every promise the simulator checks, and the
+//! violation of one. It sits below both the world and the invariants, so either can name an
+//! invariant without importing the other.
+
+use serde::Serialize;
+use switchboard_core::Instant;
+
+/// Every promise the simulator checks. The safety invariants hold after every step (checked in
+/// this order); the liveness ones once the faults are healed; the last two about the run itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Invariant {
+    /// 1: `status()` agrees with the registries, and every change is announced.
+    StatusAgreesWithRegistries,
+    /// 2: exposed tools belong to live servers, and a change of them is announced.
+    ExposedToolsBelongToLiveServers,
+    /// 3: qualified names are valid, unique, sorted, and independent of arrival order.
+    QualifiedNamesAreValid,
+    /// 4: `StartupComplete` comes once per round, on time, listing every member.
+    StartupCompleteOncePerRound,
+    /// 5: a stale transport event changes nothing.
+    StaleEventsChangeNothing,
+    /// 6: every `OpenTransport` is closed exactly once.
+    EveryOpenIsClosedOnce,
+    /// 7: one server's failure is isolated from the others.
+    FailuresAreIsolated,
+    /// 8: every call completes exactly once, and correctly.
+    EveryCallCompletesOnce,
+    /// 9: a late failure is logged once.
+    LateFailuresLoggedOnce,
+    /// 10: a disconnect withdraws exactly that server's tools.
+    DisconnectWithdrawsByIdentity,
+    /// 11: the client speaks valid JSON-RPC.
+    ClientSpeaksValidJsonRpc,
+    /// 12: no reconnect follows an explicit disconnect.
+    NoReconnectAfterExplicitDisconnect,
+    /// 13: backoff delays follow the ladder.
+    BackoffFollowsTheLadder,
+    /// 14: the breaker trips exactly past the burst limit.
+    BreakerTripsPastTheLimit,
+    /// 15: a sync leaves unchanged servers alone.
+    SyncKeepsUnchangedServers,
+    /// 16: a settled `list_changed` shows the current tools.
+    ListChangedSettlesToCurrentTools,
+    /// 17: call timeouts honour their deadlines.
+    CallTimeoutsHonourDeadlines,
+    /// 18: `server_state()` agrees with `status()` and the registries.
+    ServerStateIsCoherent,
+    /// 19: peer input is accounted for (rejected frames counted, log levels kept).
+    PeerInputIsAccountedFor,
+    /// 20: health pings keep coming while a server is connected.
+    HealthPingsKeepComing,
+    /// `Manager::options()` returns the options the manager was built with.
+    OptionsEchoed,
+    /// The run ends within its step budget.
+    NoRunaway,
+    /// Handling a deadline moves `poll_timeout` past it.
+    NoBusyLoop,
+    /// After the heal, no work is left pending and every call and round ends.
+    WorkFinishes,
+    /// After the heal, every valid server comes back with its tools and serves a call.
+    HealedServersServe,
+    /// The final `DisconnectAll` leaves no process, registry entry or timer behind.
+    TeardownLeavesNothing,
+    /// Startup failures are retried only when the policy says so.
+    StartupRetriesFollowPolicy,
+    /// Two runs of one scenario give the same trace.
+    Determinism,
+}
+
+impl Invariant {
+    /// The safety invariants, in the order they are checked after a step.
+    pub const SAFETY: [Invariant; 20] = [
+        Invariant::StatusAgreesWithRegistries,
+        Invariant::ExposedToolsBelongToLiveServers,
+        Invariant::QualifiedNamesAreValid,
+        Invariant::StartupCompleteOncePerRound,
+        Invariant::StaleEventsChangeNothing,
+        Invariant::EveryOpenIsClosedOnce,
+        Invariant::FailuresAreIsolated,
+        Invariant::EveryCallCompletesOnce,
+        Invariant::LateFailuresLoggedOnce,
+        Invariant::DisconnectWithdrawsByIdentity,
+        Invariant::ClientSpeaksValidJsonRpc,
+        Invariant::NoReconnectAfterExplicitDisconnect,
+        Invariant::BackoffFollowsTheLadder,
+        Invariant::BreakerTripsPastTheLimit,
+        Invariant::SyncKeepsUnchangedServers,
+        Invariant::ListChangedSettlesToCurrentTools,
+        Invariant::CallTimeoutsHonourDeadlines,
+        Invariant::ServerStateIsCoherent,
+        Invariant::PeerInputIsAccountedFor,
+        Invariant::HealthPingsKeepComing,
+    ];
+
+    /// How a violation names it in reports and traces (the liveness ones share one word, as
+    /// replay logs have always shown them).
+    pub fn label(self) -> &'static str {
+        match self {
+            Invariant::StatusAgreesWithRegistries => "1 status agrees with registries",
+            Invariant::ExposedToolsBelongToLiveServers => "2 exposed tools belong to live servers",
+            Invariant::QualifiedNamesAreValid => "3 qualified names are valid, unique and sorted",
+            Invariant::StartupCompleteOncePerRound => {
+                "4 startup complete once per round and on time"
+            }
+            Invariant::StaleEventsChangeNothing => "5 stale events change nothing",
+            Invariant::EveryOpenIsClosedOnce => "6 every open is closed exactly once",
+            Invariant::FailuresAreIsolated => "7 one server's failure is isolated",
+            Invariant::EveryCallCompletesOnce => "8 calls complete exactly once and correctly",
+            Invariant::LateFailuresLoggedOnce => "9 late failures are logged once",
+            Invariant::DisconnectWithdrawsByIdentity => {
+                "10 disconnect withdraws exactly that server's tools"
+            }
+            Invariant::ClientSpeaksValidJsonRpc => "11 the client speaks valid JSON-RPC",
+            Invariant::NoReconnectAfterExplicitDisconnect => {
+                "12 no reconnect after an explicit disconnect"
+            }
+            Invariant::BackoffFollowsTheLadder => "13 backoff delays follow the ladder",
+            Invariant::BreakerTripsPastTheLimit => {
+                "14 the breaker trips exactly past the burst limit"
+            }
+            Invariant::SyncKeepsUnchangedServers => "15 sync leaves unchanged servers alone",
+            Invariant::ListChangedSettlesToCurrentTools => {
+                "16 settled list_changed shows the current tools"
+            }
+            Invariant::CallTimeoutsHonourDeadlines => "17 call timeouts honour their deadlines",
+            Invariant::ServerStateIsCoherent => {
+                "18 server_state agrees with status and the registries"
+            }
+            Invariant::PeerInputIsAccountedFor => {
+                "19 peer input is accounted for (rejected frames counted, log levels kept)"
+            }
+            Invariant::HealthPingsKeepComing => {
+                "20 health pings keep coming while a server is connected"
+            }
+            Invariant::OptionsEchoed => "options",
+            Invariant::NoRunaway
+            | Invariant::NoBusyLoop
+            | Invariant::WorkFinishes
+            | Invariant::HealedServersServe
+            | Invariant::TeardownLeavesNothing
+            | Invariant::StartupRetriesFollowPolicy => "liveness",
+            Invariant::Determinism => "determinism",
+        }
+    }
+}
+
+impl std::fmt::Display for Invariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// A broken promise: which invariant, what was seen, and when (virtual time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub invariant: Invariant,
+    pub detail: String,
+    pub at: Instant,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invariant {} violated at {}ms: {}",
+            self.invariant,
+            self.at.as_millis(),
+            self.detail
+        )
+    }
+}

@@ -1,0 +1,437 @@
+//! The simulated operating system: the processes (or HTTP sessions) behind connection
+//! attempts, what the shell's `OpenTransport`, `Send` and `CloseTransport` do to them, the
+//! events their transports report back (opens, exits, spawn failures, the shell's races), and
+//! the tool cache store the manager loads and saves.
+
+use super::server::{Tag, GARBAGE_FRAME};
+use super::{Ev, World};
+use crate::observe::{ConnObs, View};
+use crate::scenario::{AttemptPlan, Init, List, Scenario, Spawn};
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet};
+use switchboard_core::manager::{CacheKey, ConnId, Input, ServerStatus, TransportEvent};
+use switchboard_core::tool::ToolDef;
+use switchboard_core::Instant;
+
+/// A simulated process (or HTTP session) behind one connection attempt.
+#[derive(Debug, Clone)]
+pub(super) struct Proc {
+    pub(super) server: usize,
+    pub(super) plan: AttemptPlan,
+    /// The OS killed it on the manager's `CloseTransport`.
+    pub(super) killed: bool,
+    /// It ended by itself (exit, spawn failure).
+    pub(super) exited: bool,
+    /// Its end was reported to the manager (`Closed`/`Failed`).
+    pub(super) reported: bool,
+    pub(super) spawned: bool,
+    pub(super) lists: u32,
+    pub(super) calls: u32,
+    pub(super) alt_tools: bool,
+    pub(super) next_peer_id: u64,
+    pub(super) peer_requests: BTreeMap<u64, &'static str>,
+    /// Ids of the `tools/call` requests it received.
+    pub(super) call_ids: std::collections::BTreeSet<u64>,
+    /// Its tool set's version (bumped on every change, each announced by list_changed).
+    pub(super) version: u64,
+    /// The version the first page of the listing under way was generated from.
+    pub(super) list_version: Option<u64>,
+    /// tools/list requests received whose answer has not reached the manager (nor been
+    /// cancelled by it).
+    pub(super) open_lists: BTreeSet<u64>,
+    /// list_changed notifications sent and not yet delivered.
+    pub(super) changed_in_flight: u32,
+    /// The tool-set version the manager last received a complete listing of (`None`: unknown,
+    /// e.g. the last listing failed or was abandoned).
+    pub(super) view_version: Option<u64>,
+    /// Stops answering pings from this time on.
+    pub(super) deaf_at: Option<Instant>,
+    /// How the listing under way behaves (its later pages follow its first).
+    pub(super) cur_list: Option<List>,
+}
+
+impl Proc {
+    pub(super) fn alive(&self) -> bool {
+        self.spawned && !self.killed && !self.exited
+    }
+}
+
+pub(super) struct StoreEntry {
+    pub(super) hash: String,
+    /// `None`: corrupt.
+    pub(super) tools: Option<Vec<ToolDef>>,
+}
+
+/// A healthy attempt: what every attempt becomes after the heal.
+pub(super) fn healthy() -> AttemptPlan {
+    AttemptPlan {
+        spawn: Spawn::Ok { open_ms: 5 },
+        init: Init::Ok { ms: 5 },
+        list: List::Ok { ms: 5, pages: 1 },
+        drop_after_ready_ms: None,
+        drop_on_call: false,
+        oversized_after_ms: None,
+        deaf_after_ms: None,
+    }
+}
+
+impl<'a> World<'a> {
+    /// Servers whose tool listing has settled: connected, no listing and no list_changed in
+    /// flight. `Some(tools)`: the set the manager last listed is the current one; `None`: the
+    /// set changed (announced) since the last complete listing, and no re-list is under way.
+    pub(super) fn settled(&self, after: &View) -> Vec<(usize, Option<&'a [String]>)> {
+        let sc: &'a Scenario = self.sc;
+        let mut v = Vec::new();
+        for (i, st) in after.status.iter().enumerate() {
+            if *st != ServerStatus::Connected {
+                continue;
+            }
+            let Some(p) = self.obs.latest_conn[i].and_then(|c| self.procs.get(&c)) else {
+                continue;
+            };
+            if !p.alive() || p.reported || !p.open_lists.is_empty() || p.changed_in_flight > 0 {
+                continue;
+            }
+            // Without the tools capability it never declared tools.listChanged either.
+            if matches!(p.plan.init, Init::NoTools { .. }) {
+                continue;
+            }
+            match p.view_version {
+                None => {}
+                Some(x) if x == p.version => {
+                    let s = &sc.servers[i];
+                    let tools = if p.alt_tools { &s.alt_tools } else { &s.tools };
+                    v.push((i, Some(tools.as_slice())));
+                }
+                Some(_) => v.push((i, None)),
+            }
+        }
+        v
+    }
+
+    /// The cache store answers a lookup.
+    pub(super) fn cache_answers(
+        &mut self,
+        server: String,
+        key: CacheKey,
+        tools: Option<Vec<ToolDef>>,
+    ) {
+        if let Some(&i) = self.obs.index.get(&server) {
+            // Not the answer the manager is waiting for (none is awaited, or it is for
+            // another config): stale, so it must change nothing and be counted.
+            let stale = !matches!(&self.awaiting_cache[i], Some((_, h)) if *h == key.config_hash);
+            let c = self.m.counters();
+            let counted = (c.stale_events, c.stale_opened_closed, false);
+            self.cov.stale_cache_answers += u64::from(stale);
+            if let Some((c, h)) = &self.awaiting_cache[i] {
+                if *h == key.config_hash {
+                    let c = *c;
+                    if let Some(o) = self.obs.conns.get_mut(&c) {
+                        o.cache_hit = Some(tools.is_some());
+                    }
+                    self.awaiting_cache[i] = None;
+                }
+            }
+            self.input(Input::CacheLoaded { server, key, tools }, |s| {
+                s.scope = Some(i);
+                s.stale = stale;
+                s.stale_counters_before = stale.then_some(counted);
+            });
+        }
+    }
+
+    /// The manager asks the store for a server's cached tools; the answer comes after the
+    /// server's cache latency.
+    pub(super) fn load_cache(&mut self, server: String, key: CacheKey) {
+        let Some(&i) = self.obs.index.get(&server) else {
+            return;
+        };
+        self.pending_load[i] = Some(key.config_hash.clone());
+        let (tools, stale, corrupt) = match self.store.get(&server) {
+            Some(e) if e.hash == key.config_hash => (e.tools.clone(), false, e.tools.is_none()),
+            Some(_) => (None, true, false),
+            None => (None, false, false),
+        };
+        if stale {
+            self.cov.cache_stale += 1;
+        }
+        if corrupt {
+            self.cov.cache_corrupt += 1;
+        }
+        if tools.is_some() {
+            self.cov.cache_hits += 1;
+        }
+        let lat = self.sc.servers[i].cache_latency_ms + self.jitter();
+        if lat >= self.sc.options.gate_ms {
+            self.cov.cache_slower_than_gate += 1;
+        }
+        let at = self.after_ms(lat);
+        self.push(at, Ev::Cache { server, key, tools });
+    }
+
+    pub(super) fn store_cache(&mut self, server: String, key: CacheKey, tools: Vec<ToolDef>) {
+        let entry = StoreEntry {
+            hash: key.config_hash,
+            tools: Some(tools),
+        };
+        self.store.insert(server, entry);
+    }
+
+    /// The manager closes a transport: the OS kills its process.
+    pub(super) fn close_transport(&mut self, conn: ConnId) {
+        if let Some(p) = self.procs.get_mut(&conn) {
+            p.killed = true;
+        }
+    }
+
+    pub(super) fn deliver(&mut self, conn: ConnId, event: TransportEvent, exit: bool, tag: Tag) {
+        let Some(p) = self.procs.get_mut(&conn) else {
+            return;
+        };
+        let server = p.server;
+        let dead_before = p.killed || p.reported || p.exited;
+        if exit {
+            p.exited = true;
+        }
+        if dead_before && tag != Tag::RacedOpen {
+            // The OS has nothing to report for a dead process — unless it raced.
+            let stale_pct = self.sc.mix.stale_pct;
+            if !self.pct(stale_pct) {
+                return;
+            }
+            self.cov.stale_events_delivered += 1;
+        }
+        let stale = !self.obs.mirror.contains(&conn);
+        if !stale {
+            self.note_tag(conn, server, tag);
+        }
+        if matches!(
+            event,
+            TransportEvent::Closed { .. } | TransportEvent::Failed { .. }
+        ) {
+            if let Some(p) = self.procs.get_mut(&conn) {
+                p.reported = true;
+            }
+            if let Some(o) = self.obs.conns.get_mut(&conn) {
+                o.ended = true;
+            }
+            self.obs.mirror.remove(&conn);
+        }
+        if let TransportEvent::Opened = event {
+            let plan = self.procs.get(&conn).map(|p| p.plan.clone());
+            if let Some(AttemptPlan {
+                oversized_after_ms: Some(ms),
+                ..
+            }) = plan
+            {
+                if !stale {
+                    let at = self.after_ms(ms);
+                    let big = format!(
+                        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"{}\"}}}}",
+                        "x".repeat(self.sc.options.max_frame_len)
+                    );
+                    self.push(
+                        at,
+                        Ev::Deliver {
+                            conn,
+                            event: TransportEvent::Frame(Bytes::from(big)),
+                            exit: false,
+                            tag: Tag::None,
+                        },
+                    );
+                }
+            }
+        }
+        if let TransportEvent::Frame(f) = &event {
+            if f.len() > self.sc.options.max_frame_len && !stale {
+                self.cov.oversized_frames += 1;
+            }
+        }
+        let c = self.m.counters();
+        let counted = (c.stale_events, c.stale_opened_closed);
+        let opened = matches!(event, TransportEvent::Opened);
+        // Every attempt here was issued by the manager (it has a process).
+        let stale_opened = (stale && opened).then_some(conn);
+        let rejected = !stale
+            && matches!(&event, TransportEvent::Frame(f)
+                if f.len() > self.sc.options.max_frame_len || f.as_ref() == GARBAGE_FRAME);
+        let bad_before = c.bad_frames;
+        self.input(Input::Transport { conn, event }, |s| {
+            s.scope = Some(server);
+            s.stale = stale;
+            s.stale_opened = stale_opened;
+            s.stale_counters_before = stale.then_some((counted.0, counted.1, opened));
+            s.rejected_frame_before = rejected.then_some(bad_before);
+        });
+    }
+
+    pub(super) fn spawn(&mut self, conn: ConnId, server: &str) {
+        // The output checks refused an unknown server or a reused attempt.
+        let Some(&i) = self.obs.index.get(server) else {
+            return;
+        };
+        let k = self.attempts[i];
+        self.attempts[i] += 1;
+        if std::mem::take(&mut self.session_lost[i]) {
+            self.cov.http_session_failed_then_reopened += 1;
+        }
+        let plans = &self.sc.servers[i].attempts;
+        let plan = if self.healed || plans.is_empty() {
+            healthy()
+        } else {
+            plans[k.min(plans.len() - 1)].clone()
+        };
+        self.obs.mirror.insert(conn);
+        self.obs.latest_conn[i] = Some(conn);
+        self.obs.withdrawn[i] = false;
+        let load_cache = self.pending_load[i].take();
+        if let Some(h) = &load_cache {
+            self.awaiting_cache[i] = Some((conn, h.clone()));
+        }
+        self.obs.conns.insert(
+            conn,
+            ConnObs {
+                server: i,
+                load_cache: load_cache.is_some(),
+                ..ConnObs::default()
+            },
+        );
+        let mut p = Proc {
+            server: i,
+            plan: plan.clone(),
+            killed: false,
+            exited: false,
+            reported: false,
+            spawned: true,
+            lists: 0,
+            calls: 0,
+            alt_tools: false,
+            next_peer_id: 0,
+            peer_requests: BTreeMap::new(),
+            call_ids: Default::default(),
+            version: 0,
+            list_version: None,
+            open_lists: BTreeSet::new(),
+            changed_in_flight: 0,
+            view_version: None,
+            deaf_at: None,
+            cur_list: None,
+        };
+        match plan.spawn {
+            Spawn::Ok { open_ms } => {
+                let at = self.after_ms(open_ms);
+                self.push(
+                    at,
+                    Ev::Deliver {
+                        conn,
+                        event: TransportEvent::Opened,
+                        exit: false,
+                        tag: Tag::None,
+                    },
+                );
+            }
+            Spawn::Fail { after_ms } => {
+                self.cov.spawn_failures += 1;
+                p.spawned = false;
+                let at = self.after_ms(after_ms);
+                self.push(
+                    at,
+                    Ev::Deliver {
+                        conn,
+                        event: TransportEvent::Failed {
+                            error: format!("failed to start {server}: No such file or directory"),
+                        },
+                        exit: true,
+                        tag: Tag::None,
+                    },
+                );
+            }
+            Spawn::NeverOpens => self.cov.opens_never_completed += 1,
+            Spawn::DropBeforeOpen { after_ms } => {
+                self.cov.drops_before_open += 1;
+                let at = self.after_ms(after_ms);
+                self.push(at, exit_event(conn, "exited before the transport opened"));
+                // The shell's race: the spawn succeeded, the process exited at once, and its
+                // exit reached the manager before the spawn's completion did. The manager
+                // must close the transport that `Opened` hands it.
+                self.push(
+                    at,
+                    Ev::Deliver {
+                        conn,
+                        event: TransportEvent::Opened,
+                        exit: false,
+                        tag: Tag::RacedOpen,
+                    },
+                );
+            }
+        }
+        self.procs.insert(conn, p);
+    }
+
+    pub(super) fn exit_in(&mut self, conn: ConnId, ms: u64, why: &str) {
+        let at = self.after_ms(ms);
+        self.push(at, exit_event(conn, why));
+    }
+}
+
+pub(super) fn exit_event(conn: ConnId, why: &str) -> Ev {
+    Ev::Deliver {
+        conn,
+        event: TransportEvent::Closed {
+            reason: why.to_string(),
+        },
+        exit: true,
+        tag: Tag::None,
+    }
+}
+
+impl World<'_> {
+    /// The HTTP session-expiry fault as the core sees it. A Streamable HTTP server that
+    /// forgot the session answers this `tools/call` with 404; the transport then replays
+    /// `initialize` once and retries (io/src/http/mod.rs). If that works, the core sees only
+    /// a later answer; if it fails, the transport ends with `Failed`, like the shell's.
+    pub(super) fn http_session_expiry(&mut self, conn: ConnId, i: usize) -> SessionExpiry {
+        let http = i % 3 == 2 && !self.sc.servers[i].invalid;
+        let p = u64::from(self.sc.mix.call_fault_pct / 2);
+        if !http || self.healed || p == 0 || self.http_rng.below(100) >= p {
+            return SessionExpiry::None;
+        }
+        if self.http_rng.below(3) != 0 {
+            self.cov.http_session_expired_recovered += 1;
+            let lat = self.sc.servers[i].call_latency_ms;
+            // The 404, then initialize and notifications/initialized, then the call again.
+            SessionExpiry::Recovered {
+                delay_ms: 3 * lat.max(1) + self.http_rng.below(20),
+            }
+        } else {
+            self.cov.http_session_expired_failed += 1;
+            self.session_lost[i] = true;
+            let name = &self.sc.servers[i].name;
+            let error = format!(
+                "server \"{name}\": the session expired (HTTP 404) and a new one could not be started: HTTP 503: unavailable"
+            );
+            let ms = 1 + self.http_rng.below(20);
+            let at = self.after_ms(ms);
+            self.push(
+                at,
+                Ev::Deliver {
+                    conn,
+                    event: TransportEvent::Failed { error },
+                    exit: true,
+                    tag: Tag::None,
+                },
+            );
+            SessionExpiry::Failed
+        }
+    }
+}
+
+/// What the HTTP session-expiry fault did to one call.
+pub(super) enum SessionExpiry {
+    /// No 404 (or not an HTTP server).
+    None,
+    /// A new session was started inside the transport: the answer comes later.
+    Recovered { delay_ms: u64 },
+    /// The new session could not be started: the transport failed.
+    Failed,
+}

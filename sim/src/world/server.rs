@@ -1,0 +1,700 @@
+//! The simulated MCP servers: how a server answers the frames the manager sends it
+//! (`initialize`, `tools/list` in pages, `tools/call`, pings, cancellations, answers to its own
+//! requests), what it says unprompted (logs, progress, `list_changed` storms, requests of its
+//! own), and the faults its attempt's plan or the scenario's fault mix give it: hangs,
+//! errors, crashes, garbage, duplicate and unknown-id frames.
+
+use super::os::SessionExpiry;
+use super::{Ev, World};
+use crate::observe::SIM_LOG_LEVELS;
+use crate::scenario::{AttemptPlan, Init, List};
+use crate::verdict::Invariant;
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::time::Duration;
+use switchboard_core::manager::{CallId, ConnId, ServerStatus, TransportEvent};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ListKind {
+    /// A page with a next cursor.
+    Page,
+    /// The last page of a listing of this tool-set version (`u64::MAX`: it changed meanwhile).
+    Final(u64),
+    /// An error or a malformed answer.
+    Failed,
+}
+
+/// What a frame from a simulated server carries, for the simulator's own bookkeeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tag {
+    None,
+    /// An answer to `tools/list` request `id`; `Some(version)`: the final, healthy page of a
+    /// listing of tool-set `version` (`u64::MAX`: the set changed between pages).
+    ListAnswer {
+        id: u64,
+        kind: ListKind,
+    },
+    ListChanged,
+    Progress {
+        call: u64,
+    },
+    /// An `Opened` that reaches the manager after the attempt's `Closed` (the shell's race).
+    RacedOpen,
+}
+
+/// A frame cut short: not JSON, so the codec rejects it.
+pub(super) const GARBAGE_FRAME: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+
+impl World<'_> {
+    /// The simulator's bookkeeping for a frame about to reach the manager.
+    pub(super) fn note_tag(&mut self, conn: ConnId, server: usize, tag: Tag) {
+        match tag {
+            Tag::None | Tag::RacedOpen => {}
+            Tag::ListAnswer { id, kind } => {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    if p.open_lists.remove(&id) {
+                        match kind {
+                            ListKind::Page => {}
+                            ListKind::Final(v) => p.view_version = Some(v),
+                            ListKind::Failed => p.view_version = None,
+                        }
+                    }
+                }
+            }
+            Tag::ListChanged => {
+                let connected = self.view.status[server] == ServerStatus::Connected;
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.changed_in_flight = p.changed_in_flight.saturating_sub(1);
+                    if connected && !p.open_lists.is_empty() {
+                        self.cov.list_changed_while_listing += 1;
+                    }
+                }
+            }
+            Tag::Progress { call } => {
+                let o = &self.sc.options;
+                if !o.reset_timeout_on_progress {
+                    return;
+                }
+                let max = Duration::from_millis(o.max_call_time_ms);
+                let now = self.now;
+                if let Some(t) = self
+                    .obs
+                    .calls
+                    .get_mut(&CallId(call))
+                    .and_then(|c| c.timing.as_mut())
+                {
+                    let new = (now + t.timeout).min(t.started + max);
+                    if new > t.deadline {
+                        t.deadline = new;
+                        t.extended = true;
+                        self.obs.progress_extensions += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Schedule a frame from the server `ms` from now (plus jitter), maybe with a frame fault.
+    fn reply(&mut self, conn: ConnId, ms: u64, v: Value) {
+        self.reply_tagged(conn, ms, v, Tag::None);
+    }
+
+    fn reply_tagged(&mut self, conn: ConnId, ms: u64, v: Value, tag: Tag) {
+        let frame = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+        let j = self.jitter();
+        let at = self.after_ms(ms + j);
+        let ff = self.sc.mix.frame_fault_pct;
+        if self.pct(ff) {
+            let kind = self.rng.below(4);
+            let extra: Bytes = match kind {
+                0 => {
+                    self.cov.garbage_frames += 1;
+                    Bytes::from_static(GARBAGE_FRAME)
+                }
+                1 => {
+                    self.cov.duplicate_responses += 1;
+                    frame.clone()
+                }
+                2 => {
+                    self.cov.unknown_id_responses += 1;
+                    Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":987654,\"result\":{}}")
+                }
+                _ => {
+                    self.cov.batch_frames += 1;
+                    Bytes::from_static(b"[{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}]")
+                }
+            };
+            // The fault frame lands just before (garbage, batch) or after (duplicate) the answer.
+            let fat = if kind == 1 {
+                at + Duration::from_millis(1)
+            } else {
+                at
+            };
+            // A duplicate carries what the original carries (a second progress resets too).
+            let extra_tag = if kind == 1 { tag } else { Tag::None };
+            if extra_tag == Tag::ListChanged {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.changed_in_flight += 1;
+                }
+            }
+            self.push(
+                fat,
+                Ev::Deliver {
+                    conn,
+                    event: TransportEvent::Frame(extra),
+                    exit: false,
+                    tag: extra_tag,
+                },
+            );
+        }
+        self.push(
+            at,
+            Ev::Deliver {
+                conn,
+                event: TransportEvent::Frame(frame),
+                exit: false,
+                tag,
+            },
+        );
+    }
+
+    /// Its tool set changes, announced by a burst of 1–4 `list_changed` notifications (the
+    /// set may change again between them).
+    fn storm(&mut self, conn: ConnId) {
+        let n = 1 + self.rng.below(4);
+        let flips: Vec<bool> = (0..n).map(|k| k == 0 || self.rng.below(2) == 0).collect();
+        let j = self.jitter();
+        if n > 1 {
+            self.cov.list_changed_storms += 1;
+        }
+        for (k, flip) in flips.into_iter().enumerate() {
+            let Some(p) = self.procs.get_mut(&conn) else {
+                return;
+            };
+            if flip {
+                p.alt_tools = !p.alt_tools;
+                p.version += 1;
+            }
+            p.changed_in_flight += 1;
+            self.cov.list_changed_sent += 1;
+            let v = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+            self.reply_tagged(conn, 1 + j + k as u64, v, Tag::ListChanged);
+        }
+    }
+
+    /// Maybe send one server-initiated message.
+    fn chatter(&mut self, conn: ConnId) {
+        let cp = self.sc.mix.chatter_pct;
+        if !self.pct(cp) {
+            return;
+        }
+        let lat = 1 + self.jitter();
+        let kind = self.rng.below(6);
+        let Some(p) = self.procs.get_mut(&conn) else {
+            return;
+        };
+        let v = match kind {
+            0..=2 => {
+                let method = ["ping", "roots/list", "sampling/createMessage"][kind as usize];
+                let id = p.next_peer_id;
+                p.next_peer_id += 1;
+                p.peer_requests.insert(id, method);
+                self.cov.peer_requests_sent += 1;
+                json!({"jsonrpc": "2.0", "id": format!("srv-{id}"), "method": method})
+            }
+            3 => {
+                self.storm(conn);
+                return;
+            }
+            4 => {
+                self.cov.progress_sent += 1;
+                // Progress for a token it does not own: another server's call in flight (it
+                // must not move that call's deadline), or a token no call has.
+                let me = self.procs.get(&conn).map(|p| p.server);
+                let foreign = self
+                    .obs
+                    .calls
+                    .iter()
+                    .find(|(_, c)| c.server.is_some() && c.server != me)
+                    .map(|(id, _)| id.0);
+                let token = match foreign {
+                    Some(id) => {
+                        self.cov.foreign_progress_sent += 1;
+                        json!(id)
+                    }
+                    None => json!("unsolicited"),
+                };
+                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 0.5, "total": 1.0}})
+            }
+            _ => {
+                // Every level in turn (no extra draw from the RNG); the first is a warning.
+                let level = SIM_LOG_LEVELS[(self.cov.log_messages_sent % 6) as usize].0;
+                self.cov.log_messages_sent += 1;
+                let data = if level == "warning" {
+                    "disk almost full".to_string()
+                } else {
+                    format!("sim log at {level}")
+                };
+                json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": level, "logger": "sim", "data": data}})
+            }
+        };
+        self.reply(conn, lat, v);
+    }
+
+    pub(super) fn server_receives(&mut self, conn: ConnId, frame: &[u8]) {
+        let v: Value = match serde_json::from_slice(frame) {
+            Ok(v) => v,
+            Err(e) => {
+                self.step.output_violations.push((
+                    Invariant::ClientSpeaksValidJsonRpc,
+                    format!("the manager sent a frame that is not JSON: {e}"),
+                ));
+                return;
+            }
+        };
+        let Some(p) = self.procs.get(&conn) else {
+            return;
+        };
+        if !p.alive() || p.reported {
+            return; // lost: the process is gone
+        }
+        let i = p.server;
+        let plan = p.plan.clone();
+        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
+        let id = v.get("id").cloned();
+        if method.as_deref() == Some("ping") && id.is_some() {
+            // The manager's health check reached the server (answered or not).
+            self.obs.pinged[i] = Some(self.now);
+        }
+        match (method.as_deref(), id) {
+            (Some("initialize"), Some(id)) => {
+                let gate = self.sc.options.gate_ms;
+                let (ms, result) = match plan.init {
+                    Init::Ok { ms } => (ms, Ok(true)),
+                    Init::NoTools { ms } => {
+                        self.cov.init_without_tools += 1;
+                        (ms, Ok(false))
+                    }
+                    Init::Error { ms } => {
+                        self.cov.init_errors += 1;
+                        (ms, Err(()))
+                    }
+                    Init::Unsupported { ms } => {
+                        self.cov.init_unsupported += 1;
+                        let r = json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "1999-01-01", "capabilities": {"tools": {}}}});
+                        self.reply(conn, ms, r);
+                        return;
+                    }
+                    Init::Hang => {
+                        self.cov.init_hangs += 1;
+                        return;
+                    }
+                    Init::Drop { ms } => {
+                        self.cov.drops_during_init += 1;
+                        self.exit_in(conn, ms, "crashed during initialize");
+                        return;
+                    }
+                };
+                if ms >= gate {
+                    self.cov.init_slow_past_gate += 1;
+                }
+                let r = match result {
+                    Ok(tools) => {
+                        let caps = if tools {
+                            json!({"tools": {"listChanged": true}, "logging": {}})
+                        } else {
+                            json!({"logging": {}})
+                        };
+                        json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "protocolVersion": "2025-06-18",
+                            "capabilities": caps,
+                            "serverInfo": {"name": self.sc.servers[i].name, "version": "1.0.0"}
+                        }})
+                    }
+                    Err(()) => {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "initialization failed"}})
+                    }
+                };
+                self.reply(conn, ms, r);
+            }
+            (Some("tools/list"), Some(id)) => {
+                if let (Some(n), Some(p)) = (id.as_u64(), self.procs.get_mut(&conn)) {
+                    p.open_lists.insert(n);
+                }
+                self.list(conn, i, &plan, id, &v);
+            }
+            (Some("tools/call"), Some(id)) => self.tool_call(conn, i, &plan, id, &v),
+            (Some("ping"), Some(id)) => {
+                let now = self.now;
+                let deaf = !self.healed
+                    && self
+                        .procs
+                        .get(&conn)
+                        .and_then(|p| p.deaf_at)
+                        .is_some_and(|t| now >= t);
+                if deaf {
+                    self.cov.pings_unanswered += 1;
+                } else {
+                    self.reply(conn, 1, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+                }
+            }
+            (Some(m), Some(id)) => {
+                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {m}")}});
+                self.reply(conn, 1, r);
+            }
+            (Some("notifications/initialized"), None) => self.chatter(conn),
+            (Some("notifications/cancelled"), None) => {
+                self.cov.cancel_notifications_received += 1;
+                let params = v.get("params");
+                let rid = params
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(Value::as_u64);
+                let timed_out = params.and_then(|p| p.get("reason")).and_then(Value::as_str)
+                    == Some("request timed out");
+                let was_call = rid.is_some_and(|r| {
+                    self.procs
+                        .get(&conn)
+                        .is_some_and(|p| p.call_ids.contains(&r))
+                });
+                if timed_out && was_call {
+                    self.cov.call_timeout_with_cancel += 1;
+                }
+                // An abandoned listing: the manager keeps what it had (unknown here).
+                if let (Some(r), Some(p)) = (rid, self.procs.get_mut(&conn)) {
+                    if p.open_lists.remove(&r) {
+                        p.view_version = None;
+                    }
+                }
+            }
+            (Some(_), None) => {}
+            (None, id) => self.peer_answer(conn, id, &v),
+        }
+    }
+
+    /// Check the client's answer to a request this server sent.
+    fn peer_answer(&mut self, conn: ConnId, id: Option<Value>, v: &Value) {
+        let key = id
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(|s| s.strip_prefix("srv-"))
+            .and_then(|s| s.parse::<u64>().ok());
+        let Some(p) = self.procs.get_mut(&conn) else {
+            return;
+        };
+        let resent = key.is_some_and(|k| k < p.next_peer_id && !p.peer_requests.contains_key(&k));
+        let method = key.and_then(|k| p.peer_requests.remove(&k));
+        let ok = resent
+            || match method {
+                Some("ping") => v.get("result") == Some(&json!({})),
+                Some("roots/list") => v
+                    .get("result")
+                    .and_then(|r| r.get("roots"))
+                    .is_some_and(Value::is_array),
+                Some(_) => {
+                    v.get("error")
+                        .and_then(|e| e.get("code"))
+                        .and_then(Value::as_i64)
+                        == Some(-32601)
+                }
+                None => false,
+            };
+        self.cov.peer_answers_checked += 1;
+        if !ok {
+            self.step.output_violations.push((
+                Invariant::ClientSpeaksValidJsonRpc,
+                format!("bad answer to a server request: {v}"),
+            ));
+        }
+    }
+
+    fn list(&mut self, conn: ConnId, i: usize, plan: &AttemptPlan, id: Value, req: &Value) {
+        let has_cursor = req
+            .get("params")
+            .and_then(|p| p.get("cursor"))
+            .is_some_and(|c| !c.is_null());
+        let list_id = id.as_u64().unwrap_or(u64::MAX);
+        let (first, alt, version) = match self.procs.get_mut(&conn) {
+            Some(p) => {
+                p.lists += 1;
+                if !has_cursor {
+                    p.list_version = Some(p.version);
+                } else if p.list_version != Some(p.version) {
+                    p.list_version = Some(u64::MAX);
+                }
+                (
+                    p.lists == 1,
+                    p.alt_tools,
+                    p.list_version.unwrap_or(u64::MAX),
+                )
+            }
+            None => return,
+        };
+        let s = &self.sc.servers[i];
+        let tools: Vec<String> = if alt {
+            s.alt_tools.clone()
+        } else {
+            s.tools.clone()
+        };
+        let cursor = req
+            .get("params")
+            .and_then(|p| p.get("cursor"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        // Only the first listing of an attempt (all its pages) follows the plan; refreshes
+        // answer healthily.
+        let ongoing = self.procs.get(&conn).and_then(|p| p.cur_list.clone());
+        let behaviour = if first {
+            plan.list.clone()
+        } else if let (Some(b), true) = (ongoing, cursor.is_some()) {
+            // Later pages of a listing behave as its first page did.
+            b
+        } else {
+            // A refresh (list_changed or RefreshTools) can misbehave too.
+            let cf = self.sc.mix.call_fault_pct;
+            if self.pct(cf) {
+                self.cov.refresh_faults += 1;
+                match self.rng.below(3) {
+                    0 => List::Error { ms: 20 },
+                    1 => List::Hang,
+                    _ => List::Ok { ms: 30, pages: 2 },
+                }
+            } else {
+                List::Ok { ms: 5, pages: 1 }
+            }
+        };
+        if cursor.is_none() {
+            if let Some(p) = self.procs.get_mut(&conn) {
+                p.cur_list = Some(behaviour.clone());
+            }
+        }
+        let page_json = |names: &[String]| -> Vec<Value> {
+            names
+                .iter()
+                .map(|n| json!({"name": n, "description": format!("{n} tool"), "inputSchema": {"type": "object"}}))
+                .collect()
+        };
+        match behaviour {
+            List::Ok { ms, pages } => {
+                let pages = usize::from(pages.max(1));
+                let k: usize = cursor
+                    .as_deref()
+                    .and_then(|c| c.strip_prefix('p'))
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(0);
+                if let Some(max) = self.sc.options.max_tool_pages {
+                    if k + 1 > max {
+                        self.step.output_violations.push((
+                            Invariant::ClientSpeaksValidJsonRpc,
+                            format!(
+                                "asked for page {} of a listing, past max_tool_pages {max}",
+                                k + 1
+                            ),
+                        ));
+                    } else if k + 1 == max && k + 1 < pages {
+                        self.cov.list_page_limit_hit += 1;
+                    }
+                }
+                if pages > 1 && k == 0 {
+                    self.cov.list_paged += 1;
+                }
+                let per = tools.len().div_ceil(pages).max(1);
+                let lo = (k * per).min(tools.len());
+                let hi = ((k + 1) * per).min(tools.len());
+                let mut result = json!({ "tools": page_json(&tools[lo..hi]) });
+                let kind = if k + 1 < pages {
+                    result["nextCursor"] = json!(format!("p{}", k + 1));
+                    ListKind::Page
+                } else {
+                    ListKind::Final(version)
+                };
+                self.reply_tagged(
+                    conn,
+                    ms,
+                    json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                    Tag::ListAnswer { id: list_id, kind },
+                );
+                // Now and then the tool set changes while this listing is under way.
+                let cp = self.sc.mix.chatter_pct / 3;
+                if self.pct(cp) {
+                    self.cov.list_changed_during_list += 1;
+                    self.storm(conn);
+                }
+                if k + 1 >= pages {
+                    let startup = first || cursor.is_some();
+                    let crash = self.sc.servers[i].crash_loop.clone().filter(|c| {
+                        !self.healed && c.recover_after.is_none_or(|k| self.crashes[i] < k)
+                    });
+                    if let (Some(c), true) = (crash, startup) {
+                        self.crashes[i] += 1;
+                        self.cov.crash_loop_crashes += 1;
+                        self.exit_in(conn, c.after_ready_ms + 1, "crashed again (crash loop)");
+                    } else if let Some(ms) = plan.drop_after_ready_ms {
+                        if startup {
+                            self.cov.drops_after_ready += 1;
+                            self.exit_in(conn, ms + 1, "exited after it was ready");
+                        }
+                    }
+                    if let (Some(ms), true) = (plan.deaf_after_ms, startup) {
+                        let at = self.after_ms(ms);
+                        if let Some(p) = self.procs.get_mut(&conn) {
+                            p.deaf_at = Some(at);
+                        }
+                    }
+                    self.chatter(conn);
+                }
+            }
+            List::Error { ms } => {
+                self.cov.list_errors_after_init += 1;
+                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "tools unavailable"}});
+                let tag = Tag::ListAnswer {
+                    id: list_id,
+                    kind: ListKind::Failed,
+                };
+                self.reply_tagged(conn, ms, r, tag);
+            }
+            List::Hang => self.cov.list_hangs += 1,
+            List::RepeatedCursor { ms } => {
+                if cursor.is_some() {
+                    self.cov.list_repeated_cursor += 1;
+                }
+                let r = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": page_json(&tools), "nextCursor": "again"}});
+                let tag = Tag::ListAnswer {
+                    id: list_id,
+                    kind: ListKind::Page,
+                };
+                self.reply_tagged(conn, ms, r, tag);
+            }
+            List::Malformed { ms } => {
+                self.cov.list_malformed += 1;
+                let r = json!({"jsonrpc": "2.0", "id": id, "result": {"items": []}});
+                let tag = Tag::ListAnswer {
+                    id: list_id,
+                    kind: ListKind::Failed,
+                };
+                self.reply_tagged(conn, ms, r, tag);
+            }
+            List::Drop { ms } => {
+                self.cov.drops_during_list += 1;
+                self.exit_in(conn, ms, "crashed during tools/list");
+            }
+        }
+    }
+
+    fn tool_call(&mut self, conn: ConnId, i: usize, plan: &AttemptPlan, id: Value, req: &Value) {
+        let first = match self.procs.get_mut(&conn) {
+            Some(p) => {
+                p.calls += 1;
+                if let Some(n) = id.as_u64() {
+                    p.call_ids.insert(n);
+                }
+                p.calls == 1
+            }
+            None => return,
+        };
+        if plan.drop_on_call && first {
+            self.cov.drops_during_call += 1;
+            self.exit_in(conn, 1, "crashed during tools/call");
+            return;
+        }
+        let session_delay_ms = match self.http_session_expiry(conn, i) {
+            SessionExpiry::None => 0,
+            SessionExpiry::Recovered { delay_ms } => delay_ms,
+            SessionExpiry::Failed => return,
+        };
+        let tool = req
+            .get("params")
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let lat = self.sc.servers[i].call_latency_ms;
+        // With `reset_timeout_on_progress` the call carries its id as a progress token.
+        let token = req
+            .get("params")
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("progressToken"))
+            .and_then(Value::as_u64);
+        let progress_tag = token.map_or(Tag::None, |call| Tag::Progress { call });
+        let token_json = token.map_or_else(|| id.clone(), |t| json!(t));
+        let call_timeout = token
+            .and_then(|t| self.obs.calls.get(&CallId(t)))
+            .and_then(|c| c.timing)
+            .map(|t| t.timeout.as_millis() as u64);
+        let cf = self.sc.mix.call_fault_pct;
+        let fault = if self.pct(cf) {
+            Some(self.rng.below(4))
+        } else {
+            None
+        };
+        let r = match fault {
+            // A slow call that reports progress, each report within its timeout of the last.
+            Some(0) if call_timeout.is_some_and(|t| t <= 3_000) => {
+                let t = call_timeout.unwrap_or(0);
+                let n = 1 + self.rng.below(6);
+                let step = t * 6 / 10;
+                // Now and then it never answers: it times out at its extended deadline or at
+                // max_call_time.
+                let answers = self.rng.below(3) != 0;
+                self.cov.slow_calls_with_progress += 1;
+                for k in 1..=n {
+                    self.cov.progress_sent += 1;
+                    let p = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token_json, "progress": k, "total": n + 1}});
+                    self.reply_tagged(conn, k * step, p, progress_tag);
+                }
+                (
+                    n * step + t / 2,
+                    answers.then(|| {
+                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "slow but alive"}]}})
+                    }),
+                )
+            }
+            Some(0) => {
+                self.cov.slow_calls += 1;
+                let ms = self.sc.options.call_timeout_ms + 100;
+                (
+                    ms,
+                    Some(
+                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "late"}]}}),
+                    ),
+                )
+            }
+            Some(1) => {
+                self.cov.failing_calls += 1;
+                (
+                    lat,
+                    Some(
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "tool exploded"}}),
+                    ),
+                )
+            }
+            Some(2) => {
+                self.cov.error_result_calls += 1;
+                (
+                    lat,
+                    Some(
+                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "bad input"}], "isError": true}}),
+                    ),
+                )
+            }
+            Some(_) => {
+                self.cov.unanswered_calls += 1;
+                (lat, None)
+            }
+            None => (
+                lat,
+                Some(
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": format!("ok:{tool}")}]}}),
+                ),
+            ),
+        };
+        let cp = self.sc.mix.chatter_pct;
+        if self.pct(cp) {
+            self.cov.progress_sent += 1;
+            let n = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token_json, "progress": 0.5}});
+            self.reply_tagged(conn, lat / 2, n, progress_tag);
+        }
+        if let (ms, Some(r)) = r {
+            self.reply(conn, ms + session_delay_ms, r);
+        }
+    }
+}
