@@ -23,7 +23,7 @@ use switchboard_core::{NamingScheme, ServerState, ServerStatus, StartupReport, T
 pub enum ServerSource {
     /// A fixed list (the embedder did its own discovery).
     Specs(Vec<ServerSpec>),
-    /// Discover from the usual config files (see [`crate::discovery`]).
+    /// Discover from the usual config files (see [`crate::discover`]).
     Discover(crate::discovery::DiscoveryOptions),
 }
 
