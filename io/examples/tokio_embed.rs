@@ -16,7 +16,12 @@
 //! callers in flight, in four setups: tokio's multi-thread runtime with the tokio spawner;
 //! tokio's current-thread runtime with the tokio spawner; tokio's multi-thread runtime with the
 //! default builder (the tasks on smol's global executor, so every call crosses threads twice);
-//! and a `smol::Executor` given to `Builder::executor` and run by the callers' thread.
+//! a `smol::Executor` given to `Builder::executor` and run by the callers' thread; and the same
+//! executor given to `Builder::spawner` (what the per-task pump costs).
+//!
+//! Under tokio nothing drives async-io's reactor from the callers' threads, so readiness of
+//! the servers' pipes arrives from async-io's own thread: one wake-up across threads per
+//! answer that `smol::block_on` (which drives the reactor itself) does not pay.
 
 use serde_json::json;
 use std::future::Future;
@@ -178,22 +183,28 @@ fn tokio_run(bin: &Path, calls: usize, runtime: tokio::runtime::Runtime, spawner
         if spawner {
             builder = builder.spawner(tokio_spawner());
         }
-        let (sb, _) = builder.start().await.expect("start");
+        let (sb, report) = builder.start().await.expect("start");
+        assert_eq!(report.connected, ["demo"], "{:?}", report.errors);
         let times = measure(&sb, calls, on_tokio).await;
         sb.shutdown().await;
         times
     })
 }
 
-fn smol_executor_run(bin: &Path, calls: usize) -> Times {
+/// `pumped`: the executor behind `Builder::spawner` (one pump per task) instead of
+/// `Builder::executor` (tasks straight on its queue), to show what the pump costs.
+fn smol_executor_run(bin: &Path, calls: usize, pumped: bool) -> Times {
     let ex = Arc::new(smol::Executor::new());
     smol::block_on(ex.run(async {
-        let (sb, _) = Builder::servers(vec![spec(bin)])
-            .no_cache()
-            .executor(ex.clone())
-            .start()
-            .await
-            .expect("start");
+        let builder = Builder::servers(vec![spec(bin)]).no_cache();
+        let builder = if pumped {
+            let ex = ex.clone();
+            builder.spawner(move |task| ex.spawn(task).detach())
+        } else {
+            builder.executor(ex.clone())
+        };
+        let (sb, report) = builder.start().await.expect("start");
+        assert_eq!(report.connected, ["demo"], "{:?}", report.errors);
         let spawn = |callers: Vec<Caller>| -> Joined {
             let tasks: Vec<_> = callers.into_iter().map(|f| ex.spawn(f)).collect();
             Box::pin(async move {
@@ -219,7 +230,7 @@ fn run_bench(bin: &Path, calls: usize) {
             .enable_all()
             .build()
     };
-    let rows: [(&str, Times); 4] = [
+    let rows: [(&str, Times); 5] = [
         (
             "tokio multi-thread, `Builder::spawner` (tokio)",
             tokio_run(bin, calls, multi().expect("runtime"), true),
@@ -234,7 +245,11 @@ fn run_bench(bin: &Path, calls: usize) {
         ),
         (
             "`Builder::executor`, run by the callers' thread",
-            smol_executor_run(bin, calls),
+            smol_executor_run(bin, calls, false),
+        ),
+        (
+            "the same smol executor through `Builder::spawner`",
+            smol_executor_run(bin, calls, true),
         ),
     ];
     println!("| setup ({calls} echo calls) | sequential calls/s | {IN_FLIGHT} in flight calls/s |");

@@ -21,7 +21,10 @@ fn demo(name: &str, args: &[&str]) -> ServerSpec {
 
 /// An executor that is not smol's: every task the library spawns gets a thread of its own,
 /// polled by `block_on` with that thread's waker. Counts the tasks spawned and still running.
-fn thread_per_task(spawned: Arc<AtomicUsize>, running: Arc<AtomicUsize>) -> impl Fn(TaskFuture) {
+fn thread_per_task(
+    spawned: Arc<AtomicUsize>,
+    running: Arc<AtomicUsize>,
+) -> impl Fn(TaskFuture) + Send + Sync + 'static {
     move |task| {
         spawned.fetch_add(1, Ordering::SeqCst);
         running.fetch_add(1, Ordering::SeqCst);
@@ -41,7 +44,7 @@ fn on_a_foreign_spawner_calls_cancellation_disconnect_and_shutdown_work_and_ever
     smol::block_on(async {
         let (sb, report) = Builder::servers(vec![demo("a", &[]), demo("b", &[])])
             .no_cache()
-            .spawner(move |task| spawn(task))
+            .spawner(spawn)
             .start()
             .await
             .unwrap();
