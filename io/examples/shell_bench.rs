@@ -188,7 +188,7 @@ fn demo_server_bin() -> PathBuf {
                 .unwrap_or("release");
             let profile = if profile == "debug" { "dev" } else { profile };
             let status = Command::new(cargo)
-                .args(["build", "--quiet", "-p", "switchboard", "--bin"])
+                .args(["build", "--quiet", "-p", "switchboard-cli", "--bin"])
                 .arg("mcp-demo-server")
                 .args(["--profile", profile, "--target-dir"])
                 .arg(target_dir)
@@ -199,7 +199,7 @@ fn demo_server_bin() -> PathBuf {
     }
     assert!(
         bin.is_file(),
-        "{} is missing: `cargo build --release -p switchboard --bins`",
+        "{} is missing: `cargo build --release -p switchboard-cli --bins`",
         bin.display()
     );
     bin

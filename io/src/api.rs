@@ -26,7 +26,7 @@ use switchboard_core::{NamingScheme, ServerState, ServerStatus, StartupReport, T
 pub enum ServerSource {
     /// A fixed list (the embedder did its own discovery).
     Specs(Vec<ServerSpec>),
-    /// Discover from the usual config files (see [`crate::discovery`]).
+    /// Discover from the usual config files (see [`crate::discover`]).
     Discover(crate::discovery::DiscoveryOptions),
 }
 
@@ -212,8 +212,42 @@ impl Builder {
     ///     sb.shutdown().await;
     /// }));
     /// ```
+    ///
+    /// This is [`spawner`](Self::spawner)`(move |task| ex.spawn(task).detach())`, with the
+    /// tasks handed to the executor's queue directly.
     pub fn executor(mut self, executor: Arc<smol::Executor<'static>>) -> Self {
         self.spawner = Spawner::on(executor);
+        self
+    }
+
+    /// Run the library's tasks (the driver and every transport's tasks) on any executor:
+    /// `spawn` is called once per task and must run the [`TaskFuture`] to completion (each
+    /// ends by itself when the library is done with it). Timers and sockets work under any
+    /// executor (the IO reactor has a thread of its own when nobody else drives it).
+    ///
+    /// `spawn` may be called from any thread, so it must not depend on a thread-local
+    /// runtime context: with tokio, capture a `Handle`, as below. Callers of
+    /// [`Switchboard::call`] on the same runtime then never pay a hand-off to smol's threads.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// use switchboard::{Builder, ServerConfig, ServerSpec};
+    /// let tokio = tokio::runtime::Handle::current();
+    /// let spec = ServerSpec::new("demo", ServerConfig::stdio("mcp-demo-server", &[] as &[&str]));
+    /// let (sb, _report) = Builder::servers(vec![spec])
+    ///     .spawner(move |task| {
+    ///         tokio.spawn(task);
+    ///     })
+    ///     .start()
+    ///     .await
+    ///     .unwrap();
+    /// sb.shutdown().await;
+    /// # }
+    /// ```
+    ///
+    /// [`TaskFuture`]: crate::TaskFuture
+    pub fn spawner(mut self, spawn: impl Fn(crate::TaskFuture) + Send + Sync + 'static) -> Self {
+        self.spawner = Spawner::with(spawn);
         self
     }
 

@@ -3,21 +3,19 @@
 //! This crate is the smol shell around the sans-IO core ([`core`], crate
 //! `switchboard-core`): it runs the core's decisions against real processes, files and the
 //! clock, and offers the async library API — [`Builder`] and [`Switchboard`]. It works from
-//! any executor; the examples use `smol::block_on`. Its tasks run on smol's global executor
-//! unless the embedder hands it an executor of its own with [`Builder::executor`]; callers on
-//! the thread that runs that executor then never cross threads (the fastest setup).
+//! any executor; the examples use `smol::block_on`. Its tasks (one driver that owns the core,
+//! and each transport's readers, writers and supervisors) run on smol's global executor
+//! unless the embedder names where they run: [`Builder::spawner`] takes any executor's spawn
+//! function (tokio's, for instance: the IO reactor works under any executor), and
+//! [`Builder::executor`] a `smol::Executor`. Callers on the threads that run those tasks
+//! never hand a call to another thread (the fastest setup).
 //!
-//! - [`driver`]-internal: one task owns the core `Manager`, performs its commands, and feeds
-//!   back what it observes.
-//! - [`stdio`]: child processes in their own process groups, newline-delimited JSON, the MCP
-//!   close sequence, and a synchronous kill of every group when the handle is dropped.
-//! - [`http`]: Streamable HTTP and legacy HTTP+SSE on hyper's HTTP/1.1 client, driven by
-//!   smol, with rustls; per-transport connection pools, sessions, resumable SSE.
-//! - [`cache`]: the on-disk tool cache (atomic writes, TTL, config-hash keyed).
-//! - [`discovery`]: where each client keeps its MCP config.
-//! - [`secrets`]: `!command` values and the credential provider.
-//! - [`demo_server`]: the standalone demo MCP server (binary `mcp-demo-server`, and
-//!   `switchboard __demo-server`).
+//! Everything an embedder needs is at the crate root: the builder and handle, [`Event`] and
+//! [`Error`], the server configs ([`ServerSpec`], [`ServerConfig`]), discovery
+//! ([`discover`], [`DiscoveryOptions`], [`Discovered`]), transport tuning ([`StdioOptions`],
+//! [`HttpOptions`]) and [`CredentialProvider`]. The rest of the core's types are under
+//! [`core`]. The transports (stdio process groups; Streamable HTTP and legacy HTTP+SSE on
+//! hyper with rustls), the disk tool cache and secret resolution are internal.
 //!
 //! # Example
 //!
@@ -61,15 +59,47 @@
 pub use switchboard_core as core;
 
 mod api;
-pub mod cache;
-pub mod demo_server;
-pub mod discovery;
+mod cache;
+mod discovery;
 mod driver;
-pub mod http;
+mod http;
 mod rt;
-pub mod secrets;
-pub mod stdio;
+mod secrets;
+mod stdio;
 
 pub use api::{Builder, Error, ServerSource, Switchboard};
+pub use discovery::{discover, Discovered, DiscoveryOptions};
 pub use driver::Event;
-pub use switchboard_core::{ServerState, ServerStatus, StartupReport, Tool, ToolResult};
+pub use http::HttpOptions;
+pub use rt::TaskFuture;
+pub use secrets::CredentialProvider;
+pub use stdio::StdioOptions;
+pub use switchboard_core::config::{DenyList, ServerConfig, ServerSpec, TransportConfig};
+pub use switchboard_core::manager::ManagerOptions;
+pub use switchboard_core::protocol::Root;
+pub use switchboard_core::{
+    NamingScheme, ServerState, ServerStatus, StartupReport, Tool, ToolResult,
+};
+
+/// The internals the workspace's own tests drive directly (transports without a switchboard,
+/// the disk cache, secret resolution). Not part of the API: anything here may change in any
+/// release.
+#[doc(hidden)]
+pub mod __test {
+    /// See the crate's stdio transport.
+    pub mod stdio {
+        pub use crate::stdio::*;
+    }
+    /// See the crate's HTTP transports.
+    pub mod http {
+        pub use crate::http::*;
+    }
+    /// See the crate's disk tool cache.
+    pub mod cache {
+        pub use crate::cache::*;
+    }
+    /// See the crate's secret resolution.
+    pub mod secrets {
+        pub use crate::secrets::*;
+    }
+}

@@ -14,6 +14,7 @@ mod core_traces;
 mod demo_server;
 mod discovery;
 mod disk_cache;
+mod embedding;
 mod http_bench;
 mod http_edge;
 mod http_peers;

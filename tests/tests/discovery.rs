@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use switchboard::discovery::{discover, Discovered, DiscoveryOptions};
+use switchboard::{discover, Discovered, DiscoveryOptions};
 use switchboard_core::config::{ConfigError, DenyList, SkipReason, SourceLevel, TransportKind};
 
 struct Dirs {

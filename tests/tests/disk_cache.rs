@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use switchboard::cache::{ToolCache, DEFAULT_TTL};
+use switchboard::__test::cache::{ToolCache, DEFAULT_TTL};
 use switchboard_core::{CacheKey, RawJson, ToolDef};
 
 const NOW: u64 = 1_700_000_000_000;
@@ -298,19 +298,19 @@ fn stale_temp_files_of_dead_writers_are_removed_and_live_ones_kept() {
         .store(
             &key("a", HASH_A),
             &tools(&["x"]),
-            switchboard::cache::now_unix_ms(),
+            switchboard::__test::cache::now_unix_ms(),
         )
         .unwrap();
     assert!(!dead.exists(), "the dead writer's temp file is removed");
     assert!(live.exists(), "a live writer's temp file is kept");
     assert!(entry.exists() && other.exists());
     assert_eq!(
-        cache.load(&key("a", HASH_A), switchboard::cache::now_unix_ms()),
+        cache.load(&key("a", HASH_A), switchboard::__test::cache::now_unix_ms()),
         Some(tools(&["x"]))
     );
     // Nothing else is stale now.
     assert_eq!(
-        cache.remove_stale_temp_files(switchboard::cache::now_unix_ms()),
+        cache.remove_stale_temp_files(switchboard::__test::cache::now_unix_ms()),
         0
     );
 }

@@ -6,7 +6,7 @@
 //!
 //! ```sh
 //! ./scripts/install-peers.sh
-//! cargo build --release -p switchboard --bins
+//! cargo build --release -p switchboard-cli --bins
 //! SWITCHBOARD_PEERS=1 cargo test --release -p switchboard-tests --test all http_bench -- --ignored --nocapture --test-threads=1
 //! ```
 

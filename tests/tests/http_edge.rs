@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use switchboard::core::config::{ServerConfig, ServerSpec};
 use switchboard::core::manager::Level;
-use switchboard::http::HttpOptions;
+use switchboard::HttpOptions;
 use switchboard::{Builder, Error, Event, ServerStatus};
 
 /// One request as the server saw it.

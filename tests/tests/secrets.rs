@@ -4,8 +4,9 @@
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use switchboard::secrets::{resolve_secrets, CredentialProvider, SecretCache};
-use switchboard::stdio::ProcessRegistry;
+use switchboard::__test::secrets::{resolve_secrets, SecretCache};
+use switchboard::__test::stdio::ProcessRegistry;
+use switchboard::CredentialProvider;
 use switchboard_core::TransportConfig;
 
 fn stdio_with_env(env: &[(&str, &str)]) -> TransportConfig {

@@ -371,7 +371,7 @@ fn no_orphan_after_shutdown_even_when_sigterm_is_ignored_and_a_grandchild_was_sp
             demo("plain", &[]),
         ])
         .no_cache()
-        .stdio_options(switchboard::stdio::StdioOptions {
+        .stdio_options(switchboard::StdioOptions {
             stdin_close_wait: Duration::from_millis(200),
             sigterm_wait: Duration::from_millis(300),
             ..Default::default()
@@ -513,7 +513,7 @@ fn health_pings_catch_a_stalled_server_and_reconnect_it() {
                     misses: 2,
                 })
             })
-            .stdio_options(switchboard::stdio::StdioOptions {
+            .stdio_options(switchboard::StdioOptions {
                 stdin_close_wait: Duration::from_millis(100),
                 sigterm_wait: Duration::from_millis(300),
                 ..Default::default()
@@ -574,7 +574,7 @@ fn disconnect_returns_once_the_servers_processes_are_gone_and_unknown_names_are_
             demo("c", &[]),
         ])
         .no_cache()
-        .stdio_options(switchboard::stdio::StdioOptions {
+        .stdio_options(switchboard::StdioOptions {
             stdin_close_wait: Duration::from_millis(100),
             sigterm_wait: Duration::from_millis(300),
             ..Default::default()
@@ -693,7 +693,7 @@ fn max_frame_len_limits_every_transport_whatever_the_setter_order() {
                 .no_cache()
                 .max_frame_len(4096)
                 // Set after the limit: it does not undo it.
-                .stdio_options(switchboard::stdio::StdioOptions::default())
+                .stdio_options(switchboard::StdioOptions::default())
                 .start()
                 .await
                 .unwrap();

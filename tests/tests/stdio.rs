@@ -9,7 +9,8 @@ use bytes::Bytes;
 use smol::channel::Receiver;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use switchboard::stdio::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
+use switchboard::__test::stdio::{ProcessRegistry, StdioCommand, StdioEvent, StdioTransport};
+use switchboard::StdioOptions;
 
 /// Upper bound for anything that "eventually" happens.
 const EVENTUALLY: Duration = Duration::from_secs(30);

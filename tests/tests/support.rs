@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The `mcp-demo-server` binary next to this test binary (`target/<profile>/deps/all-*` →
-/// `target/<profile>/mcp-demo-server`). `cargo test --workspace` builds it (the io package's
+/// `target/<profile>/mcp-demo-server`). `cargo test --workspace` builds it (the CLI package's
 /// own integration test asks for it); a narrower `cargo test -p switchboard-tests` does not.
 pub fn demo_server_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("path of the test binary");
@@ -37,14 +37,14 @@ pub fn demo_server_bin() -> PathBuf {
     let bin = profile_dir.join(format!("mcp-demo-server{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.is_file(),
-        "{} is missing: run `cargo build -p switchboard --bins` (or `cargo test --workspace`) first",
+        "{} is missing: run `cargo build -p switchboard-cli --bins` (or `cargo test --workspace`) first",
         bin.display()
     );
     bin
 }
 
 /// The `switchboard` binary next to this test binary, like [`demo_server_bin`]. A narrow
-/// `cargo test -p switchboard-tests` does not build it: run `cargo build -p switchboard --bins`.
+/// `cargo test -p switchboard-tests` does not build it: run `cargo build -p switchboard-cli --bins`.
 pub fn switchboard_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("path of the test binary");
     let profile_dir = exe
@@ -54,7 +54,27 @@ pub fn switchboard_bin() -> PathBuf {
     let bin = profile_dir.join(format!("switchboard{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.is_file(),
-        "{} is missing: run `cargo build -p switchboard --bins` (or `cargo test --workspace`) first",
+        "{} is missing: run `cargo build -p switchboard-cli --bins` (or `cargo test --workspace`) first",
+        bin.display()
+    );
+    bin
+}
+
+/// The library's example `name` (`target/<profile>/examples/<name>`), like [`demo_server_bin`].
+/// `cargo test --workspace` builds every example; a narrow `cargo test -p switchboard-tests`
+/// does not: run `cargo build -p switchboard --examples`.
+pub fn example_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("path of the test binary");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binary lives in target/<profile>/deps");
+    let bin = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p switchboard --examples` (or `cargo test --workspace`) first",
         bin.display()
     );
     bin

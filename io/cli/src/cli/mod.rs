@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use switchboard::core::config::{ConfigError, DEFAULT_CONNECT_TIMEOUT};
 use switchboard::core::manager::HealthPolicy;
 use switchboard::core::NamingScheme;
-use switchboard::discovery::{discover, Discovered, DiscoveryOptions};
+use switchboard::{discover, Discovered, DiscoveryOptions};
 use switchboard::{Builder, ServerStatus, StartupReport, Switchboard};
 
 /// Success; per-server failures are reported, not fatal.
@@ -220,7 +220,7 @@ pub fn main() -> ExitCode {
     let mut args = std::env::args();
     if args.nth(1).as_deref() == Some(demo::DEMO_SERVER_SUBCOMMAND) {
         demo::record_server_pid();
-        switchboard::demo_server::run(args);
+        switchboard_cli::demo_server::run(args);
     }
     let cli = Cli::parse();
     init_logging(&cli.global);

@@ -30,6 +30,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Map, Value};
 
+mod flags;
+use flags::{parse_flags, Flags};
+
 const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const LATEST_VERSION: &str = "2025-11-25";
 
@@ -41,145 +44,6 @@ const INTERNAL_ERROR: i64 = -32603;
 
 /// The size of the single line `--oversized-frame` sends: just over 16 MiB.
 const OVERSIZED_BYTES: usize = 16 * 1024 * 1024 + 4096;
-
-const HELP: &str = "\
-mcp-demo-server: a small stdio MCP server (protocol 2025-11-25) for tests, demos and benchmarks.
-
-Speaks newline-delimited JSON-RPC 2.0 on stdin/stdout; logs go to stderr. Exits 0 on stdin EOF.
-
-Tools: echo {text}, add {a, b}, sleep {ms} (honours notifications/cancelled: no response).
-
-USAGE: mcp-demo-server [FLAGS]
-
-FLAGS:
-  --name NAME                serverInfo.name (default: mcp-demo-server)
-  --tools N                  add N generated echo-like tools tool_0 .. tool_{N-1}
-  --page-size N              paginate tools/list, N tools per page, with an opaque nextCursor
-  --init-delay-ms N          wait N ms before answering initialize
-  --list-delay-ms N          wait N ms before answering tools/list
-  --call-delay-ms N          wait N ms before running each tools/call (cancellable)
-  --fail-init                answer initialize with a JSON-RPC error
-  --fail-list                answer tools/list with a JSON-RPC error (after a good initialize)
-  --hang-init                never answer initialize (ping still works; EOF still exits 0)
-  --crash-after-ms N         exit(1) N ms after start, with a message on stderr
-  --stall-after-ms N         after N ms answer nothing more and ignore stdin EOF
-                             (stdin/stdout stay open; only a signal ends the process)
-  --garbage-stdout           print non-JSON lines on stdout at start and before each message
-  --oversized-frame          answer tools/list with one line larger than 16 MiB
-  --ignore-sigterm           ignore SIGTERM (only SIGKILL ends the process)
-  --spawn-grandchild         spawn `sleep 3600` in the same process group and keep it; its pid
-                             is logged on stderr as `grandchild pid=<pid>`
-  --list-changed-after-ms N  N ms after notifications/initialized, add tool `late_tool` and
-                             send notifications/tools/list_changed
-  --remove-on-change NAME    with --list-changed-after-ms: also withdraw tool NAME then
-  --progress-every-ms N      `sleep` sends notifications/progress every N ms when the call's
-                             `_meta.progressToken` is set
-  --crash-after-list-ms N    exit(1) N ms after answering the first tools/list (a crash of
-                             an established connection, however slow the start-up)
-  --fail-init-once PATH      if PATH does not exist: create it and fail initialize; else
-                             start normally (the first start fails, later ones succeed)
-  --garbage-lines N          print N non-JSON lines on stdout at start (a client gives up
-                             after 100 in a row)
-  --stats-tool               add tool `stats`: counters of what the server received
-                             (cancellations, progress sent) as JSON text
-  -h, --help                 print this help and exit
-";
-
-#[derive(Debug, Default, Clone)]
-struct Flags {
-    name: Option<String>,
-    tools: usize,
-    page_size: Option<usize>,
-    init_delay_ms: u64,
-    list_delay_ms: u64,
-    call_delay_ms: u64,
-    fail_init: bool,
-    fail_list: bool,
-    hang_init: bool,
-    crash_after_ms: Option<u64>,
-    stall_after_ms: Option<u64>,
-    garbage_stdout: bool,
-    oversized_frame: bool,
-    ignore_sigterm: bool,
-    spawn_grandchild: bool,
-    list_changed_after_ms: Option<u64>,
-    remove_on_change: Option<String>,
-    progress_every_ms: Option<u64>,
-    crash_after_list_ms: Option<u64>,
-    fail_init_once: Option<String>,
-    garbage_lines: usize,
-    stats_tool: bool,
-}
-
-fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
-    fn number<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Result<T, String> {
-        let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
-        value
-            .parse()
-            .map_err(|_| format!("{flag}: not a non-negative integer: {value:?}"))
-    }
-    let mut flags = Flags::default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        // Accept both `--flag value` and `--flag=value`.
-        let (flag, mut inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = || inline.take().or_else(|| args.next());
-        match flag.as_str() {
-            "-h" | "--help" => {
-                print!("{HELP}");
-                process::exit(0);
-            }
-            "--name" => flags.name = Some(value().ok_or("--name needs a value")?),
-            "--tools" => flags.tools = number(&flag, value())?,
-            "--page-size" => {
-                let n: usize = number(&flag, value())?;
-                if n == 0 {
-                    return Err("--page-size must be at least 1".into());
-                }
-                flags.page_size = Some(n);
-            }
-            "--init-delay-ms" => flags.init_delay_ms = number(&flag, value())?,
-            "--list-delay-ms" => flags.list_delay_ms = number(&flag, value())?,
-            "--call-delay-ms" => flags.call_delay_ms = number(&flag, value())?,
-            "--crash-after-ms" => flags.crash_after_ms = Some(number(&flag, value())?),
-            "--stall-after-ms" => flags.stall_after_ms = Some(number(&flag, value())?),
-            "--list-changed-after-ms" => {
-                flags.list_changed_after_ms = Some(number(&flag, value())?)
-            }
-            "--remove-on-change" => {
-                flags.remove_on_change = Some(value().ok_or("--remove-on-change needs a value")?)
-            }
-            "--progress-every-ms" => {
-                let n: u64 = number(&flag, value())?;
-                if n == 0 {
-                    return Err("--progress-every-ms must be at least 1".into());
-                }
-                flags.progress_every_ms = Some(n);
-            }
-            "--crash-after-list-ms" => flags.crash_after_list_ms = Some(number(&flag, value())?),
-            "--fail-init-once" => {
-                flags.fail_init_once = Some(value().ok_or("--fail-init-once needs a value")?)
-            }
-            "--garbage-lines" => flags.garbage_lines = number(&flag, value())?,
-            "--stats-tool" => flags.stats_tool = true,
-            "--fail-init" => flags.fail_init = true,
-            "--fail-list" => flags.fail_list = true,
-            "--hang-init" => flags.hang_init = true,
-            "--garbage-stdout" => flags.garbage_stdout = true,
-            "--oversized-frame" => flags.oversized_frame = true,
-            "--ignore-sigterm" => flags.ignore_sigterm = true,
-            "--spawn-grandchild" => flags.spawn_grandchild = true,
-            _ => return Err(format!("unknown argument {arg:?} (see --help)")),
-        }
-        if inline.is_some() {
-            return Err(format!("{flag} takes no value"));
-        }
-    }
-    Ok(flags)
-}
 
 /// One in-flight `tools/call`: cancelled by `notifications/cancelled`.
 #[derive(Default)]
