@@ -9,8 +9,8 @@ use crate::rt::Spawner;
 use crate::secrets::CredentialProvider;
 use crate::stdio::{ProcessRegistry, StdioOptions};
 use async_channel::{Receiver, Sender};
+use async_executor::Task;
 use serde_json::Value;
-use smol::Task;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -186,14 +186,14 @@ impl Builder {
     }
 
     /// Run the library's tasks (the driver that owns the core, and every transport's reader,
-    /// writer and supervisor) on `executor` instead of smol's global executor.
+    /// writer and supervisor) on `executor` instead of the library's own executor thread.
     ///
     /// The embedder must keep running `executor` for as long as the [`Switchboard`] is in
     /// use (timers, health pings and reconnects run there too), typically by wrapping the
     /// program's main future: `smol::block_on(ex.run(main(ex.clone())))`. When the callers
     /// of [`Switchboard::call`] run on the same thread as `executor`, a call never crosses
     /// threads: that is the fastest setup (see BENCHMARKS.md, "Shell"). Without this option
-    /// the tasks run on smol's global executor, on a thread of its own, and every call from
+    /// the tasks run on the library's own executor thread, and every call from
     /// another thread pays two thread hand-offs.
     ///
     /// ```no_run
@@ -215,7 +215,7 @@ impl Builder {
     ///
     /// This is [`spawner`](Self::spawner)`(move |task| ex.spawn(task).detach())`, with the
     /// tasks handed to the executor's queue directly.
-    pub fn executor(mut self, executor: Arc<smol::Executor<'static>>) -> Self {
+    pub fn executor(mut self, executor: Arc<async_executor::Executor<'static>>) -> Self {
         self.spawner = Spawner::on(executor);
         self
     }

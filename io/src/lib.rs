@@ -4,7 +4,7 @@
 //! `switchboard-core`): it runs the core's decisions against real processes, files and the
 //! clock, and offers the async library API — [`Builder`] and [`Switchboard`]. It works from
 //! any executor; the examples use `smol::block_on`. Its tasks (one driver that owns the core,
-//! and each transport's readers, writers and supervisors) run on smol's global executor
+//! and each transport's readers, writers and supervisors) run on the library's own executor thread
 //! unless the embedder names where they run: [`Builder::spawner`] takes any executor's spawn
 //! function (tokio's, for instance: the IO reactor works under any executor), and
 //! [`Builder::executor`] a `smol::Executor`. Callers on the threads that run those tasks
@@ -63,6 +63,7 @@ mod cache;
 mod discovery;
 mod driver;
 mod http;
+mod proc;
 mod rt;
 mod secrets;
 mod stdio;

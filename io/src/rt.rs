@@ -1,4 +1,4 @@
-//! Where the library's tasks run — smol's global executor, an executor the embedder gave to
+//! Where the library's tasks run — the library's own executor thread, an executor the embedder gave to
 //! [`Builder::executor`](crate::Builder::executor), or any executor's spawn function given to
 //! [`Builder::spawner`](crate::Builder::spawner) — and the one-value channel calls reply on.
 //!
@@ -9,8 +9,8 @@
 //! hands its `Runnable` to the pump and wakes the pump, so the embedder's spawn function runs
 //! once per task, not once per wake-up, and no wake-up crosses to a thread of ours.
 
+use async_executor::{Executor, Task};
 use async_task::Runnable;
-use smol::{Executor, Task};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,7 +34,7 @@ pub(crate) struct Spawner {
 
 #[derive(Clone, Default)]
 enum On {
-    /// `smol::spawn`.
+    /// The library's own executor thread ([`global`]).
     #[default]
     Global,
     /// A smol executor: tasks go straight to its queue (no pump in between).
@@ -61,7 +61,7 @@ impl Spawner {
         future: impl Future<Output = T> + Send + 'static,
     ) -> Task<T> {
         match &self.on {
-            On::Global => smol::spawn(future),
+            On::Global => global().spawn(future),
             On::Executor(ex) => ex.spawn(future),
             On::Embedder(spawn) => spawn_pumped(&**spawn, future),
         }
@@ -71,11 +71,37 @@ impl Spawner {
 impl std::fmt::Debug for Spawner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.on {
-            On::Global => "Spawner(smol global executor)",
+            On::Global => "Spawner(the library's executor thread)",
             On::Executor(_) => "Spawner(embedder's smol executor)",
             On::Embedder(_) => "Spawner(embedder's spawn function)",
         })
     }
+}
+
+/// The library's own executor for embedders that name none: one thread that runs its tasks
+/// and, while they wait, drives async-io's reactor itself (so a readiness event wakes a task on
+/// the thread that polls it). Started on first use; it lives as long as the process, like the
+/// reactor.
+fn global() -> &'static Executor<'static> {
+    static GLOBAL: std::sync::OnceLock<Executor<'static>> = std::sync::OnceLock::new();
+    GLOBAL.get_or_init(|| {
+        let spawned = std::thread::Builder::new()
+            .name("switchboard".into())
+            .spawn(|| loop {
+                // A panicking task must not take every other task's executor with it.
+                let run = std::panic::catch_unwind(|| {
+                    async_io::block_on(global().run(futures_lite::future::pending::<()>()))
+                });
+                if run.is_err() {
+                    tracing::error!(target: "switchboard", "a task panicked; the executor goes on");
+                }
+            });
+        if let Err(e) = spawned {
+            // Without its thread nothing would ever run: fail loudly at the first spawn.
+            panic!("switchboard: cannot start the executor thread: {e}");
+        }
+        Executor::new()
+    })
 }
 
 /// What a task and its pump share.

@@ -18,14 +18,18 @@
 
 use crate::stdio::{GroupGuard, ProcessRegistry};
 use async_io::Timer;
-use async_process::Stdio;
+use async_lock::OnceCell;
 use futures_lite::future;
 use serde_json::Value;
-use smol::lock::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+/// The most a secret command may print on stdout (and on stderr): a token or a header value
+/// is far smaller, and a runaway command must not grow memory.
+const MAX_SECRET_OUTPUT: usize = 64 * 1024;
 use switchboard_core::config::TransportConfig;
 
 /// How long a secret command may run.
@@ -222,21 +226,23 @@ async fn run_secret_command(
         use std::os::unix::process::CommandExt;
         std_cmd.process_group(0);
     }
-    let mut cmd = async_process::Command::from(std_cmd);
-    cmd.stdin(Stdio::null())
+    std_cmd
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let child = cmd
-        .spawn()
+        .stderr(Stdio::piped());
+    // Killed when dropped before it was reaped (on timeout or cancellation).
+    let mut child = crate::proc::Child::spawn(&mut std_cmd)
         .map_err(|e| fail(format!("could not run sh: {e}")))?;
     // Kills the group (grandchildren included) on timeout, on cancellation, and after the
     // command finished (stragglers).
     let _guard = GroupGuard::new(registry, child.id());
-    let output = future::or(async { Some(child.output().await) }, async {
-        Timer::after(limit).await;
-        None
-    })
+    let output = future::or(
+        async { Some(child.output(MAX_SECRET_OUTPUT).await) },
+        async {
+            Timer::after(limit).await;
+            None
+        },
+    )
     .await;
     let output = match output {
         None => return Err(fail(format!("timed out after {} s", limit.as_secs_f64()))),

@@ -9,7 +9,7 @@ use crate::cache::now_unix_ms;
 use crate::http::{HttpTarget, HttpTransport};
 use crate::secrets::resolve_secrets;
 use crate::stdio::{StdioCommand, StdioTransport};
-use smol::Task;
+use async_executor::Task;
 use switchboard_core::config::TransportConfig;
 use switchboard_core::manager::{ConnId, Output, TransportEvent};
 

@@ -12,6 +12,7 @@
 //! long SSE body never blocks another request: that request gets another connection.
 
 use crate::rt::Spawner;
+use async_executor::Task;
 use bytes::Bytes;
 use futures_lite::{future, AsyncRead, AsyncWrite};
 use futures_rustls::rustls;
@@ -19,7 +20,6 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri}
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
-use smol::Task;
 use smol_hyper::rt::FuturesIo;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -309,7 +309,7 @@ impl HttpClient {
         }
     }
 
-    /// Run the connections' tasks on `spawner` (default: smol's global executor).
+    /// Run the connections' tasks on `spawner` (default: the library's own executor thread).
     pub(crate) fn with_spawner(mut self, spawner: Spawner) -> Self {
         self.spawner = spawner;
         self

@@ -85,10 +85,10 @@ mod streamable;
 
 use crate::rt::Spawner;
 use async_channel::Sender;
+use async_executor::Task;
 use bytes::Bytes;
 use client::{HttpClient, Url};
 use http::{HeaderName, HeaderValue};
-use smol::Task;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -249,7 +249,7 @@ struct Inner {
     emit: Emitter,
     session: Mutex<Session>,
     /// Serializes re-initialization after a 404.
-    reinit: smol::lock::Mutex<()>,
+    reinit: async_lock::Mutex<()>,
     internal: Sender<Internal>,
     spawner: Spawner,
 }
@@ -328,7 +328,7 @@ impl HttpTransport {
                 ended: AtomicBool::new(false),
             },
             session: Mutex::new(Session::default()),
-            reinit: smol::lock::Mutex::new(()),
+            reinit: async_lock::Mutex::new(()),
             internal: internal_tx,
         });
         let mode = match target.kind {

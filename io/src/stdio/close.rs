@@ -7,11 +7,11 @@ use super::frames::{StderrTail, StdoutEnd};
 use super::kill::{signal_group, Signal};
 use super::{ProcessRegistry, StdioEvent, StdioOptions};
 use async_channel::{Receiver, Sender};
+use async_executor::Task;
 use async_io::Timer;
-use async_process::ExitStatus;
 use futures_lite::future;
-use smol::Task;
 use std::future::Future;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 /// How long to wait for the group to disappear after SIGKILL before giving up (logged).
@@ -101,7 +101,7 @@ enum Ended {
 /// Owns the child process; runs the shutdown sequence and reports the one terminal event.
 pub(super) struct Supervisor {
     pub(super) server: String,
-    pub(super) child: async_process::Child,
+    pub(super) child: crate::proc::Child,
     pub(super) pid: u32,
     pub(super) pgid: i32,
     pub(super) status: Option<ExitStatus>,

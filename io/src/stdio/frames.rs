@@ -3,9 +3,9 @@
 //! tail for error reports. This is the hot path of every stdio call.
 
 use super::{StdioEvent, MIB};
+use crate::proc::{ChildStderr, ChildStdin, ChildStdout};
 use async_channel::{Receiver, Sender};
 use async_io::Async;
-use async_process::{ChildStderr, ChildStdin, ChildStdout};
 use bytes::Bytes;
 use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
 use std::collections::VecDeque;

@@ -145,6 +145,6 @@ impl Drop for StdioTransport {
             tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "stdio transport dropped: killed its process group");
         }
         // `supervisor` is dropped after this, which cancels it; the child inside it has
-        // kill_on_drop set and is reaped by async-process's reaper.
+        // kill-on-drop semantics and is reaped off-thread (see `proc`).
     }
 }

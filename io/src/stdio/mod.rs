@@ -58,10 +58,10 @@
 //!
 //! # Runtime
 //!
-//! Tasks run on smol's global executor (`smol::spawn`), or, inside a [`crate::Switchboard`]
-//! built with [`crate::Builder::executor`], on the embedder's executor; the process reaper is
-//! async-process's own. Nothing here needs a runtime for cleanup: `Drop` and [`ProcessRegistry::kill_all_now`]
-//! are plain syscalls.
+//! Tasks run on the library's own executor thread, on an executor the embedder gave to
+//! [`crate::Builder::executor`], or through [`crate::Builder::spawner`]; children are awaited
+//! on pidfds (`crate::proc`), with no process-wide SIGCHLD handler. Nothing here needs a
+//! runtime for cleanup: `Drop` and [`ProcessRegistry::kill_all_now`] are plain syscalls.
 //!
 //! # Layout
 //!
@@ -83,9 +83,9 @@ pub use kill::ProcessRegistry;
 pub(crate) use kill::{signal_group, Signal};
 
 use async_channel::{Receiver, Sender};
+use async_executor::Task;
 use bytes::Bytes;
 use frames::StderrTail;
-use smol::Task;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;

@@ -8,8 +8,8 @@ use super::kill::{pid_to_pgid, signal_group, Signal};
 use super::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
 use crate::rt::Spawner;
 use async_channel::Sender;
-use async_process::Stdio;
 use std::path::PathBuf;
+use std::process::Stdio;
 
 impl StdioTransport {
     /// Starts `cmd` for `server` in its own process group, registers the group in `registry`,
@@ -79,15 +79,12 @@ impl StdioTransport {
             use std::os::unix::process::CommandExt;
             std_cmd.process_group(0);
         }
-        let mut command = async_process::Command::from(std_cmd);
-        // The From impl resets stdio to "inherit"; pipes must be set on the async command.
-        command
+        std_cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
+            .stderr(Stdio::piped());
+        // Killed when dropped before it was reaped (the group is killed separately).
+        let mut child = crate::proc::Child::spawn(&mut std_cmd)
             .map_err(|e| spawn_error(server, &cmd.command, &e))?;
         let pid = child.id();
         let pgid = pid_to_pgid(pid);

@@ -1,0 +1,247 @@
+//! Child processes on async-io, without a process crate.
+//!
+//! The library spawns servers and `!command` helpers with `std::process::Command` and drives
+//! their pipes as `async_io::Async` handles. A child's exit is awaited on a pidfd (Linux 5.3
+//! and later), which the reactor reports readable once the process has exited; where there is
+//! none, the wait polls `try_wait` with a short, growing interval. This replaces a process
+//! crate that installs a process-wide SIGCHLD handler (through a signal crate): a library
+//! embedded in someone else's program should not own a signal, and it keeps the embedder's
+//! dependency tree free of signal handling.
+//!
+//! A [`Child`] dropped before it was reaped kills its process (the leader; callers kill the
+//! whole group themselves) and reaps it off the caller's thread, so no zombie is left behind.
+
+use async_io::{Async, Timer};
+use futures_lite::{future, AsyncReadExt};
+use std::fs::File;
+use std::io;
+use std::process::{Command, ExitStatus, Output};
+use std::time::Duration;
+
+/// The write end of a child's stdin.
+pub(crate) type ChildStdin = Async<std::process::ChildStdin>;
+/// The read end of a child's stdout.
+pub(crate) type ChildStdout = Async<std::process::ChildStdout>;
+/// The read end of a child's stderr.
+pub(crate) type ChildStderr = Async<std::process::ChildStderr>;
+
+/// The first and the longest interval of the polling wait (no pidfd).
+const POLL_FIRST: Duration = Duration::from_millis(1);
+const POLL_MAX: Duration = Duration::from_millis(50);
+
+/// A spawned child whose exit can be awaited.
+pub(crate) struct Child {
+    /// `None` once handed to the background reaper in `drop`.
+    inner: Option<std::process::Child>,
+    /// Readable once the process exited (Linux); `None` where pidfds are not available.
+    pidfd: Option<Async<File>>,
+    status: Option<ExitStatus>,
+    /// The pipes the command asked for, taken by the caller.
+    pub(crate) stdin: Option<ChildStdin>,
+    pub(crate) stdout: Option<ChildStdout>,
+    pub(crate) stderr: Option<ChildStderr>,
+}
+
+impl Child {
+    /// Spawns `command` (its stdio as the caller configured it) and wraps its pipes.
+    pub(crate) fn spawn(command: &mut Command) -> io::Result<Child> {
+        let mut child = command.spawn()?;
+        let wrap = |child: &mut std::process::Child| -> io::Result<_> {
+            let stdin = child.stdin.take().map(Async::new).transpose()?;
+            let stdout = child.stdout.take().map(Async::new).transpose()?;
+            let stderr = child.stderr.take().map(Async::new).transpose()?;
+            Ok((stdin, stdout, stderr))
+        };
+        let (stdin, stdout, stderr) = match wrap(&mut child) {
+            Ok(pipes) => pipes,
+            Err(e) => {
+                // Never leave a process behind because its pipes could not be registered.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
+        let pidfd = pidfd_open(child.id());
+        Ok(Child {
+            inner: Some(child),
+            pidfd,
+            status: None,
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// The process id.
+    pub(crate) fn id(&self) -> u32 {
+        self.inner.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    /// Reaps the process if it has exited, without waiting.
+    pub(crate) fn try_status(&mut self) -> io::Result<Option<ExitStatus>> {
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let Some(child) = self.inner.as_mut() else {
+            return Ok(None);
+        };
+        let status = child.try_wait()?;
+        self.status = status;
+        Ok(status)
+    }
+
+    /// Waits for the process to exit and reaps it.
+    pub(crate) async fn status(&mut self) -> io::Result<ExitStatus> {
+        let mut interval = POLL_FIRST;
+        loop {
+            if let Some(status) = self.try_status()? {
+                return Ok(status);
+            }
+            match &self.pidfd {
+                Some(pidfd) => pidfd.readable().await?,
+                None => {
+                    Timer::after(interval).await;
+                    interval = (interval * 2).min(POLL_MAX);
+                }
+            }
+        }
+    }
+
+    /// Reads stdout and stderr to their ends (each up to `max_bytes`; more is an error) while
+    /// waiting for the exit: what a short-lived helper command printed.
+    pub(crate) async fn output(&mut self, max_bytes: usize) -> io::Result<Output> {
+        let stdout = self.stdout.take();
+        let stderr = self.stderr.take();
+        let read_out = read_capped(stdout, max_bytes);
+        let read_err = read_capped(stderr, max_bytes);
+        let (stdout, stderr) = future::zip(read_out, read_err).await;
+        let status = self.status().await?;
+        Ok(Output {
+            status,
+            stdout: stdout?,
+            stderr: stderr?,
+        })
+    }
+}
+
+async fn read_capped<R: futures_lite::AsyncRead + Unpin>(
+    pipe: Option<R>,
+    max_bytes: usize,
+) -> io::Result<Vec<u8>> {
+    let Some(pipe) = pipe else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    let limit = u64::try_from(max_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    pipe.take(limit).read_to_end(&mut out).await?;
+    if out.len() > max_bytes {
+        return Err(io::Error::other(format!(
+            "it printed more than {max_bytes} bytes"
+        )));
+    }
+    Ok(out)
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.status.is_some() {
+            return;
+        }
+        let Some(mut child) = self.inner.take() else {
+            return;
+        };
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        let _ = child.kill();
+        // SIGKILL is not ignorable, but the exit still takes a moment: reap it on a thread of
+        // its own rather than block whoever dropped the handle.
+        let reaped = std::thread::Builder::new()
+            .name("switchboard-reap".into())
+            .spawn(move || {
+                let _ = child.wait();
+            });
+        if reaped.is_err() {
+            tracing::debug!(target: "switchboard::server", "could not start a thread to reap a killed child");
+        }
+    }
+}
+
+/// A pidfd for `pid`, registered with the reactor; `None` where the kernel has none.
+#[cfg(target_os = "linux")]
+fn pidfd_open(pid: u32) -> Option<Async<File>> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new file descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: `fd` was just returned by the kernel and is owned by nobody else.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    Async::new(File::from(owned)).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pidfd_open(_pid: u32) -> Option<Async<File>> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Stdio;
+
+    #[test]
+    fn status_reports_the_exit_code_and_output_what_was_printed() {
+        smol::block_on(async {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "echo out; echo err >&2; exit 3"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let mut child = Child::spawn(&mut cmd).unwrap();
+            let output = child.output(1024).await.unwrap();
+            assert_eq!(output.status.code(), Some(3));
+            assert_eq!(output.stdout, b"out\n");
+            assert_eq!(output.stderr, b"err\n");
+        });
+    }
+
+    #[test]
+    fn output_past_its_cap_is_an_error_not_memory() {
+        smol::block_on(async {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "head -c 5000 /dev/zero"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null());
+            let mut child = Child::spawn(&mut cmd).unwrap();
+            let err = child.output(1000).await.unwrap_err();
+            assert!(err.to_string().contains("more than 1000 bytes"), "{err}");
+        });
+    }
+
+    #[test]
+    fn a_dropped_child_is_killed_and_reaped() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30").stdin(Stdio::null());
+        let child = Child::spawn(&mut cmd).unwrap();
+        let pid = child.id() as libc::pid_t;
+        drop(child);
+        // Killed and then reaped by the background thread: kill(pid, 0) fails with ESRCH.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            // SAFETY: signal 0 only checks for the process's existence.
+            let alive = unsafe { libc::kill(pid, 0) } == 0;
+            if !alive {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "pid {pid} still exists"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
