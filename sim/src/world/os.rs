@@ -218,6 +218,11 @@ impl<'a> World<'a> {
             self.obs.mirror.remove(&conn);
         }
         if let TransportEvent::Opened = event {
+            if !stale {
+                // A process says something on stderr as it starts.
+                let now = self.now;
+                self.write_stderr(conn, "listening", now);
+            }
             let plan = self.procs.get(&conn).map(|p| p.plan.clone());
             if let Some(AttemptPlan {
                 oversized_after_ms: Some(ms),
@@ -370,6 +375,8 @@ impl<'a> World<'a> {
 
     pub(super) fn exit_in(&mut self, conn: ConnId, ms: u64, why: &str) {
         let at = self.after_ms(ms);
+        // A dying process says why on stderr first; the error of its attempt carries it.
+        self.write_stderr(conn, why, at);
         self.push(at, exit_event(conn, why));
     }
 }
