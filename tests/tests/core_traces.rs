@@ -18,7 +18,7 @@ fn startup_reports(s: &Script) -> Vec<&switchboard_core::manager::StartupReport>
     s.outputs
         .iter()
         .filter_map(|o| match o {
-            Output::StartupComplete(r) => Some(r),
+            Output::Event(Event::StartupComplete { report: r }) => Some(r),
             _ => None,
         })
         .collect()
@@ -205,7 +205,7 @@ fn seed_late_background_failure_is_logged_once_and_withdraws_deferred_tools() {
     s.call(260, 7, "mcp_slow_search", json!({}));
     s.reply_error(1000, "slow", "tools/list", -32603, "index offline");
     let logged = s.count(|o| {
-        matches!(o, Output::Diagnostic { server: Some(n), message, .. }
+        matches!(o, Output::Event(Event::Diagnostic { server: Some(n), message, .. })
             if n == "slow" && message.contains("index offline"))
     });
     assert_eq!(logged, 1, "late failure logged exactly once");
@@ -223,7 +223,9 @@ fn seed_late_background_failure_is_logged_once_and_withdraws_deferred_tools() {
         },
     );
     assert_eq!(
-        s.count(|o| matches!(o, Output::Diagnostic { server: Some(n), .. } if n == "slow")),
+        s.count(
+            |o| matches!(o, Output::Event(Event::Diagnostic { server: Some(n), .. }) if n == "slow")
+        ),
         1
     );
     snap("seed_06_late_failure", &s);
@@ -729,7 +731,7 @@ fn a_connect_timeout_due_with_the_uncached_wait_is_reported_as_an_error_not_pend
     assert!(r[0].pending.is_empty(), "{:?}", r[0]);
     assert_eq!(r[0].errors["slow"], "connect timed out after 1250 ms");
     assert_eq!(
-        s.count(|o| matches!(o, Output::Diagnostic { .. })),
+        s.count(|o| matches!(o, Output::Event(Event::Diagnostic { .. }))),
         0,
         "reported once, in the report, not again as a late failure"
     );
@@ -887,7 +889,7 @@ fn a_frame_over_the_size_limit_fails_the_connection() {
     assert!(s.tool_names().is_empty());
     assert_eq!(s.m.counters().bad_frames, 1);
     assert_eq!(
-        s.count(|o| matches!(o, Output::ServerLog { .. })),
+        s.count(|o| matches!(o, Output::Event(Event::ServerLog { .. }))),
         0,
         "the oversized message is not decoded"
     );
@@ -910,11 +912,11 @@ fn responses_to_unknown_and_already_answered_ids_become_diagnostics() {
     let diags: Vec<String> = s.outputs[mark..]
         .iter()
         .map(|o| match o {
-            Output::Diagnostic {
+            Output::Event(Event::Diagnostic {
                 server: Some(n),
                 level: switchboard_core::manager::Level::Debug,
                 message,
-            } if n == "a" => message.clone(),
+            }) if n == "a" => message.clone(),
             other => panic!("unexpected output {other:?}"),
         })
         .collect();
@@ -1013,7 +1015,9 @@ fn refresh_tools_relists_one_server_and_announces_its_new_tools() {
     assert_eq!(sent_methods(&s, s.conn("a")).last().unwrap(), "tools/list");
     s.reply(110, "a", "tools/list", tools_json(&["x", "x2"]));
     assert_eq!(
-        s.count(|o| matches!(o, Output::ToolsChanged { servers } if servers == &["a"])),
+        s.count(
+            |o| matches!(o, Output::Event(Event::ToolsChanged { servers }) if servers == &["a"])
+        ),
         1
     );
     assert_eq!(s.tool_names(), vec!["mcp_a_x", "mcp_a_x2", "mcp_b_y"]);
@@ -1029,7 +1033,7 @@ fn refresh_tools_relists_one_server_and_announces_its_new_tools() {
     );
     assert!(matches!(
         &s.outputs[mark..],
-        [Output::Diagnostic { server: Some(n), message, .. }]
+        [Output::Event(Event::Diagnostic { server: Some(n), message, .. })]
             if n == "nope" && message == "refresh of an unknown server ignored"
     ));
     snap("lifecycle_refresh_tools", &s);

@@ -609,41 +609,41 @@ fn progress_and_log_messages_are_typed_events() {
     assert_eq!(
         s.outputs[mark..],
         [
-            Output::Progress {
+            Output::Event(Event::Progress {
                 server: "a".into(),
                 call: Some(CallId(7)),
                 progress: 1.0,
                 total: Some(4.0),
                 message: Some("a quarter".into()),
-            },
-            Output::Progress {
+            }),
+            Output::Event(Event::Progress {
                 server: "a".into(),
                 call: None,
                 progress: 0.5,
                 total: None,
                 message: None,
-            },
-            Output::ServerLog {
+            }),
+            Output::Event(Event::ServerLog {
                 server: "a".into(),
                 level: Level::Warn,
                 severity: "warning".into(),
                 logger: Some("db".into()),
                 data: json!({"disk": "full"}),
-            },
-            Output::ServerLog {
+            }),
+            Output::Event(Event::ServerLog {
                 server: "a".into(),
                 level: Level::Info,
                 severity: "notice".into(),
                 logger: Some("db".into()),
                 data: json!({"disk": "full"}),
-            },
-            Output::ServerLog {
+            }),
+            Output::Event(Event::ServerLog {
                 server: "a".into(),
                 level: Level::Error,
                 severity: "emergency".into(),
                 logger: Some("db".into()),
                 data: json!({"disk": "full"}),
-            },
+            }),
         ]
     );
     // Once the call completed, its token no longer names it.
@@ -657,7 +657,7 @@ fn progress_and_log_messages_are_typed_events() {
     );
     assert!(matches!(
         s.outputs[mark..],
-        [Output::Progress { call: None, .. }]
+        [Output::Event(Event::Progress { call: None, .. })]
     ));
     with_snapshots(|| insta::assert_snapshot!("policy_progress_and_logs", s.finish()));
 }
