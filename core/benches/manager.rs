@@ -182,7 +182,7 @@ fn pump(m: &mut Manager, answers: &Answers, queue: &mut VecDeque<Input>) -> Vec<
                         event: TransportEvent::Frame(table[id as usize].clone()),
                     });
                 }
-                Output::Event(Event::StartupComplete { report: report }) => {
+                Output::Event(Event::StartupComplete { report }) => {
                     assert_eq!(
                         report.connected.len() * TOOLS_PER_SERVER,
                         report.tools.len()
