@@ -4,6 +4,8 @@
 //! error, and snapshots the full trace (reviewed like code, under `snapshots/`), where the
 //! errors' wording lives.
 
+mod requests;
+
 use crate::script::*;
 use crate::support::with_snapshots;
 use serde_json::json;
