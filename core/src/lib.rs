@@ -21,8 +21,9 @@ pub mod tool;
 
 pub use config::{ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig};
 pub use manager::{
-    CacheKey, CallId, CallOutcome, ConnId, Input, Manager, ManagerOptions, Output, ServerState,
-    ServerStatus, StartupReport, TransportEvent,
+    CacheKey, CallError, CallId, CallOutcome, ConnId, Event, FrameKind, FrameMeta, Input, Manager,
+    ManagerOptions, Output, Phase, RefreshError, RequestError, RequestId, ServerError,
+    ServerErrorKind, ServerState, ServerStatus, StartupReport, TransportEvent,
 };
 pub use names::NamingScheme;
 pub use time::Instant;

@@ -2,9 +2,10 @@
 //! deferred one connects, bounded by a deadline (which progress may push out), cancellable,
 //! and completed exactly once.
 
-use super::servers::Phase;
+use super::errors::CallError;
+use super::servers::Stage;
 use super::sessions::Req;
-use super::{CallId, CallOutcome, ConnId, Level, Manager, Output, TimerReason};
+use super::{CallId, CallOutcome, ConnId, Event, Level, Manager, TimerReason};
 use crate::protocol;
 use crate::time::Instant;
 use serde_json::value::RawValue;
@@ -30,6 +31,8 @@ pub(super) struct Call {
     timeout: Duration,
     deadline: Instant,
     started: Instant,
+    /// The call went out with a progress token (its number), so progress names it.
+    progress: bool,
     pub(super) state: CallState,
 }
 
@@ -40,18 +43,15 @@ impl Manager {
         let Some(c) = self.calls.get(&call) else {
             return;
         };
-        let ms = c.timeout.as_millis();
         self.counters.call_timeouts += 1;
-        let message = match c.state {
-            CallState::Waiting => format!(
-                "MCP error: tool call timed out after {ms} ms waiting for server \"{}\" to connect",
-                c.server
-            ),
-            CallState::Sent { .. } => {
-                format!("MCP error: tool call timed out after {ms} ms")
-            }
+        let error = CallError::Timeout {
+            after: c.timeout,
+            waiting_for: match c.state {
+                CallState::Waiting => Some(c.server.clone()),
+                CallState::Sent { .. } => None,
+            },
         };
-        self.abort_call(call, "request timed out", CallOutcome::Err(message));
+        self.abort_call(call, "request timed out", CallOutcome::Err(error));
     }
 
     pub(super) fn call_tool(
@@ -60,6 +60,7 @@ impl Manager {
         tool: &str,
         arguments: Option<Value>,
         timeout: Option<Duration>,
+        progress: bool,
     ) {
         if self.calls.contains_key(&call) {
             self.diag(
@@ -78,7 +79,7 @@ impl Manager {
             .map(|(s, t)| (s.to_string(), t.to_string()))
         else {
             let message = self.unknown_tool_error(tool);
-            self.out.push_back(Output::CallCompleted {
+            self.emit(Event::CallCompleted {
                 call,
                 outcome: CallOutcome::Err(message),
             });
@@ -88,22 +89,22 @@ impl Manager {
         let deadline = self.now + timeout;
         // Ok(conn): send now; Err(true): wait; Err(false): fail.
         let target = self.servers.get(&server).map(|s| match s.phase {
-            Phase::Connected { conn, .. } => Ok(conn),
+            Stage::Connected { conn, .. } => Ok(conn),
             ref p => Err(p.is_pending()),
         });
+        let progress = progress || self.opts.reset_timeout_on_progress;
         let (state, arguments) = match target {
-            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments) {
+            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments, progress) {
                 Some(req) => (CallState::Sent { conn, req }, None),
                 None => return,
             },
             // A deferred tool: its server is still connecting, so the call waits for it.
             Some(Err(true)) => (CallState::Waiting, arguments),
             _ => {
-                self.out.push_back(Output::CallCompleted {
+                let reason = self.servers.get(&server).and_then(|s| s.last_error.clone());
+                self.emit(Event::CallCompleted {
                     call,
-                    outcome: CallOutcome::Err(format!(
-                        "MCP error: server \"{server}\" is not connected"
-                    )),
+                    outcome: CallOutcome::Err(CallError::NotConnected { server, reason }),
                 });
                 return;
             }
@@ -117,6 +118,7 @@ impl Manager {
                 timeout,
                 deadline,
                 started: self.now,
+                progress,
                 state,
             },
         );
@@ -129,15 +131,13 @@ impl Manager {
         call: CallId,
         raw: &str,
         arguments: Option<Value>,
+        progress: bool,
     ) -> Option<u64> {
-        let c = self.conns.get_mut(&conn)?;
         let mut params = protocol::call_tool_params(raw, arguments);
-        if self.opts.reset_timeout_on_progress {
+        if progress {
             params["_meta"] = serde_json::json!({ "progressToken": call.0 });
         }
-        let (req, frame) = c.tracker.start("tools/call", Some(params), Req::Call(call));
-        self.out.push_back(Output::Send { conn, frame });
-        Some(req)
+        self.request(conn, "tools/call", Some(params), Req::Call(call))
     }
 
     pub(super) fn flush_waiting_calls(&mut self, server: &str, conn: ConnId) {
@@ -157,16 +157,18 @@ impl Manager {
                 .get(server)
                 .is_some_and(|s| s.tools.iter().any(|t| t.name == c.tool))
             {
-                let msg = format!(
-                    "MCP error: tool \"{}\" is no longer offered by server \"{server}\"",
-                    c.tool
-                );
-                self.complete_call(call, CallOutcome::Err(msg));
+                let error = CallError::RetiredTool {
+                    server: server.to_string(),
+                    raw: c.tool.clone(),
+                    called_as: None,
+                };
+                self.complete_call(call, CallOutcome::Err(error));
                 continue;
             }
             let raw = c.tool.clone();
+            let progress = c.progress;
             let args = self.calls.get_mut(&call).and_then(|c| c.arguments.take());
-            if let Some(req) = self.send_call(conn, call, &raw, args) {
+            if let Some(req) = self.send_call(conn, call, &raw, args, progress) {
                 self.counters.deferred_calls_sent += 1;
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.state = CallState::Sent { conn, req };
@@ -183,9 +185,13 @@ impl Manager {
         let outcome = match result {
             Ok(v) => match protocol::parse_call_tool_result(&v) {
                 Ok(r) => CallOutcome::Ok(r),
-                Err(e) => CallOutcome::Err(format!("MCP error: {e}")),
+                Err(e) => CallOutcome::Err(CallError::Protocol(e.to_string())),
             },
-            Err(e) => CallOutcome::Err(e.to_string()),
+            Err(e) => CallOutcome::Err(CallError::Rpc {
+                code: e.code,
+                message: e.message,
+                data: e.data,
+            }),
         };
         self.complete_call(call, outcome);
     }
@@ -206,7 +212,7 @@ impl Manager {
         if let CallState::Sent { conn, req } = c.state {
             if let Some(cn) = self.conns.get_mut(&conn) {
                 cn.tracker.forget(req);
-                self.send(conn, protocol::encode_cancelled(req, reason));
+                self.send_cancelled(conn, req, reason);
             }
         }
         self.complete_call(call, outcome);
@@ -223,21 +229,21 @@ impl Manager {
                 cn.tracker.forget(req);
             }
         }
-        self.out.push_back(Output::CallCompleted { call, outcome });
+        self.emit(Event::CallCompleted { call, outcome });
     }
 
     /// Progress for a call pushes its deadline out (when enabled), never past the ceiling.
     /// The call it is about, if the token is one we issued for a call of this server in flight.
     pub(super) fn on_progress(&mut self, server: &str, token: &Value) -> Option<CallId> {
-        if !self.opts.reset_timeout_on_progress {
-            return None; // no call carries a token
-        }
         let call = token.as_u64().map(CallId)?;
         let max = self.opts.max_call_time;
         let now = self.now;
         let c = self.calls.get_mut(&call)?;
-        if c.server != server || !matches!(c.state, CallState::Sent { .. }) {
+        if !c.progress || c.server != server || !matches!(c.state, CallState::Sent { .. }) {
             return None;
+        }
+        if !self.opts.reset_timeout_on_progress {
+            return Some(call);
         }
         let new = (now + c.timeout).min(c.started + max);
         if new > c.deadline {

@@ -61,4 +61,16 @@ pub struct Counters {
     pub syncs_restarted_stopped: u64,
     /// A call named a tool that had left the view (told why, not "unknown tool").
     pub calls_to_retired_tools: u64,
+    /// Requests the transport could not deliver (`TransportEvent::RequestFailed`), failed.
+    pub requests_failed_by_transport: u64,
+    /// HTTP sessions renewed by the transport (`TransportEvent::SessionRenewed`).
+    pub sessions_renewed: u64,
+    /// Refreshes asked while another was under way, queued behind it.
+    pub refreshes_queued: u64,
+    /// Refreshes of a server still connecting, answered by its first list.
+    pub refreshes_of_connecting: u64,
+    /// Refreshes of a server neither connected nor connecting, refused at once.
+    pub refreshes_not_connected: u64,
+    /// Refreshes answered because the connection was lost (or the server stopped) first.
+    pub refreshes_lost: u64,
 }

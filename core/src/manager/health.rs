@@ -2,7 +2,8 @@
 //! within its timeout is a miss, and enough misses in a row fail the connection (which the
 //! reconnect ladder then picks up). Each connection has at most one health timer armed.
 
-use super::servers::Phase;
+use super::errors::{ServerError, ServerErrorKind};
+use super::servers::Stage;
 use super::sessions::Req;
 use super::{ConnId, Manager, TimerReason};
 use crate::time::Instant;
@@ -11,7 +12,7 @@ impl Manager {
     fn current_conn_of(&self, conn: ConnId) -> Option<String> {
         let server = self.conns.get(&conn)?.server.clone();
         let s = self.servers.get(&server)?;
-        matches!(s.phase, Phase::Connected { conn: c, .. } if c == conn).then_some(server)
+        matches!(s.phase, Stage::Connected { conn: c, .. } if c == conn).then_some(server)
     }
 
     pub(super) fn send_ping(&mut self, conn: ConnId) {
@@ -21,11 +22,9 @@ impl Manager {
         if self.current_conn_of(conn).is_none() {
             return;
         }
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(id) = self.request(conn, "ping", None, Req::Ping) else {
             return;
         };
-        let (id, frame) = c.tracker.start("ping", None, Req::Ping);
-        self.send(conn, frame);
         self.arm_ping(
             conn,
             self.now + h.timeout,
@@ -77,11 +76,11 @@ impl Manager {
         };
         if misses >= limit {
             self.counters.health_failures += 1;
-            self.fail_server(
-                &server,
+            let error = ServerError::new(
+                ServerErrorKind::HealthCheck,
                 format!("health check failed: {misses} pings in a row went unanswered"),
-                true,
             );
+            self.fail_server(&server, error, true);
         } else {
             self.send_ping(conn);
         }

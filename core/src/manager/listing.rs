@@ -3,9 +3,10 @@
 //! list), and the tool cache's answers. A first list that fails fails the server; a re-list
 //! that fails keeps the previous list.
 
-use super::servers::{CacheState, Phase};
+use super::errors::{RefreshError, RequestError, ServerError, ServerErrorKind};
+use super::servers::{CacheState, Stage};
 use super::sessions::Req;
-use super::{CacheKey, ConnId, Level, Manager, Output, TimerReason};
+use super::{CacheKey, ConnId, Event, Level, Manager, Output, RequestId, TimerReason};
 use crate::protocol;
 use crate::time::Instant;
 use crate::tool::ToolDef;
@@ -34,16 +35,18 @@ impl Manager {
         }
         c.tracker.forget(id);
         self.counters.request_timeouts += 1;
-        self.send(conn, protocol::encode_cancelled(id, "request timed out"));
+        self.send_cancelled(conn, id, "request timed out");
         let ms = self.opts.request_timeout.as_millis();
         let refreshing = matches!(
             self.servers.get(&server).map(|s| &s.phase),
-            Some(Phase::Connected { .. })
+            Some(Stage::Connected { .. })
         );
+        let message = format!("tools/list timed out after {ms} ms");
         if refreshing {
-            self.end_refresh(&server, Err(format!("tools/list timed out after {ms} ms")));
+            self.end_refresh(&server, Err(message));
         } else {
-            self.fail_server(&server, format!("tools/list timed out after {ms} ms"), true);
+            let error = ServerError::new(ServerErrorKind::ListFailed, message);
+            self.fail_server(&server, error, true);
         }
     }
 
@@ -55,13 +58,8 @@ impl Manager {
         cursors: BTreeSet<String>,
         acc: Vec<ToolDef>,
     ) -> Option<Listing> {
-        let c = self.conns.get_mut(&conn)?;
-        let (req, frame) = c.tracker.start(
-            "tools/list",
-            protocol::list_tools_params(cursor.as_deref()),
-            Req::ListTools,
-        );
-        self.send(conn, frame);
+        let params = protocol::list_tools_params(cursor.as_deref());
+        let req = self.request(conn, "tools/list", params, Req::ListTools)?;
         let deadline = self.now + self.opts.request_timeout;
         self.timers
             .arm(deadline, TimerReason::Request { conn, id: req });
@@ -85,8 +83,8 @@ impl Manager {
             return;
         };
         let (listing, refreshing) = match &mut s.phase {
-            Phase::Listing { listing, .. } if listing.req == id => (listing.clone(), false),
-            Phase::Connected {
+            Stage::Listing { listing, .. } if listing.req == id => (listing.clone(), false),
+            Stage::Connected {
                 refresh: Some(listing),
                 ..
             } if listing.req == id => (listing.clone(), true),
@@ -131,8 +129,8 @@ impl Manager {
                             {
                                 if let Some(s) = self.servers.get_mut(server) {
                                     match &mut s.phase {
-                                        Phase::Listing { listing, .. } => *listing = next,
-                                        Phase::Connected { refresh, .. } => *refresh = Some(next),
+                                        Stage::Listing { listing, .. } => *listing = next,
+                                        Stage::Connected { refresh, .. } => *refresh = Some(next),
                                         _ => {}
                                     }
                                 }
@@ -150,7 +148,10 @@ impl Manager {
                 Ok(tools) => self.tools_ready(server, tools),
                 // A server whose tools/list fails is not left "connected" with no tools: it
                 // fails, and its transport is closed.
-                Err(e) => self.fail_server(server, e, true),
+                Err(e) => {
+                    let error = ServerError::new(ServerErrorKind::ListFailed, e);
+                    self.fail_server(server, error, true);
+                }
             }
         }
     }
@@ -181,7 +182,7 @@ impl Manager {
         let in_open_round = s.round.is_some();
         self.set_phase(
             server,
-            Phase::Connected {
+            Stage::Connected {
                 conn,
                 refresh: None,
                 again: false,
@@ -194,7 +195,7 @@ impl Manager {
             tools: stored,
         });
         if !in_open_round {
-            self.out.push_back(Output::ToolsChanged {
+            self.emit(Event::ToolsChanged {
                 servers: vec![server.to_string()],
             });
         }
@@ -203,6 +204,8 @@ impl Manager {
             self.arm_ping(conn, at, TimerReason::Ping { conn });
         }
         self.flush_waiting_calls(server, conn);
+        // Refreshes asked while the server was connecting: its first list is their answer.
+        self.answer_refreshes(server, |gen| gen.is_none(), || Ok(()));
         let relist = self
             .servers
             .get_mut(server)
@@ -212,17 +215,83 @@ impl Manager {
         }
     }
 
-    pub(super) fn refresh(&mut self, server: &str) {
+    /// `RefreshTools` from the embedder. A connected server lists again (a refresh asked
+    /// while one is under way waits for one more, so its answer is a list fetched after it
+    /// was asked); a connecting one is answered by its first list; any other by
+    /// `NotConnected` at once.
+    pub(super) fn refresh_request(&mut self, request: RequestId, server: &str) {
         let Some(s) = self.servers.get_mut(server) else {
-            self.diag(
-                Some(server),
-                Level::Warn,
-                "refresh of an unknown server ignored".into(),
-            );
+            let error = RequestError::UnknownServer(server.to_string());
+            self.emit(Event::RequestFailed { request, error });
             return;
         };
-        // Pending servers list their tools anyway once connected: nothing to do for them.
-        if let Phase::Connected {
+        match &s.phase {
+            Stage::Connected { refresh, .. } => {
+                let gen = s.list_gen + u64::from(refresh.is_some());
+                s.refreshes.push((request, Some(gen)));
+                if refresh.is_some() {
+                    self.counters.refreshes_queued += 1;
+                }
+                self.refresh(server);
+            }
+            Stage::Opening { .. } | Stage::Initializing { .. } | Stage::Listing { .. } => {
+                self.counters.refreshes_of_connecting += 1;
+                s.refreshes.push((request, None));
+            }
+            Stage::Idle | Stage::Backoff { .. } => {
+                self.counters.refreshes_not_connected += 1;
+                let reason = s.last_error.clone();
+                let server = server.to_string();
+                let result = Err(RefreshError::NotConnected {
+                    server: server.clone(),
+                    reason,
+                });
+                self.emit(Event::RefreshCompleted {
+                    request,
+                    server,
+                    result,
+                });
+            }
+        }
+    }
+
+    /// Answer `server`'s refresh waiters whose awaited list (`None`: the first) `matches`.
+    pub(super) fn answer_refreshes(
+        &mut self,
+        server: &str,
+        matches: impl Fn(Option<u64>) -> bool,
+        result: impl Fn() -> Result<(), RefreshError>,
+    ) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        if s.refreshes.is_empty() {
+            return;
+        }
+        let mut done = Vec::new();
+        s.refreshes.retain(|(request, gen)| {
+            let hit = matches(*gen);
+            if hit {
+                done.push(*request);
+            }
+            !hit
+        });
+        for request in done {
+            self.emit(Event::RefreshCompleted {
+                request,
+                server: server.to_string(),
+                result: result(),
+            });
+        }
+    }
+
+    /// Re-list a connected server's tools, or, if a re-list is under way, once more after it
+    /// (pending servers list their tools anyway once connected: nothing to do for them).
+    pub(super) fn refresh(&mut self, server: &str) {
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
+        if let Stage::Connected {
             conn,
             refresh,
             again,
@@ -233,10 +302,18 @@ impl Manager {
                 return;
             }
             let conn = *conn;
-            let listing = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new());
-            if let Some(Phase::Connected { refresh, .. }) =
-                self.servers.get_mut(server).map(|s| &mut s.phase)
-            {
+            self.start_refresh(server, conn);
+        }
+    }
+
+    /// Start re-list number `list_gen + 1` of a connected server.
+    fn start_refresh(&mut self, server: &str, conn: ConnId) {
+        let listing = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new());
+        if let Some(s) = self.servers.get_mut(server) {
+            if let Stage::Connected { refresh, .. } = &mut s.phase {
+                if listing.is_some() {
+                    s.list_gen += 1;
+                }
                 *refresh = listing;
             }
         }
@@ -253,9 +330,9 @@ impl Manager {
                 Level::Debug,
                 "ignored tools/list_changed: the server did not declare tools.listChanged".into(),
             );
-        } else if matches!(s.phase, Phase::Connected { .. }) {
+        } else if matches!(s.phase, Stage::Connected { .. }) {
             self.refresh(server);
-        } else if matches!(s.phase, Phase::Listing { .. }) {
+        } else if matches!(s.phase, Stage::Listing { .. }) {
             if let Some(s) = self.servers.get_mut(server) {
                 s.relist_when_ready = true;
             }
@@ -266,7 +343,7 @@ impl Manager {
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
-        let Phase::Connected {
+        let Stage::Connected {
             conn,
             refresh,
             again,
@@ -277,6 +354,14 @@ impl Manager {
         let conn = *conn;
         *refresh = None;
         let again = std::mem::take(again);
+        let gen = s.list_gen;
+        let result = match &outcome {
+            Ok(_) => Ok(()),
+            Err(e) => Err(RefreshError::Failed(ServerError::new(
+                ServerErrorKind::ListFailed,
+                e.clone(),
+            ))),
+        };
         match outcome {
             Ok(tools) => {
                 self.counters.list_changed_applied += 1;
@@ -293,7 +378,7 @@ impl Manager {
                     key,
                     tools,
                 });
-                self.out.push_back(Output::ToolsChanged {
+                self.emit(Event::ToolsChanged {
                     servers: vec![server.to_string()],
                 });
             }
@@ -303,13 +388,9 @@ impl Manager {
                 format!("{e}; keeping the previous tool list"),
             ),
         }
+        self.answer_refreshes(server, |g| g.is_some_and(|g| g <= gen), || result.clone());
         if again {
-            let listing = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new());
-            if let Some(Phase::Connected { refresh, .. }) =
-                self.servers.get_mut(server).map(|s| &mut s.phase)
-            {
-                *refresh = listing;
-            }
+            self.start_refresh(server, conn);
         }
     }
 

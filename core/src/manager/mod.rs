@@ -14,6 +14,8 @@
 
 mod calls;
 mod counters;
+mod errors;
+mod event;
 mod health;
 mod listing;
 mod options;
@@ -27,11 +29,13 @@ mod types;
 mod view;
 
 pub use counters::Counters;
+pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerErrorKind};
+pub use event::{CallOutcome, Event, RequestId};
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
-pub use servers::{ServerState, ServerStatus};
+pub use servers::{Phase, ServerState, ServerStatus};
 pub use timers::TimerReason;
 pub use types::{
-    log_text, CacheKey, CallId, CallOutcome, ConnId, Input, Level, Output, StartupReport,
+    log_text, CacheKey, CallId, ConnId, FrameKind, FrameMeta, Input, Level, Output, StartupReport,
     TransportEvent,
 };
 
@@ -41,7 +45,7 @@ use crate::rng::SplitMix64;
 use crate::time::Instant;
 use calls::Call;
 use rounds::Rounds;
-use servers::{Phase, Server};
+use servers::{Server, Stage};
 use sessions::Conn;
 use std::collections::{BTreeMap, VecDeque};
 use timers::Timers;
@@ -62,10 +66,10 @@ use timers::Timers;
 ///   `Disconnect`, `DisconnectAll`, `RefreshTools`, `CallTool`, `CancelCall`) and what the
 ///   shell observed (`Transport`, `CacheLoaded`).
 /// - **Outputs** (`poll_output`): [`Output`] — commands for the shell (`OpenTransport`,
-///   `Send`, `CloseTransport`, `LoadCache`, `StoreCache`) and events for the embedder
-///   (`StartupComplete`, `ToolsChanged`, `StatusChanged`, `CallCompleted`, `Diagnostic`,
-///   `Progress`, `ServerLog`, `ReconnectScheduled`, `ReconnectStarted`), in the order they
-///   were produced. Perform commands in that order.
+///   `Send`, `CloseTransport`, `LoadCache`, `StoreCache`) and `Output::Event` for the
+///   embedder ([`Event`]), in the order they were produced. Perform commands in that order.
+///   Every request completes with exactly one event naming its [`RequestId`]; every call
+///   with one `CallCompleted`.
 /// - **Timers**: `poll_timeout` gives the next deadline ([`Manager::next_timer`] also says
 ///   why); call `handle_timeout` once it has passed. Extra calls are harmless, and once a
 ///   deadline is handled `poll_timeout` moves past it.
@@ -149,7 +153,7 @@ impl Manager {
 
     /// Servers connected, with their tools listed, by name.
     pub fn connections(&self) -> Vec<&str> {
-        self.names_in(|p| matches!(p, Phase::Connected { .. }))
+        self.names_in(|p| matches!(p, Stage::Connected { .. }))
     }
 
     /// Servers connecting (opening, initializing) or waiting to reconnect, by name.
@@ -158,17 +162,17 @@ impl Manager {
         self.names_in(|p| {
             matches!(
                 p,
-                Phase::Opening { .. } | Phase::Initializing { .. } | Phase::Backoff { .. }
+                Stage::Opening { .. } | Stage::Initializing { .. } | Stage::Backoff { .. }
             )
         })
     }
 
     /// Servers initialized whose first tool list is under way, by name.
     pub fn pending_tool_loads(&self) -> Vec<&str> {
-        self.names_in(|p| matches!(p, Phase::Listing { .. }))
+        self.names_in(|p| matches!(p, Stage::Listing { .. }))
     }
 
-    fn names_in(&self, f: impl Fn(&Phase) -> bool) -> Vec<&str> {
+    fn names_in(&self, f: impl Fn(&Stage) -> bool) -> Vec<&str> {
         self.servers
             .iter()
             .filter(|(_, s)| f(&s.phase))
@@ -190,7 +194,7 @@ impl Manager {
     pub fn refreshing(&self, server: &str) -> bool {
         matches!(
             self.servers.get(server).map(|s| &s.phase),
-            Some(Phase::Connected {
+            Some(Stage::Connected {
                 refresh: Some(_),
                 ..
             })
@@ -250,15 +254,18 @@ impl Manager {
     pub fn handle(&mut self, now: Instant, input: Input) {
         self.advance(now);
         match input {
-            Input::Connect { servers } => self.connect(servers),
-            Input::Reload { servers } => {
+            Input::Connect { request, servers } => self.connect(request, servers),
+            Input::Reload { request, servers } => {
                 self.disconnect_all();
-                self.connect(servers);
+                self.connect(request, servers);
             }
-            Input::Sync { servers } => self.sync(servers),
-            Input::Disconnect { server } => self.disconnect(&server),
-            Input::DisconnectAll => self.disconnect_all(),
-            Input::RefreshTools { server } => self.refresh(&server),
+            Input::Sync { request, servers } => self.sync(request, servers),
+            Input::Disconnect { request, server } => self.disconnect_request(request, &server),
+            Input::DisconnectAll { request } => {
+                let closed = self.disconnect_all();
+                self.emit(Event::Disconnected { request, closed });
+            }
+            Input::RefreshTools { request, server } => self.refresh_request(request, &server),
             Input::Transport { conn, event } => self.on_transport(conn, event),
             Input::CacheLoaded { server, key, tools } => self.on_cache(&server, key, tools),
             Input::CallTool {
@@ -266,7 +273,8 @@ impl Manager {
                 tool,
                 arguments,
                 timeout,
-            } => self.call_tool(call, &tool, arguments, timeout),
+                progress,
+            } => self.call_tool(call, &tool, arguments, timeout, progress),
             Input::CancelCall { call } => self.cancel_call(call),
         }
         self.check_rounds();
@@ -298,10 +306,15 @@ impl Manager {
     }
 
     fn diag(&mut self, server: Option<&str>, level: Level, message: String) {
-        self.out.push_back(Output::Diagnostic {
+        self.emit(Event::Diagnostic {
             server: server.map(str::to_string),
             level,
             message,
         });
+    }
+
+    #[inline]
+    fn emit(&mut self, event: Event) {
+        self.out.push_back(Output::Event(event));
     }
 }

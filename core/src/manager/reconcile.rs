@@ -2,16 +2,21 @@
 //! `Reload` stops everything and connects the new set, `Sync` starts, restarts and stops only
 //! what differs, and `Disconnect` forgets a server entirely.
 
+use super::errors::{RequestError, ServerError, ServerErrorKind};
 use super::rounds::Round;
-use super::servers::Phase;
-use super::{Level, Manager, TimerReason};
+use super::servers::Stage;
+use super::{ConnId, Event, Level, Manager, RequestId, TimerReason};
 use crate::config::{self, ServerSpec};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl Manager {
-    pub(super) fn connect(&mut self, specs: Vec<ServerSpec>) {
+    pub(super) fn connect(&mut self, request: RequestId, specs: Vec<ServerSpec>) {
         let round_id = self.rounds.next_id();
-        let mut round = Round::new(self.now, self.now + self.opts.gate);
+        let mut round = Round::new(request, self.now, self.now + self.opts.gate);
+        self.emit(Event::RoundStarted {
+            request,
+            round: round_id,
+        });
         // Deduplicate by name: the first spec of a name wins (merging did that already;
         // this guards embedders that pass duplicates).
         let mut seen = BTreeSet::new();
@@ -31,7 +36,7 @@ impl Manager {
             if let Some(s) = self.servers.get_mut(&name) {
                 // Source metadata follows the latest request, even for a server it skips.
                 s.spec.source = spec.source.clone();
-                if !matches!(s.phase, Phase::Idle) {
+                if !matches!(s.phase, Stage::Idle) {
                     round.skipped.push(name);
                     continue;
                 }
@@ -53,35 +58,46 @@ impl Manager {
         self.rounds.open.insert(round_id, round);
     }
 
-    pub(super) fn disconnect(&mut self, server: &str) {
-        let Some(s) = self.servers.get(server) else {
+    /// `Disconnect` from the embedder: done at once, or refused for an unknown server.
+    pub(super) fn disconnect_request(&mut self, request: RequestId, server: &str) {
+        if !self.servers.contains_key(server) {
+            let error = RequestError::UnknownServer(server.to_string());
+            self.emit(Event::RequestFailed { request, error });
             return;
-        };
+        }
+        let closed = self.disconnect(server).into_iter().collect();
+        self.emit(Event::Disconnected { request, closed });
+    }
+
+    /// Stop and forget one server; the attempt it closed, if it had one open.
+    pub(super) fn disconnect(&mut self, server: &str) -> Option<ConnId> {
+        let s = self.servers.get(server)?;
+        let closed = s.phase.conn().filter(|c| self.conns.contains_key(c));
         // A member of an open round is reported in it as disconnected, not dropped from it.
         if let Some(r) = s.round.and_then(|id| self.rounds.open.get_mut(&id)) {
             if r.members.contains(server) {
                 r.disconnected.insert(server.to_string());
             }
         }
-        self.stop_attempt(
-            server,
-            true,
-            &format!("MCP error: server \"{server}\" was disconnected"),
+        let error = ServerError::new(
+            ServerErrorKind::Disconnected,
+            format!("server \"{server}\" was disconnected"),
         );
+        self.stop_attempt(server, true, &error);
         // Forgotten entirely, pending or not: its source metadata goes too.
         self.servers.remove(server);
+        closed
     }
 
-    pub(super) fn disconnect_all(&mut self) {
+    /// Stop and forget every server; the attempts it closed.
+    pub(super) fn disconnect_all(&mut self) -> Vec<ConnId> {
         // Pending connects are aborted too, not only connected ones: nothing started before
         // keeps running behind the embedder's back.
         let names: Vec<String> = self.servers.keys().cloned().collect();
-        for n in names {
-            self.disconnect(&n);
-        }
+        names.iter().filter_map(|n| self.disconnect(n)).collect()
     }
 
-    pub(super) fn sync(&mut self, specs: Vec<ServerSpec>) {
+    pub(super) fn sync(&mut self, request: RequestId, specs: Vec<ServerSpec>) {
         let wanted: BTreeMap<String, ServerSpec> = specs
             .into_iter()
             .filter(|s| s.config.enabled)
@@ -100,7 +116,7 @@ impl Manager {
                 // its transport, calls and tools alone.
                 Some(s)
                     if s.hash == config::config_hash(&spec.config)
-                        && !matches!(s.phase, Phase::Idle) =>
+                        && !matches!(s.phase, Stage::Idle) =>
                 {
                     s.spec.source = spec.source;
                 }
@@ -117,8 +133,10 @@ impl Manager {
                 None => start.push(spec),
             }
         }
-        if !start.is_empty() {
-            self.connect(start);
+        if start.is_empty() {
+            self.emit(Event::SyncCompleted { request });
+        } else {
+            self.connect(request, start);
         }
     }
 }

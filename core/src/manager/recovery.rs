@@ -4,8 +4,9 @@
 //! a short window trip a breaker that stops automatic attempts until an explicit connect.
 
 use super::calls::CallState;
-use super::servers::Phase;
-use super::{CallId, CallOutcome, Level, Manager, Output, TimerReason};
+use super::errors::{CallError, RefreshError, ServerError, ServerErrorKind};
+use super::servers::Stage;
+use super::{CallId, CallOutcome, Event, Level, Manager, Output, TimerReason};
 use crate::time::Instant;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ impl Manager {
     pub(super) fn on_reconnect_due(&mut self, server: &str, at: Instant) {
         let due = matches!(
             self.servers.get(server).map(|s| &s.phase),
-            Some(Phase::Backoff { at: a }) if *a == at
+            Some(Stage::Backoff { at: a }) if *a == at
         );
         if due {
             self.retry(server);
@@ -23,13 +24,21 @@ impl Manager {
 
     /// The server's current attempt failed. `close`: also close the transport (false when the
     /// shell reported it gone). Withdraws its tools, fails its calls, reports the error once.
-    pub(super) fn fail_server(&mut self, server: &str, error: String, close: bool) {
+    pub(super) fn fail_server(&mut self, server: &str, mut error: ServerError, close: bool) {
         let policy = self.opts.reconnect.clone();
         let now = self.now;
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
-        let was_connected = matches!(s.phase, Phase::Connected { .. });
+        // An attempt the core ends itself still has its stderr tail: the error carries it.
+        if error.stderr_tail.is_none() {
+            error.stderr_tail = s
+                .phase
+                .conn()
+                .and_then(|c| self.conns.get(&c))
+                .and_then(|c| c.stderr.render());
+        }
+        let was_connected = matches!(s.phase, Stage::Connected { .. });
         let retrying = s.retry_attempt > 0;
         let in_round = s.round.is_some();
         s.last_error = Some(error.clone());
@@ -38,7 +47,6 @@ impl Manager {
         if let Some(r) = s.round.and_then(|id| self.rounds.open.get_mut(&id)) {
             r.errors.insert(server.to_string(), error.clone());
         }
-        let call_error = format!("MCP error: {error}");
         if policy.enabled && was_connected {
             // An unexpected close of an established connection: reconnect, unless the
             // server is flapping.
@@ -54,18 +62,23 @@ impl Manager {
                 let n = s.closes.len();
                 s.closes.clear();
                 s.retry_attempt = 0;
-                let msg = format!(
-                    "{error}; automatic reconnects stopped after {n} unexpected closes within {} s (connect, reload or sync it to try again)",
-                    policy.burst_window.as_secs()
-                );
-                s.last_error = Some(msg.clone());
+                let tripped = ServerError {
+                    kind: ServerErrorKind::BreakerTripped,
+                    message: format!(
+                        "{}; automatic reconnects stopped after {n} unexpected closes within {} s (connect, reload or sync it to try again)",
+                        error.message,
+                        policy.burst_window.as_secs()
+                    ),
+                    stderr_tail: error.stderr_tail.clone(),
+                };
+                s.last_error = Some(tripped.clone());
                 self.counters.breakers_tripped += 1;
-                self.stop_attempt(server, close, &call_error);
-                self.diag(Some(server), Level::Error, msg);
+                self.stop_attempt(server, close, &error);
+                self.diag(Some(server), Level::Error, tripped.to_string());
                 return;
             }
-            let delay = self.schedule_retry(server, 1, close, &call_error);
-            self.out.push_back(Output::ReconnectScheduled {
+            let delay = self.schedule_retry(server, 1, close, &error);
+            self.emit(Event::ReconnectScheduled {
                 server: server.to_string(),
                 attempt: 1,
                 delay,
@@ -76,8 +89,8 @@ impl Manager {
         if policy.enabled && (retrying || policy.retry_startup_failures) {
             self.counters.startup_retries += u64::from(!retrying);
             let attempt = s.retry_attempt + 1;
-            let delay = self.schedule_retry(server, attempt, close, &call_error);
-            self.out.push_back(Output::ReconnectScheduled {
+            let delay = self.schedule_retry(server, attempt, close, &error);
+            self.emit(Event::ReconnectScheduled {
                 server: server.to_string(),
                 attempt,
                 delay,
@@ -85,7 +98,7 @@ impl Manager {
             });
             return;
         }
-        self.stop_attempt(server, close, &call_error);
+        self.stop_attempt(server, close, &error);
         if !in_round {
             // After the gate: a late failure (or a dropped connection) is logged once here;
             // its transport is gone, so nothing about this attempt is reported again.
@@ -107,9 +120,9 @@ impl Manager {
         server: &str,
         attempt: u32,
         close: bool,
-        call_error: &str,
+        error: &ServerError,
     ) -> Duration {
-        self.drop_conn(server, close, call_error, true);
+        self.drop_conn(server, close, error, true);
         let live = self
             .servers
             .get(server)
@@ -117,7 +130,7 @@ impl Manager {
         if live {
             self.expose(server, true);
             if self.servers.get(server).is_some_and(|s| s.round.is_none()) {
-                self.out.push_back(Output::ToolsChanged {
+                self.emit(Event::ToolsChanged {
                     servers: vec![server.to_string()],
                 });
             }
@@ -132,7 +145,7 @@ impl Manager {
             s.retry_attempt = attempt;
         }
         self.counters.reconnects_scheduled += 1;
-        self.set_phase(server, Phase::Backoff { at });
+        self.set_phase(server, Stage::Backoff { at });
         self.timers.arm(
             at,
             TimerReason::Reconnect {
@@ -149,12 +162,12 @@ impl Manager {
             return;
         };
         let attempt = self.servers.get(server).map_or(0, |s| s.retry_attempt);
-        self.out.push_back(Output::ReconnectStarted {
+        self.emit(Event::ReconnectStarted {
             server: server.to_string(),
             attempt,
         });
         if let Err(e) = self.start_server(spec, None) {
-            self.stop_attempt(server, false, &format!("MCP error: {e}"));
+            self.stop_attempt(server, false, &e);
             return;
         }
         if let Some(s) = self.servers.get_mut(server) {
@@ -163,16 +176,17 @@ impl Manager {
     }
 
     /// Tear down the current attempt: close the transport if asked, fail its calls with
-    /// `call_error`, withdraw its tools, go idle.
-    pub(super) fn stop_attempt(&mut self, server: &str, close: bool, call_error: &str) {
-        self.drop_conn(server, close, call_error, false);
+    /// `error`, withdraw its tools, go idle.
+    pub(super) fn stop_attempt(&mut self, server: &str, close: bool, error: &ServerError) {
+        self.drop_conn(server, close, error, false);
         self.withdraw(server);
-        self.set_phase(server, Phase::Idle);
+        self.set_phase(server, Stage::Idle);
     }
 
     /// Forget the current connection (closing it if asked) and fail the calls that depend on
-    /// it; with `keep_waiting`, calls still waiting for a connection stay.
-    fn drop_conn(&mut self, server: &str, close: bool, call_error: &str, keep_waiting: bool) {
+    /// it, and the refreshes waiting for it; with `keep_waiting`, calls still waiting for a
+    /// connection stay.
+    fn drop_conn(&mut self, server: &str, close: bool, error: &ServerError, keep_waiting: bool) {
         let Some(s) = self.servers.get(server) else {
             return;
         };
@@ -181,7 +195,7 @@ impl Manager {
             if self.remove_conn(conn) && close {
                 self.out.push_back(Output::CloseTransport { conn });
             }
-            if let Phase::Opening { deadline, .. } | Phase::Initializing { deadline, .. } = phase {
+            if let Stage::Opening { deadline, .. } | Stage::Initializing { deadline, .. } = phase {
                 self.timers.disarm(
                     deadline,
                     TimerReason::Connect {
@@ -191,7 +205,7 @@ impl Manager {
                 );
             }
         }
-        if let Phase::Backoff { at } = phase {
+        if let Stage::Backoff { at } = phase {
             self.timers.disarm(
                 at,
                 TimerReason::Reconnect {
@@ -209,7 +223,17 @@ impl Manager {
             .map(|(id, _)| *id)
             .collect();
         for call in calls {
-            self.complete_call(call, CallOutcome::Err(call_error.to_string()));
+            let e = if error.kind == ServerErrorKind::Disconnected {
+                CallError::Disconnected {
+                    server: server.to_string(),
+                }
+            } else {
+                CallError::Transport(error.clone())
+            };
+            self.complete_call(call, CallOutcome::Err(e));
         }
+        let waiting = self.servers.get(server).map_or(0, |s| s.refreshes.len());
+        self.counters.refreshes_lost += waiting as u64;
+        self.answer_refreshes(server, |_| true, || Err(RefreshError::Lost(error.clone())));
     }
 }

@@ -3,8 +3,9 @@
 //! the gate when every member still in flight has cached tools to serve (deferred). Members
 //! without a cache entry are waited for past the gate, as long as `uncached_wait` allows.
 
-use super::servers::{CacheState, Phase};
-use super::{Manager, Output, StartupReport, TimerReason};
+use super::errors::{ServerError, ServerErrorKind};
+use super::servers::{CacheState, Stage};
+use super::{Event, Manager, RequestId, StartupReport, TimerReason};
 use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -12,9 +13,10 @@ use std::ops::Bound;
 /// One startup round while it is open.
 #[derive(Debug, Clone)]
 pub(super) struct Round {
+    request: RequestId,
     started: Instant,
     pub(super) members: BTreeSet<String>,
-    pub(super) errors: BTreeMap<String, String>,
+    pub(super) errors: BTreeMap<String, ServerError>,
     pub(super) skipped: Vec<String>,
     /// Members stopped (disconnected) while the round was open.
     pub(super) disconnected: BTreeSet<String>,
@@ -26,9 +28,10 @@ pub(super) struct Round {
 }
 
 impl Round {
-    /// A round started at `now` whose gate is at `gate_at`, with no members yet.
-    pub(super) fn new(now: Instant, gate_at: Instant) -> Self {
+    /// A round `request` opened at `now` whose gate is at `gate_at`, with no members yet.
+    pub(super) fn new(request: RequestId, now: Instant, gate_at: Instant) -> Self {
         Round {
+            request,
             started: now,
             members: BTreeSet::new(),
             errors: BTreeMap::new(),
@@ -153,6 +156,7 @@ impl Manager {
                 .disarm(r.gate_at + wait, TimerReason::UncachedWait { round: id });
         }
         let mut report = StartupReport {
+            request: Some(r.request),
             round: id,
             elapsed: self.now - r.started,
             tools: Vec::new(),
@@ -174,9 +178,11 @@ impl Manager {
             }
             s.round = None;
             match (&s.phase, &s.cache) {
-                (Phase::Connected { .. }, _) => report.connected.push(m.clone()),
-                (Phase::Idle | Phase::Backoff { .. }, _) => {
-                    let e = s.last_error.clone().unwrap_or_else(|| "failed".into());
+                (Stage::Connected { .. }, _) => report.connected.push(m.clone()),
+                (Stage::Idle | Stage::Backoff { .. }, _) => {
+                    let e = s.last_error.clone().unwrap_or_else(|| {
+                        ServerError::new(ServerErrorKind::TransportFailed, "failed")
+                    });
                     report.errors.insert(m.clone(), e);
                 }
                 (_, CacheState::Hit(_)) => {
@@ -188,6 +194,6 @@ impl Manager {
             }
         }
         report.tools = self.tools();
-        self.out.push_back(Output::StartupComplete(report));
+        self.emit(Event::StartupComplete { report });
     }
 }

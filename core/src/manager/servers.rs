@@ -1,10 +1,11 @@
-//! Per-server state. Each known server has one `Phase`, and everything a status display
+//! Per-server state. Each known server has one `Stage`, and everything a status display
 //! reads (its status, the connection and pending registries) is derived from it, so a server
-//! can never be in two exclusive states at once. Phase changes go through `set_phase`, which
+//! can never be in two exclusive states at once. Stage changes go through `set_phase`, which
 //! reports a status change exactly when the derived status changes.
 
+use super::errors::ServerError;
 use super::listing::Listing;
-use super::{ConnId, Manager, Output};
+use super::{ConnId, Event, Manager, Output, RequestId};
 use crate::config::{ServerSpec, SourceMeta};
 use crate::protocol::InitializeResult;
 use crate::time::Instant;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 /// A server's status, derived from its phase: the three registries it can be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[non_exhaustive]
 pub enum ServerStatus {
     /// Initialized and its tools listed: calls go straight to it.
     Connected,
@@ -26,6 +28,46 @@ pub enum ServerStatus {
     Disconnected,
 }
 
+/// Where a server is in its lifecycle, as a status display names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Phase {
+    /// Not running: never started, failed, or stopped (status `Disconnected`).
+    Idle,
+    /// Its transport is opening.
+    Opening,
+    /// `initialize` is under way.
+    Initializing,
+    /// Initialized; its first `tools/list` is under way.
+    ListingTools,
+    /// Waiting to reconnect (or retry).
+    Backoff,
+    /// Ready, its tools listed.
+    Connected,
+}
+
+impl Phase {
+    /// Its name in a status display: `idle`, `opening`, `initializing`, `listing-tools`,
+    /// `backoff` or `connected`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Idle => "idle",
+            Phase::Opening => "opening",
+            Phase::Initializing => "initializing",
+            Phase::ListingTools => "listing-tools",
+            Phase::Backoff => "backoff",
+            Phase::Connected => "connected",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A server's full state, for status displays and invariant checks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerState {
@@ -33,8 +75,8 @@ pub struct ServerState {
     pub name: String,
     /// Its status (derived from `phase`).
     pub status: ServerStatus,
-    /// `idle`, `opening`, `initializing`, `listing-tools`, `backoff` or `connected`.
-    pub phase: &'static str,
+    /// Where it is in its lifecycle.
+    pub phase: Phase,
     /// Where its config came from.
     pub source: SourceMeta,
     /// The hash of its unresolved config (the tool cache's key).
@@ -44,7 +86,7 @@ pub struct ServerState {
     /// The current attempt, while one is opening or open.
     pub conn: Option<ConnId>,
     /// Why the last attempt ended, or why its config is invalid.
-    pub last_error: Option<String>,
+    pub last_error: Option<ServerError>,
     /// Attempts started so far (each open of a transport counts one).
     pub attempts: u32,
     /// When the last attempt started.
@@ -85,7 +127,7 @@ pub(super) enum CacheState {
 /// Where a server is in its lifecycle. Attempts carry their `ConnId`, so anything arriving
 /// for another id is stale.
 #[derive(Debug, Clone)]
-pub(super) enum Phase {
+pub(super) enum Stage {
     /// Not running: never started, or failed (see `last_error`). Status `Disconnected`.
     Idle,
     /// Transport opening (pending connection).
@@ -105,36 +147,36 @@ pub(super) enum Phase {
     },
 }
 
-impl Phase {
+impl Stage {
     pub(super) fn conn(&self) -> Option<ConnId> {
         match self {
-            Phase::Idle | Phase::Backoff { .. } => None,
-            Phase::Opening { conn, .. }
-            | Phase::Initializing { conn, .. }
-            | Phase::Listing { conn, .. }
-            | Phase::Connected { conn, .. } => Some(*conn),
+            Stage::Idle | Stage::Backoff { .. } => None,
+            Stage::Opening { conn, .. }
+            | Stage::Initializing { conn, .. }
+            | Stage::Listing { conn, .. }
+            | Stage::Connected { conn, .. } => Some(*conn),
         }
     }
 
     pub(super) fn status(&self) -> ServerStatus {
         match self {
-            Phase::Idle => ServerStatus::Disconnected,
-            Phase::Opening { .. }
-            | Phase::Initializing { .. }
-            | Phase::Listing { .. }
-            | Phase::Backoff { .. } => ServerStatus::Connecting,
-            Phase::Connected { .. } => ServerStatus::Connected,
+            Stage::Idle => ServerStatus::Disconnected,
+            Stage::Opening { .. }
+            | Stage::Initializing { .. }
+            | Stage::Listing { .. }
+            | Stage::Backoff { .. } => ServerStatus::Connecting,
+            Stage::Connected { .. } => ServerStatus::Connected,
         }
     }
 
-    fn name(&self) -> &'static str {
+    pub(super) fn phase(&self) -> Phase {
         match self {
-            Phase::Idle => "idle",
-            Phase::Opening { .. } => "opening",
-            Phase::Initializing { .. } => "initializing",
-            Phase::Listing { .. } => "listing-tools",
-            Phase::Backoff { .. } => "backoff",
-            Phase::Connected { .. } => "connected",
+            Stage::Idle => Phase::Idle,
+            Stage::Opening { .. } => Phase::Opening,
+            Stage::Initializing { .. } => Phase::Initializing,
+            Stage::Listing { .. } => Phase::ListingTools,
+            Stage::Backoff { .. } => Phase::Backoff,
+            Stage::Connected { .. } => Phase::Connected,
         }
     }
 
@@ -146,7 +188,7 @@ impl Phase {
     pub(super) fn in_flight(&self) -> bool {
         matches!(
             self,
-            Phase::Opening { .. } | Phase::Initializing { .. } | Phase::Listing { .. }
+            Stage::Opening { .. } | Stage::Initializing { .. } | Stage::Listing { .. }
         )
     }
 }
@@ -157,14 +199,14 @@ pub(super) struct Server {
     pub(super) spec: ServerSpec,
     pub(super) hash: String,
     pub(super) transport: Option<&'static str>,
-    pub(super) phase: Phase,
+    pub(super) phase: Stage,
     pub(super) cache: CacheState,
     /// Live tools (when connected); shared with the cache state, so storing them costs a
     /// reference count.
     pub(super) tools: Arc<[ToolDef]>,
     /// What this server has in the view: `None`, `Some(false)` live, `Some(true)` deferred.
     pub(super) exposed: Option<bool>,
-    pub(super) last_error: Option<String>,
+    pub(super) last_error: Option<ServerError>,
     pub(super) attempts: u32,
     pub(super) started_at: Option<Instant>,
     pub(super) ready_at: Option<Instant>,
@@ -180,6 +222,11 @@ pub(super) struct Server {
     /// A `tools/list_changed` arrived while the first listing was under way: its answer may
     /// predate the change, so list again once connected.
     pub(super) relist_when_ready: bool,
+    /// `RefreshTools` requests waiting, each with the re-list it waits for (`None`: the first
+    /// list of the attempt under way).
+    pub(super) refreshes: Vec<(RequestId, Option<u64>)>,
+    /// Re-lists started on the current connection so far; the one under way has this number.
+    pub(super) list_gen: u64,
 }
 
 impl Server {
@@ -189,7 +236,7 @@ impl Server {
             spec,
             hash,
             transport,
-            phase: Phase::Idle,
+            phase: Stage::Idle,
             cache: CacheState::Unknown,
             tools: Vec::new().into(),
             exposed: None,
@@ -203,6 +250,8 @@ impl Server {
             closes: VecDeque::new(),
             ping_misses: 0,
             relist_when_ready: false,
+            refreshes: Vec::new(),
+            list_gen: 0,
         }
     }
 
@@ -211,7 +260,7 @@ impl Server {
         ServerState {
             name: name.to_string(),
             status: self.phase.status(),
-            phase: self.phase.name(),
+            phase: self.phase.phase(),
             source: self.spec.source.clone(),
             config_hash: self.hash.clone(),
             transport: self.transport,
@@ -238,7 +287,7 @@ impl Server {
             server_version: self.init.as_ref().and_then(|i| i.server_version.clone()),
             reconnect_attempt: self.retry_attempt,
             next_attempt_at: match self.phase {
-                Phase::Backoff { at } => Some(at),
+                Stage::Backoff { at } => Some(at),
                 _ => None,
             },
         }
@@ -247,7 +296,7 @@ impl Server {
 
 impl Manager {
     /// Move `server` to `phase`, reporting `StatusChanged` when its status changes.
-    pub(super) fn set_phase(&mut self, server: &str, phase: Phase) {
+    pub(super) fn set_phase(&mut self, server: &str, phase: Stage) {
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
@@ -255,10 +304,10 @@ impl Manager {
         s.phase = phase;
         let after = s.phase.status();
         if before != after {
-            self.out.push_back(Output::StatusChanged {
+            self.out.push_back(Output::Event(Event::StatusChanged {
                 server: server.to_string(),
                 status: after,
-            });
+            }));
         }
     }
 }

@@ -3,14 +3,65 @@
 //! the request that asked for them, notifications are routed to their concern, and the
 //! server's own requests (`ping`, `roots/list`) are answered here.
 
-use super::servers::{CacheState, Phase, Server};
-use super::{CacheKey, CallId, ConnId, Level, Manager, Output, TimerReason, TransportEvent};
+use super::errors::{CallError, ServerError, ServerErrorKind};
+use super::servers::{CacheState, Server, Stage};
+use super::{
+    CacheKey, CallId, CallOutcome, ConnId, Event, FrameKind, FrameMeta, Level, Manager, Output,
+    TimerReason, TransportEvent,
+};
 use crate::config::{self, ServerSpec};
 use crate::protocol::{self, Incoming, RequestTracker, ServerNotification};
 use crate::time::Instant;
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use std::collections::BTreeSet;
+use serde_json::Value;
+use std::collections::{BTreeSet, VecDeque};
+
+/// Most stderr lines the core keeps per attempt, and most bytes they may take together.
+const TAIL_LINES: usize = 20;
+const TAIL_BYTES: usize = 4096;
+
+/// The last lines an attempt's process wrote to stderr, bounded in lines and bytes.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StderrTail {
+    lines: VecDeque<String>,
+    bytes: usize,
+}
+
+impl StderrTail {
+    fn push(&mut self, mut line: String) {
+        if line.len() > TAIL_BYTES {
+            let mut cut = TAIL_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        self.bytes += line.len();
+        self.lines.push_back(line);
+        while self.lines.len() > TAIL_LINES || self.bytes > TAIL_BYTES {
+            match self.lines.pop_front() {
+                Some(old) => self.bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+
+    /// The lines joined by newlines, or `None` if the process wrote nothing.
+    pub(super) fn render(&self) -> Option<String> {
+        if self.lines.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(self.bytes + self.lines.len());
+        for (i, line) in self.lines.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(line);
+        }
+        Some(out)
+    }
+}
 
 /// An answer to one of our requests, as the codec read it.
 enum Answer {
@@ -35,6 +86,8 @@ pub(super) struct Conn {
     /// The health timer armed for this connection (the next ping, or the answer's deadline),
     /// so a pong or a close disarms it instead of leaving a wake-up behind.
     pub(super) ping_timer: Option<(Instant, TimerReason)>,
+    /// What this attempt's process wrote to stderr last; attached to the attempt's error.
+    pub(super) stderr: StderrTail,
 }
 
 impl Manager {
@@ -50,11 +103,11 @@ impl Manager {
         if current == Some(conn) {
             if let Some(t) = timeout {
                 self.counters.connect_timeouts += 1;
-                self.fail_server(
-                    server,
+                let error = ServerError::new(
+                    ServerErrorKind::ConnectTimeout,
                     format!("connect timed out after {} ms", t.as_millis()),
-                    true,
                 );
+                self.fail_server(server, error, true);
             }
         }
     }
@@ -65,7 +118,7 @@ impl Manager {
         &mut self,
         spec: ServerSpec,
         round: Option<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ServerError> {
         let name = spec.name.clone();
         let hash = config::config_hash(&spec.config);
         let resolved = config::resolve(&name, &spec.config, &self.opts.env);
@@ -87,10 +140,10 @@ impl Manager {
         let config = match resolved {
             Ok(c) => c,
             Err(e) => {
-                let msg = e.to_string();
-                s.last_error = Some(msg.clone());
+                let error = ServerError::new(ServerErrorKind::InvalidConfig, e.to_string());
+                s.last_error = Some(error.clone());
                 s.round = None;
-                return Err(msg);
+                return Err(error);
             }
         };
         s.attempts += 1;
@@ -116,9 +169,10 @@ impl Manager {
                 server: name.clone(),
                 tracker: RequestTracker::default(),
                 ping_timer: None,
+                stderr: StderrTail::default(),
             },
         );
-        self.set_phase(&name, Phase::Opening { conn, deadline });
+        self.set_phase(&name, Stage::Opening { conn, deadline });
         self.timers.arm(
             deadline,
             TimerReason::Connect {
@@ -163,7 +217,7 @@ impl Manager {
                 let Some(s) = self.servers.get(&server) else {
                     return;
                 };
-                if let Phase::Opening { conn: pc, deadline } = s.phase {
+                if let Stage::Opening { conn: pc, deadline } = s.phase {
                     if pc != conn {
                         return;
                     }
@@ -171,30 +225,98 @@ impl Manager {
                         &self.opts.client_version,
                         !self.opts.roots.is_empty(),
                     );
-                    let Some(c) = self.conns.get_mut(&conn) else {
-                        return;
-                    };
-                    let (_, frame) = c.tracker.start("initialize", Some(params), Req::Initialize);
-                    self.send(conn, frame);
-                    self.set_phase(&server, Phase::Initializing { conn, deadline });
+                    self.request(conn, "initialize", Some(params), Req::Initialize);
+                    self.set_phase(&server, Stage::Initializing { conn, deadline });
                 }
             }
             TransportEvent::Frame(frame) => self.on_frame(conn, &server, &frame),
             TransportEvent::Notice { message } => self.diag(Some(&server), Level::Warn, message),
             TransportEvent::Closed { reason } => {
-                self.remove_conn(conn);
-                self.transport_gone(&server, format!("connection closed: {reason}"));
+                let error = format!("connection closed: {reason}");
+                self.transport_gone(conn, &server, ServerErrorKind::Closed, error);
             }
             TransportEvent::Failed { error } => {
-                self.remove_conn(conn);
-                self.transport_gone(&server, error);
+                self.transport_gone(conn, &server, ServerErrorKind::TransportFailed, error);
             }
+            TransportEvent::Stderr { line } => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.stderr.push(line);
+                }
+            }
+            TransportEvent::RequestFailed { id, error } => {
+                self.on_request_failed(conn, &server, id, error)
+            }
+            TransportEvent::SessionRenewed => self.on_session_renewed(&server),
         }
     }
 
-    /// The shell reports the transport is gone (it cleaned up; no `CloseTransport`).
-    fn transport_gone(&mut self, server: &str, error: String) {
+    /// The shell reports the transport is gone (it cleaned up; no `CloseTransport`). The
+    /// error carries this attempt's stderr tail, taken before the attempt is forgotten.
+    fn transport_gone(&mut self, conn: ConnId, server: &str, kind: ServerErrorKind, msg: String) {
+        let mut error = ServerError::new(kind, msg);
+        error.stderr_tail = self.conns.get(&conn).and_then(|c| c.stderr.render());
+        self.remove_conn(conn);
         self.fail_server(server, error, false);
+    }
+
+    /// The transport could not deliver request `id`: that request fails at once, in the
+    /// transport's words (a call with a transport error, never as if the server answered).
+    fn on_request_failed(&mut self, conn: ConnId, server: &str, id: u64, error: String) {
+        let Some(req) = self
+            .conns
+            .get(&conn)
+            .and_then(|c| c.tracker.get(id))
+            .cloned()
+        else {
+            self.counters.unknown_responses += 1;
+            return;
+        };
+        self.counters.requests_failed_by_transport += 1;
+        match req {
+            Req::Initialize => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.tracker.complete(id);
+                }
+                let error = ServerError::new(
+                    ServerErrorKind::RequestFailed,
+                    format!("initialize failed: {error}"),
+                );
+                self.fail_server(server, error, true);
+            }
+            Req::ListTools => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.tracker.complete(id);
+                }
+                let page = Err(format!("tools/list failed: {error}"));
+                self.on_list_page(conn, server, id, page);
+            }
+            Req::Call(call) => {
+                let error = ServerError::new(ServerErrorKind::RequestFailed, error);
+                self.complete_call(call, CallOutcome::Err(CallError::Transport(error)));
+            }
+            // An undeliverable ping counts as unanswered now.
+            Req::Ping => self.on_ping_timeout(conn, id),
+        }
+    }
+
+    /// The HTTP session expired and the transport opened a new one: tools may have changed
+    /// with it, so a connected server lists them again.
+    fn on_session_renewed(&mut self, server: &str) {
+        self.counters.sessions_renewed += 1;
+        self.emit(Event::SessionRenewed {
+            server: server.to_string(),
+        });
+        let connected = matches!(
+            self.servers.get(server).map(|s| &s.phase),
+            Some(Stage::Connected { .. })
+        );
+        let message = if connected {
+            self.refresh(server);
+            "the HTTP session expired and a new one was opened; listing the tools again"
+        } else {
+            "the HTTP session expired and a new one was opened"
+        };
+        self.diag(Some(server), Level::Info, message.into());
     }
 
     fn on_frame(&mut self, conn: ConnId, server: &str, frame: &[u8]) {
@@ -209,7 +331,8 @@ impl Manager {
             Ok(m) => m,
             Err(e @ protocol::DecodeError::TooLarge { .. }) => {
                 self.counters.bad_frames += 1;
-                self.fail_server(server, e.to_string(), true);
+                let error = ServerError::new(ServerErrorKind::FrameTooLarge, e.to_string());
+                self.fail_server(server, error, true);
                 return;
             }
             Err(e) => {
@@ -224,7 +347,11 @@ impl Manager {
             Incoming::Request { id, method, .. } => {
                 self.counters.peer_requests_answered += 1;
                 let answer = protocol::answer_peer_request(&id, &method, &self.opts.roots);
-                self.send(conn, answer);
+                let meta = FrameMeta {
+                    kind: FrameKind::Response,
+                    method: None,
+                };
+                self.send(conn, answer, meta);
                 return;
             }
             Incoming::Notification(n) => {
@@ -286,7 +413,7 @@ impl Manager {
                     "warning" => Level::Warn,
                     _ => Level::Error,
                 };
-                self.out.push_back(Output::ServerLog {
+                self.emit(Event::ServerLog {
                     server: server.to_string(),
                     level: lvl,
                     severity: level,
@@ -301,7 +428,7 @@ impl Manager {
                 message,
             } => {
                 let call = self.on_progress(server, &token);
-                self.out.push_back(Output::Progress {
+                self.emit(Event::Progress {
                     server: server.to_string(),
                     call,
                     progress,
@@ -322,22 +449,30 @@ impl Manager {
         let Some(s) = self.servers.get(server) else {
             return;
         };
-        let Phase::Initializing { deadline, .. } = s.phase else {
+        let Stage::Initializing { deadline, .. } = s.phase else {
             return;
         };
         let init = match result {
             Ok(v) => match protocol::parse_initialize_result(&v) {
                 Ok(i) => i,
                 Err(e) => {
-                    if matches!(e, protocol::ProtocolError::UnsupportedVersion(_)) {
+                    let kind = if matches!(e, protocol::ProtocolError::UnsupportedVersion(_)) {
                         self.counters.unsupported_versions += 1;
-                    }
-                    self.fail_server(server, format!("initialize failed: {e}"), true);
+                        ServerErrorKind::UnsupportedVersion
+                    } else {
+                        ServerErrorKind::InitializeFailed
+                    };
+                    let error = ServerError::new(kind, format!("initialize failed: {e}"));
+                    self.fail_server(server, error, true);
                     return;
                 }
             },
             Err(e) => {
-                self.fail_server(server, format!("initialize failed: {e}"), true);
+                let error = ServerError::new(
+                    ServerErrorKind::InitializeFailed,
+                    format!("initialize failed: {e}"),
+                );
+                self.fail_server(server, error, true);
                 return;
             }
         };
@@ -348,17 +483,14 @@ impl Manager {
                 conn,
             },
         );
-        self.send(
-            conn,
-            protocol::encode_notification("notifications/initialized", None),
-        );
+        self.notify(conn, "notifications/initialized", None);
         let has_tools = init.has_tools;
         if let Some(s) = self.servers.get_mut(server) {
             s.init = Some(init);
         }
         if has_tools {
             if let Some(listing) = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new()) {
-                self.set_phase(server, Phase::Listing { conn, listing });
+                self.set_phase(server, Stage::Listing { conn, listing });
             }
         } else {
             // No tools capability: ready with an empty list.
@@ -383,9 +515,47 @@ impl Manager {
         true
     }
 
-    pub(super) fn send(&mut self, conn: ConnId, frame: Bytes) {
+    pub(super) fn send(&mut self, conn: ConnId, frame: Bytes, meta: FrameMeta) {
         if self.conns.contains_key(&conn) {
-            self.out.push_back(Output::Send { conn, frame });
+            self.out.push_back(Output::Send { conn, frame, meta });
         }
+    }
+
+    /// Issue request `method` on `conn` (tracked as `req`) and write it; its id, unless the
+    /// connection is no longer tracked.
+    pub(super) fn request(
+        &mut self,
+        conn: ConnId,
+        method: &'static str,
+        params: Option<Value>,
+        req: Req,
+    ) -> Option<u64> {
+        let c = self.conns.get_mut(&conn)?;
+        let (id, frame) = c.tracker.start(method, params, req);
+        let meta = FrameMeta {
+            kind: FrameKind::Request { id },
+            method: Some(method),
+        };
+        self.out.push_back(Output::Send { conn, frame, meta });
+        Some(id)
+    }
+
+    /// Write notification `method` on `conn`.
+    pub(super) fn notify(&mut self, conn: ConnId, method: &'static str, params: Option<Value>) {
+        let frame = protocol::encode_notification(method, params);
+        let meta = FrameMeta {
+            kind: FrameKind::Notification { cancels: None },
+            method: Some(method),
+        };
+        self.send(conn, frame, meta);
+    }
+
+    /// Tell the server we no longer wait for request `id`.
+    pub(super) fn send_cancelled(&mut self, conn: ConnId, id: u64, reason: &str) {
+        let meta = FrameMeta {
+            kind: FrameKind::Notification { cancels: Some(id) },
+            method: Some("notifications/cancelled"),
+        };
+        self.send(conn, protocol::encode_cancelled(id, reason), meta);
     }
 }

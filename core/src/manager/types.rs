@@ -1,9 +1,10 @@
-//! What goes in and out of the manager: ids, inputs, outputs, and the reports and outcomes
-//! they carry.
+//! What goes in and out of the manager: ids, inputs, outputs (commands and events), what the
+//! core knows about each frame it writes, and the startup report.
 
-use super::ServerStatus;
+use super::errors::ServerError;
+use super::event::{Event, RequestId};
 use crate::config::{ServerSpec, TransportConfig};
-use crate::tool::{Tool, ToolDef, ToolResult};
+use crate::tool::{Tool, ToolDef};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -31,6 +32,7 @@ pub struct CacheKey {
 
 /// What the shell saw on one connection attempt.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub enum TransportEvent {
     /// The transport is open (process spawned, HTTP endpoint reachable).
     Opened,
@@ -54,40 +56,103 @@ pub enum TransportEvent {
         /// The notice, in words.
         message: String,
     },
+    /// One line the attempt's process wrote to stderr. The core keeps the attempt's last
+    /// lines (at most 20 and 4 KiB) and attaches them to that attempt's [`ServerError`].
+    Stderr {
+        /// The line, without its newline.
+        line: String,
+    },
+    /// The transport could not deliver our request `id` (an HTTP POST failed, the answer was
+    /// not JSON-RPC): the core fails that request at once, in the transport's words.
+    RequestFailed {
+        /// The JSON-RPC id of the request (as [`FrameKind::Request`] named it).
+        id: u64,
+        /// What went wrong, in words.
+        error: String,
+    },
+    /// The HTTP session expired and the transport opened a new one (it replayed
+    /// `initialize`): the core re-lists the server's tools.
+    SessionRenewed,
 }
 
-/// Inputs: everything the outside world tells the manager.
+/// What the core knows about a frame it writes, so a transport never parses it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FrameMeta {
+    /// Request, notification or response.
+    pub kind: FrameKind,
+    /// The JSON-RPC method of a request or notification (`None` for a response).
+    pub method: Option<&'static str>,
+}
+
+/// What kind of JSON-RPC message a frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum FrameKind {
+    /// One of our requests: a response with this id is expected.
+    Request {
+        /// Its JSON-RPC id.
+        id: u64,
+    },
+    /// One of our notifications; `cancels` is the request a `notifications/cancelled` names.
+    Notification {
+        /// The id of the request it cancels, if it is a cancellation.
+        cancels: Option<u64>,
+    },
+    /// Our answer to a request of the server's.
+    Response,
+}
+
+/// Inputs: everything the outside world tells the manager. Every embedder request carries
+/// the embedder's [`RequestId`] and completes with exactly one event naming it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub enum Input {
     /// Start every server that is not already connected or pending; skip those that are;
-    /// validate each; open a startup round.
+    /// validate each; open a startup round (`RoundStarted`, then `StartupComplete`).
     Connect {
+        /// The embedder's id for this request.
+        request: RequestId,
         /// The servers wanted (disabled ones are ignored; the first of a name wins).
         servers: Vec<ServerSpec>,
     },
-    /// Disconnect all, then connect this set.
+    /// Disconnect all, then connect this set (`RoundStarted`, then `StartupComplete`).
     Reload {
+        /// The embedder's id for this request.
+        request: RequestId,
         /// The new set.
         servers: Vec<ServerSpec>,
     },
     /// Reconcile to this set: start new servers, restart only those whose config changed,
     /// stop removed ones, start listed ones that are stopped (failed, breaker tripped, lost
     /// with reconnects off), and leave every running one with an unchanged config untouched
-    /// (its transport, calls and tools).
+    /// (its transport, calls and tools). Completes like `Connect` when it starts a server,
+    /// with `SyncCompleted` when it starts none.
     Sync {
+        /// The embedder's id for this request.
+        request: RequestId,
         /// The whole set wanted.
         servers: Vec<ServerSpec>,
     },
     /// Stop one server and forget it: its transport is closed, its calls fail, its tools
-    /// leave the view, and an automatic reconnect never follows.
+    /// leave the view, and an automatic reconnect never follows. Completes with
+    /// `Disconnected` (`RequestFailed` for an unknown server).
     Disconnect {
+        /// The embedder's id for this request.
+        request: RequestId,
         /// The server to stop.
         server: String,
     },
-    /// Stop and forget every server, pending ones included.
-    DisconnectAll,
-    /// Re-list one connected server's tools.
+    /// Stop and forget every server, pending ones included (`Disconnected`).
+    DisconnectAll {
+        /// The embedder's id for this request.
+        request: RequestId,
+    },
+    /// Re-list one server's tools: `RefreshCompleted` once a list fetched after the request
+    /// is applied (a connecting server's first list), or why not (`RequestFailed` for an
+    /// unknown server).
     RefreshTools {
+        /// The embedder's id for this request.
+        request: RequestId,
         /// The server to re-list.
         server: String,
     },
@@ -117,6 +182,9 @@ pub enum Input {
         arguments: Option<Value>,
         /// This call's timeout, instead of the default.
         timeout: Option<Duration>,
+        /// Send a progress token with the call, so the server's progress reaches the embedder
+        /// as `Progress` events naming the call.
+        progress: bool,
     },
     /// Cancel a call in flight: it completes as `Cancelled`, and the server is told if the
     /// request went out. Unknown or completed calls are ignored.
@@ -129,6 +197,8 @@ pub enum Input {
 /// What the startup gate hands back, once per round.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StartupReport {
+    /// The request that opened the round (`None` only in reports built outside the core).
+    pub request: Option<RequestId>,
     /// Round number (1, 2, ...), one per `Connect`/`Reload`/`Sync` that started servers.
     pub round: u64,
     /// Time from the round's start to this report.
@@ -136,7 +206,7 @@ pub struct StartupReport {
     /// The whole tool view at the gate, ordered by qualified name (live and deferred).
     pub tools: Vec<Tool>,
     /// Round members that failed, with the error (invalid config, connect failure, ...).
-    pub errors: BTreeMap<String, String>,
+    pub errors: BTreeMap<String, ServerError>,
     /// Round members that are connected with live tools.
     pub connected: Vec<String>,
     /// Round members still connecting whose tools come from the cache (deferred).
@@ -160,18 +230,6 @@ pub struct StartupReport {
     pub shadowed: Vec<crate::config::Shadowed>,
 }
 
-/// How a call ended. Errors read `MCP error: <message>` (JSON-RPC errors:
-/// `MCP error <code>: <message>`); a result with `isError` is still `Ok`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub enum CallOutcome {
-    /// The server answered with a result.
-    Ok(ToolResult),
-    /// The call failed: the server's error, a timeout, an unknown tool, a lost connection.
-    Err(String),
-    /// The embedder cancelled the call (abort remains abort).
-    Cancelled,
-}
-
 /// A server log message's `data` (`Output::ServerLog`) as text: a string as it is, any other
 /// JSON value in its JSON form.
 pub fn log_text(data: &Value) -> std::borrow::Cow<'_, str> {
@@ -183,6 +241,7 @@ pub fn log_text(data: &Value) -> std::borrow::Cow<'_, str> {
 
 /// How much a diagnostic or a server's log message matters, least first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[non_exhaustive]
 pub enum Level {
     /// Detail for tracing (ignored frames, undeclared notifications).
     Debug,
@@ -194,9 +253,10 @@ pub enum Level {
     Error,
 }
 
-/// Outputs: commands for the shell and events for the embedder.
+/// Outputs: commands for the shell, and events for the embedder.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[must_use]
+#[non_exhaustive]
 pub enum Output {
     /// Open a transport for attempt `conn`. Answer with `Transport { conn, .. }` events.
     OpenTransport {
@@ -213,6 +273,8 @@ pub enum Output {
         conn: ConnId,
         /// One JSON-RPC message, encoded.
         frame: Bytes,
+        /// What the frame is, so the transport never parses it.
+        meta: FrameMeta,
     },
     /// Close `conn`, whatever stage it is in (abort it if it is still opening). Sent once when
     /// the manager abandons an attempt it still tracks, and never for one that reported
@@ -240,87 +302,6 @@ pub enum Output {
         /// The tools it listed live.
         tools: Vec<ToolDef>,
     },
-    /// A startup round's gate condition held: what was ready, deferred, pending or failed.
-    StartupComplete(StartupReport),
-    /// These servers' slices of the tool view changed; read
-    /// [`Manager::tools`](super::Manager::tools).
-    ToolsChanged {
-        /// The servers whose tools changed, by name.
-        servers: Vec<String>,
-    },
-    /// A server's status changed.
-    StatusChanged {
-        /// The server.
-        server: String,
-        /// Its new status.
-        status: ServerStatus,
-    },
-    /// A call completed (exactly once per accepted call).
-    CallCompleted {
-        /// The call.
-        call: CallId,
-        /// How it ended.
-        outcome: CallOutcome,
-    },
-    /// Something the embedder should know, in words (a late failure, an ignored frame, ...).
-    Diagnostic {
-        /// The server it is about, if any.
-        server: Option<String>,
-        /// How much it matters.
-        level: Level,
-        /// What happened.
-        message: String,
-    },
-    /// A `notifications/progress` from a connected server. `call` is the call it is about
-    /// when its progress token is one the manager issued (calls carry one when
-    /// `reset_timeout_on_progress` is on) for a call in flight on that server; `None`
-    /// otherwise (the server's own token, or a call that already completed).
-    Progress {
-        /// The server that sent it.
-        server: String,
-        /// The call it is about, when the manager knows.
-        call: Option<CallId>,
-        /// Progress so far.
-        progress: f64,
-        /// The total, when the server knows it.
-        total: Option<f64>,
-        /// The server's words on it, if any.
-        message: Option<String>,
-    },
-    /// A `notifications/message` (the server's log). `level` maps the MCP level (`debug`;
-    /// `info`, `notice`; `warning`; `error` and above — and unknown levels — as `Error`);
-    /// `severity` is the level as the server sent it. Never also reported as a `Diagnostic`.
-    ServerLog {
-        /// The server that logged it.
-        server: String,
-        /// Its level, mapped.
-        level: Level,
-        /// Its level as sent.
-        severity: String,
-        /// The logger's name, if the server gave one.
-        logger: Option<String>,
-        /// The message (any JSON value; [`log_text`] renders it).
-        data: Value,
-    },
-    /// An automatic reconnect (or, with `retry_startup_failures`, a startup retry) is
-    /// scheduled: attempt `attempt` of the ladder opens in `delay` (jitter included). `error`
-    /// is why the last connection or attempt ended. Embedders get the attempt and the delay
-    /// typed, not in words.
-    ReconnectScheduled {
-        /// The server waiting.
-        server: String,
-        /// The attempt's number on the ladder (1-based).
-        attempt: u32,
-        /// How long until it opens.
-        delay: Duration,
-        /// Why the last connection or attempt ended.
-        error: String,
-    },
-    /// A scheduled attempt starts now: its transport is being opened.
-    ReconnectStarted {
-        /// The server reconnecting.
-        server: String,
-        /// The attempt's number on the ladder.
-        attempt: u32,
-    },
+    /// Something for the embedder.
+    Event(Event),
 }

@@ -3,8 +3,9 @@
 //! is renamed only when a name collides. Names that leave the view are remembered as retired,
 //! so a call to one is told why it no longer routes instead of hearing "unknown tool".
 
-use super::servers::{CacheState, Phase};
-use super::{Manager, Output};
+use super::errors::CallError;
+use super::servers::{CacheState, Stage};
+use super::{Event, Manager};
 use crate::names::NameTable;
 use crate::tool::{Tool, ToolRef};
 
@@ -113,7 +114,7 @@ impl Manager {
             self.names.remove_server(server);
             self.retire(server, before);
             if announce {
-                self.out.push_back(Output::ToolsChanged {
+                self.emit(Event::ToolsChanged {
                     servers: vec![server.to_string()],
                 });
             }
@@ -122,32 +123,36 @@ impl Manager {
 
     /// Why a qualified name does not route: its tool left its server's list, its server is
     /// not connected, or the name was never in the view.
-    pub(super) fn unknown_tool_error(&mut self, tool: &str) -> String {
+    pub(super) fn unknown_tool_error(&mut self, tool: &str) -> CallError {
+        let unknown = || CallError::UnknownTool {
+            tool: tool.to_string(),
+        };
         let Some((server, raw)) = self.retired.get(tool) else {
-            return format!("MCP error: unknown tool \"{tool}\" (not in the current tool view)");
+            return unknown();
         };
         let (server, raw) = (server.clone(), raw.clone());
         let running = self
             .servers
             .get(&server)
-            .filter(|s| !matches!(s.phase, Phase::Idle));
+            .filter(|s| !matches!(s.phase, Stage::Idle));
         match running {
             Some(s) if s.exposed.is_some() && self.names.qualified(&server, &raw).is_none() => {
                 self.counters.calls_to_retired_tools += 1;
-                format!(
-                    "MCP error: tool \"{raw}\" is no longer offered by server \"{server}\" (called as \"{tool}\")"
-                )
+                CallError::RetiredTool {
+                    server,
+                    raw,
+                    called_as: Some(tool.to_string()),
+                }
             }
             // Its server still offers the tool, under another name now (a collision among
             // other servers' tools moved it), or the server is pending without tools.
-            Some(_) => {
-                format!("MCP error: unknown tool \"{tool}\" (not in the current tool view)")
-            }
+            Some(_) => unknown(),
             None => {
                 self.counters.calls_to_retired_tools += 1;
-                format!(
-                    "MCP error: server \"{server}\" is not connected (tool \"{tool}\" was withdrawn with it)"
-                )
+                CallError::WithdrawnTool {
+                    tool: tool.to_string(),
+                    server,
+                }
             }
         }
     }
