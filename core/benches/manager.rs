@@ -182,7 +182,7 @@ fn pump(m: &mut Manager, answers: &Answers, queue: &mut VecDeque<Input>) -> Vec<
                         event: TransportEvent::Frame(table[id as usize].clone()),
                     });
                 }
-                Output::StartupComplete(report) => {
+                Output::Event(Event::StartupComplete { report: report }) => {
                     assert_eq!(
                         report.connected.len() * TOOLS_PER_SERVER,
                         report.tools.len()
@@ -279,10 +279,10 @@ fn measured_calls(m: &mut Manager, conn: ConnId, calls: Vec<Input>, replies: &[B
             },
         );
         match m.poll_output() {
-            Some(Output::CallCompleted {
+            Some(Output::Event(Event::CallCompleted {
                 outcome: CallOutcome::Ok(r),
                 ..
-            }) => {
+            })) => {
                 black_box(r);
             }
             other => panic!("unexpected {other:?}"),
@@ -403,7 +403,7 @@ fn tools_changed(c: &mut Criterion) {
                         let mut changed = false;
                         while let Some(out) = m.poll_output() {
                             match out {
-                                Output::ToolsChanged { servers } => {
+                                Output::Event(Event::ToolsChanged { servers }) => {
                                     changed = servers == [server.as_str()];
                                 }
                                 other => {

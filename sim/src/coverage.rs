@@ -121,6 +121,16 @@ coverage! {
     http_session_expired_recovered: "an HTTP session expired (404) and the transport's new session answered the call late",
     http_session_expired_failed: "an HTTP session expired (404), no new session could be started, and the transport failed",
     http_session_failed_then_reopened: "a server whose HTTP session could not be renewed was opened again (reconnect or embedder)",
+    round_reports_matched: "a StartupComplete named the request that opened its round",
+    syncs_without_round: "a Sync that started nothing completed with SyncCompleted",
+    requests_refused: "a request for an unknown server completed with RequestFailed",
+    refreshes_answered_by_their_list: "a refresh of a connected server was answered by a list asked after it",
+    refreshes_answered_by_first_list: "a refresh of a connecting server was answered by its first list",
+    refreshes_refused_not_connected: "a refresh of a server not connected was refused at once",
+    refreshes_lost: "a refresh was answered by the loss of its connection",
+    stderr_tails_checked: "an error carried a stderr tail, checked against its attempt",
+    calls_failed_by_transport: "a call failed because the transport could not deliver it",
+    sessions_renewed: "the transport renewed an HTTP session and the manager listed the tools again",
 }
 
 /// Counters reported but not required (every policy is driven now).

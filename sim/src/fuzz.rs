@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use switchboard_core::config::{self, ServerConfig, ServerSpec};
 use switchboard_core::manager::{
-    CacheKey, CallId, ConnId, Input, Manager, ManagerOptions, Output, TransportEvent,
+    CacheKey, CallId, ConnId, Event, Input, Manager, ManagerOptions, Output, RequestId,
+    TransportEvent,
 };
 use switchboard_core::protocol;
 use switchboard_core::tool::ToolDef;
@@ -178,8 +179,11 @@ pub fn manager_inputs(data: &[u8]) {
             conns[usize::from(k) % conns.len()]
         }
     };
+    let mut next_request = 0u64;
     for op in ops.into_iter().take(200) {
         let mut step = StepInfo::default();
+        next_request += 1;
+        let request = RequestId(next_request);
         let input = match op {
             Op::Advance(ms) => {
                 now += Duration::from_millis(u64::from(ms));
@@ -187,6 +191,7 @@ pub fn manager_inputs(data: &[u8]) {
                 None
             }
             Op::Connect(mask) => Some(Input::Connect {
+                request,
                 servers: names
                     .iter()
                     .enumerate()
@@ -195,10 +200,12 @@ pub fn manager_inputs(data: &[u8]) {
                     .collect(),
             }),
             Op::Disconnect(k) => Some(Input::Disconnect {
+                request,
                 server: names[usize::from(k) % names.len()].clone(),
             }),
-            Op::DisconnectAll => Some(Input::DisconnectAll),
+            Op::DisconnectAll => Some(Input::DisconnectAll { request }),
             Op::Refresh(k) => Some(Input::RefreshTools {
+                request,
                 server: names[usize::from(k) % names.len()].clone(),
             }),
             Op::Opened(k) => Some(transport(pick(&conns, k), TransportEvent::Opened)),
@@ -252,6 +259,7 @@ pub fn manager_inputs(data: &[u8]) {
                         server,
                         deferred: false,
                         withdrawn_target: false,
+                        progress: tool % 2 == 0,
                         timing: None,
                     },
                 );
@@ -260,6 +268,7 @@ pub fn manager_inputs(data: &[u8]) {
                     tool: name,
                     arguments: None,
                     timeout: timeout.map(|t| Duration::from_millis(u64::from(t))),
+                    progress: tool % 2 == 0,
                 })
             }
             Op::Cancel(k) => Some(Input::CancelCall {
@@ -302,7 +311,7 @@ pub fn manager_inputs(data: &[u8]) {
                         ));
                     }
                 }
-                Output::Send { conn, frame } => {
+                Output::Send { conn, frame, .. } => {
                     if !obs.mirror.contains(&conn) {
                         step.output_violations.push((
                             Invariant::EveryOpenIsClosedOnce,
@@ -311,20 +320,24 @@ pub fn manager_inputs(data: &[u8]) {
                     }
                     assert!(serde_json::from_slice::<serde_json::Value>(&frame).is_ok());
                 }
-                Output::StatusChanged { server, status } => {
+                Output::Event(Event::StatusChanged { server, status }) => {
                     step.status_events.insert(server, status);
                 }
-                Output::ToolsChanged { servers } => step.tools_changed.extend(servers),
-                Output::CallCompleted { call, outcome } => match obs.calls.remove(&call) {
-                    Some(c) => {
-                        obs.calls.insert(call, c);
-                        step.completed.push((call, outcome));
+                Output::Event(Event::ToolsChanged { servers }) => {
+                    step.tools_changed.extend(servers)
+                }
+                Output::Event(Event::CallCompleted { call, outcome }) => {
+                    match obs.calls.remove(&call) {
+                        Some(c) => {
+                            obs.calls.insert(call, c);
+                            step.completed.push((call, outcome));
+                        }
+                        None => step.output_violations.push((
+                            Invariant::EveryCallCompletesOnce,
+                            format!("call {} twice", call.0),
+                        )),
                     }
-                    None => step.output_violations.push((
-                        Invariant::EveryCallCompletesOnce,
-                        format!("call {} twice", call.0),
-                    )),
-                },
+                }
                 _ => {}
             }
         }

@@ -242,6 +242,8 @@ pub struct CallObs {
     pub server: Option<usize>,
     pub deferred: bool,
     pub withdrawn_target: bool,
+    /// It asked for progress (`CallTool.progress`), so progress may name it.
+    pub progress: bool,
     /// When it was issued, its timeout, and its deadline as progress pushed it (simulated).
     pub timing: Option<CallTiming>,
 }

@@ -3,7 +3,7 @@
 
 use crate::scenario::Scenario;
 use switchboard_core::config::ServerSpec;
-use switchboard_core::manager::{CallOutcome, Input, Output, TransportEvent};
+use switchboard_core::manager::{CallOutcome, Event, Input, Output, TransportEvent};
 
 const MAX_FRAME_SHOWN: usize = 400;
 
@@ -48,18 +48,28 @@ pub fn summary(sc: &Scenario) -> String {
 
 pub fn input(i: &Input) -> String {
     match i {
-        Input::Connect { servers } => format!("Connect {}", names(servers)),
-        Input::Reload { servers } => format!("Reload {}", names(servers)),
-        Input::Sync { servers } => format!("Sync {}", names(servers)),
-        Input::Disconnect { server } => format!("Disconnect {server}"),
-        Input::DisconnectAll => "DisconnectAll".into(),
-        Input::RefreshTools { server } => format!("RefreshTools {server}"),
+        Input::Connect { request, servers } => {
+            format!("Connect r{} {}", request.0, names(servers))
+        }
+        Input::Reload { request, servers } => format!("Reload r{} {}", request.0, names(servers)),
+        Input::Sync { request, servers } => format!("Sync r{} {}", request.0, names(servers)),
+        Input::Disconnect { request, server } => format!("Disconnect r{} {server}", request.0),
+        Input::DisconnectAll { request } => format!("DisconnectAll r{}", request.0),
+        Input::RefreshTools { request, server } => {
+            format!("RefreshTools r{} {server}", request.0)
+        }
         Input::Transport { conn, event } => match event {
             TransportEvent::Opened => format!("#{} Opened", conn.0),
             TransportEvent::Frame(f) => format!("#{} Frame {}", conn.0, frame_text(f)),
             TransportEvent::Closed { reason } => format!("#{} Closed {reason:?}", conn.0),
             TransportEvent::Failed { error } => format!("#{} Failed {error:?}", conn.0),
             TransportEvent::Notice { message } => format!("#{} Notice {message:?}", conn.0),
+            TransportEvent::Stderr { line } => format!("#{} Stderr {line:?}", conn.0),
+            TransportEvent::RequestFailed { id, error } => {
+                format!("#{} RequestFailed id={id} {error:?}", conn.0)
+            }
+            TransportEvent::SessionRenewed => format!("#{} SessionRenewed", conn.0),
+            other => format!("#{} {other:?}", conn.0),
         },
         Input::CacheLoaded { server, tools, .. } => match tools {
             Some(t) => format!(
@@ -75,20 +85,21 @@ pub fn input(i: &Input) -> String {
             ..
         } => format!("CallTool c{} {tool} timeout={timeout:?}", call.0),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
+        other => format!("{other:?}"),
     }
 }
 
 pub fn output(o: &Output) -> String {
     match o {
         Output::OpenTransport { conn, server, .. } => format!("OpenTransport #{} {server}", conn.0),
-        Output::Send { conn, frame } => format!("Send #{} {}", conn.0, frame_text(frame)),
+        Output::Send { conn, frame, .. } => format!("Send #{} {}", conn.0, frame_text(frame)),
         Output::CloseTransport { conn } => format!("CloseTransport #{}", conn.0),
         Output::LoadCache { server, .. } => format!("LoadCache {server}"),
         Output::StoreCache { server, tools, .. } => format!(
             "StoreCache {server} {:?}",
             tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
         ),
-        Output::StartupComplete(r) => format!(
+        Output::Event(Event::StartupComplete { report: r }) => format!(
             "StartupComplete round={} elapsed={:?} tools={:?} errors={:?} connected={:?} deferred={:?} pending={:?} skipped={:?}{}",
             r.round,
             r.elapsed,
@@ -96,7 +107,10 @@ pub fn output(o: &Output) -> String {
                 .iter()
                 .map(|t| if t.deferred { format!("{}*", t.qualified_name) } else { t.qualified_name.clone() })
                 .collect::<Vec<_>>(),
-            r.errors,
+            r.errors
+                .iter()
+                .map(|(k, e)| (k, e.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>(),
             r.connected,
             r.deferred,
             r.pending,
@@ -107,37 +121,38 @@ pub fn output(o: &Output) -> String {
                 format!(" disconnected={:?}", r.disconnected)
             }
         ),
-        Output::ToolsChanged { servers } => format!("ToolsChanged {servers:?}"),
-        Output::StatusChanged { server, status } => format!("StatusChanged {server} {status:?}"),
-        Output::CallCompleted { call, outcome } => match outcome {
+        Output::Event(Event::ToolsChanged { servers }) => format!("ToolsChanged {servers:?}"),
+        Output::Event(Event::StatusChanged { server, status }) => format!("StatusChanged {server} {status:?}"),
+        Output::Event(Event::CallCompleted { call, outcome }) => match outcome {
             CallOutcome::Ok(r) => format!("CallCompleted c{} ok {:?}", call.0, r.render_text()),
-            CallOutcome::Err(e) => format!("CallCompleted c{} err {e:?}", call.0),
+            CallOutcome::Err(e) => format!("CallCompleted c{} err {:?}", call.0, e.to_string()),
             CallOutcome::Cancelled => format!("CallCompleted c{} cancelled", call.0),
+            _ => format!("CallCompleted c{} {outcome:?}", call.0),
         },
-        Output::Diagnostic {
+        Output::Event(Event::Diagnostic {
             server,
             level,
             message,
-        } => format!(
+        }) => format!(
             "Diagnostic {level:?} {}: {message}",
             server.as_deref().unwrap_or("-")
         ),
-        Output::ReconnectScheduled {
+        Output::Event(Event::ReconnectScheduled {
             server,
             attempt,
             delay,
             error,
-        } => format!("ReconnectScheduled {server} attempt={attempt} in={delay:?}: {error}"),
-        Output::ReconnectStarted { server, attempt } => {
+        }) => format!("ReconnectScheduled {server} attempt={attempt} in={delay:?}: {error}"),
+        Output::Event(Event::ReconnectStarted { server, attempt }) => {
             format!("ReconnectStarted {server} attempt={attempt}")
         }
-        Output::Progress {
+        Output::Event(Event::Progress {
             server,
             call,
             progress,
             total,
             message,
-        } => format!(
+        }) => format!(
             "Progress {server} {} {progress}/{} {}",
             call.map_or("-".to_string(), |c| format!("c{}", c.0)),
             total.map_or("?".to_string(), |t| t.to_string()),
@@ -145,13 +160,13 @@ pub fn output(o: &Output) -> String {
         )
         .trim_end()
         .to_string(),
-        Output::ServerLog {
+        Output::Event(Event::ServerLog {
             server,
             level,
             severity,
             logger,
             data,
-        } => format!(
+        }) => format!(
             "ServerLog {level:?} {server} [{}] {severity}: {}",
             logger.as_deref().unwrap_or("-"),
             match data {
@@ -159,5 +174,27 @@ pub fn output(o: &Output) -> String {
                 other => other.to_string(),
             }
         ),
+        Output::Event(Event::RoundStarted { request, round }) => {
+            format!("RoundStarted r{} round={round}", request.0)
+        }
+        Output::Event(Event::SyncCompleted { request }) => format!("SyncCompleted r{}", request.0),
+        Output::Event(Event::RefreshCompleted {
+            request,
+            server,
+            result,
+        }) => match result {
+            Ok(()) => format!("RefreshCompleted r{} {server} ok", request.0),
+            Err(e) => format!("RefreshCompleted r{} {server} err {e:?}", request.0),
+        },
+        Output::Event(Event::Disconnected { request, closed }) => format!(
+            "Disconnected r{} closed={:?}",
+            request.0,
+            closed.iter().map(|c| c.0).collect::<Vec<_>>()
+        ),
+        Output::Event(Event::RequestFailed { request, error }) => {
+            format!("RequestFailed r{}: {error}", request.0)
+        }
+        Output::Event(Event::SessionRenewed { server }) => format!("SessionRenewed {server}"),
+        other => format!("{other:?}"),
     }
 }

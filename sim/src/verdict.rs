@@ -49,6 +49,15 @@ pub enum Invariant {
     PeerInputIsAccountedFor,
     /// 20: health pings keep coming while a server is connected.
     HealthPingsKeepComing,
+    /// 21: every embedder request completes exactly once, with an event of its kind.
+    EveryRequestCompletesOnce,
+    /// 22: a round's report names the request that opened it.
+    RoundReportReachesItsRequest,
+    /// 23: a refresh is answered by a list fetched after it was asked (or the connecting
+    /// server's first list), and only a server not connected is refused.
+    RefreshReportsItsOwnResult,
+    /// 24: an error's stderr tail holds only lines of the attempt it is about.
+    StderrTailsBelongToTheirAttempt,
     /// `Manager::options()` returns the options the manager was built with.
     OptionsEchoed,
     /// The run ends within its step budget.
@@ -131,6 +140,14 @@ impl Invariant {
             }
             Invariant::HealthPingsKeepComing => {
                 "20 health pings keep coming while a server is connected"
+            }
+            Invariant::EveryRequestCompletesOnce => "21 every request completes exactly once",
+            Invariant::RoundReportReachesItsRequest => {
+                "22 a round's report reaches the request that opened it"
+            }
+            Invariant::RefreshReportsItsOwnResult => "23 a refresh reports its own result",
+            Invariant::StderrTailsBelongToTheirAttempt => {
+                "24 stderr tails belong to the attempt that wrote them"
             }
             Invariant::OptionsEchoed => "options",
             Invariant::NoRunaway

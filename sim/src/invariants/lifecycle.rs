@@ -5,7 +5,7 @@
 
 use super::{output_violation, Ctx, Invariant};
 use std::collections::BTreeSet;
-use switchboard_core::manager::{CallId, CallOutcome, ConnId, ServerStatus};
+use switchboard_core::manager::{CallError, CallId, CallOutcome, ConnId, Phase, ServerStatus};
 
 /// `StartupComplete` comes exactly once per round; when every still-pending member had a
 /// cache hit it comes no later than the gate; it never omits a member that had settled.
@@ -44,11 +44,12 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                     if ctx
                         .m
                         .server_state(name)
-                        .is_some_and(|s| s.phase == "backoff") =>
+                        .is_some_and(|s| s.phase == Phase::Backoff) =>
                 {
                     &["errors"]
                 }
                 ServerStatus::Connecting => &["deferred", "pending"],
+                _ => &[],
             };
             if hits.len() != 1 || !want.contains(&hits[0]) {
                 return Err(format!(
@@ -257,21 +258,19 @@ pub fn calls_complete_once_and_correctly(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, Invariant::EveryCallCompletesOnce)?;
     // "No longer offered" is said only of a tool its server's live list lacks.
     for (call, outcome) in &ctx.step.completed {
-        let CallOutcome::Err(e) = outcome else {
+        let CallOutcome::Err(
+            e @ CallError::RetiredTool {
+                server, raw: tool, ..
+            },
+        ) = outcome
+        else {
             continue;
         };
-        let Some(rest) = e.strip_prefix("MCP error: tool \"") else {
-            continue;
-        };
-        let Some((tool, server)) = rest.split_once("\" is no longer offered by server \"") else {
-            continue;
-        };
-        let server = server.split('"').next().unwrap_or_default();
         if ctx
             .after
             .tools
             .iter()
-            .any(|t| t.server == server && t.raw == tool && !t.deferred)
+            .any(|t| t.server == *server && t.raw == *tool && !t.deferred)
         {
             return Err(format!(
                 "call {} failed with {e:?}, but {server} offers {tool} live",
@@ -306,17 +305,17 @@ pub fn calls_complete_once_and_correctly(ctx: &Ctx) -> Result<(), String> {
             continue;
         }
         let name = &ctx.obs.names[i];
-        if ctx.step.timer && msg.contains("timed out") {
+        if ctx.step.timer && matches!(msg, CallError::Timeout { .. }) {
             continue;
         }
-        let ok = match ctx.m.server_state(name) {
-            // The call names the failure; the server's last error may add to it (e.g. that
+        let ok = match (ctx.m.server_state(name), msg) {
+            // The call carries the failure; the server's last error may add to it (e.g. that
             // automatic reconnects stopped).
-            Some(s) => s.last_error.as_ref().is_some_and(|e| {
-                msg.strip_prefix("MCP error: ")
-                    .is_some_and(|body| !body.is_empty() && e.starts_with(body))
+            (Some(s), CallError::Transport(cause)) => s.last_error.as_ref().is_some_and(|e| {
+                !cause.message.is_empty() && e.message.starts_with(&cause.message)
             }),
-            None => msg.contains(&format!("server \"{name}\" was disconnected")),
+            (None, CallError::Disconnected { server }) => server == name,
+            _ => false,
         };
         if !ok {
             return Err(format!(

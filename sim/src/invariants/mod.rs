@@ -25,7 +25,7 @@ pub use policy::{
     call_timeouts_honour_deadlines, health_pings_keep_coming, ladder_ok,
     list_changed_settles_to_current_tools, no_reconnect_after_explicit_disconnect,
     rejected_frames_are_counted, sync_keeps_unchanged_servers, touched, update_policy,
-    PolicyCounts, CALL_TIMEOUT_PREFIX,
+    PolicyCounts,
 };
 pub use registry::{
     exposed_tools_belong_to_live_servers, qualified_names_are_valid, server_state_is_coherent,

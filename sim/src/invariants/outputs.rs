@@ -9,7 +9,7 @@ use super::{ladder_ok, Invariant};
 use crate::observe::{sim_log_level, Observer, RoundObs, StepInfo};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use switchboard_core::manager::{ConnId, Level, Output, ReconnectPolicy, ServerStatus};
+use switchboard_core::manager::{ConnId, Event, Level, Output, ReconnectPolicy, ServerStatus};
 use switchboard_core::Instant;
 
 /// What the output checks need besides the observations.
@@ -59,7 +59,7 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
                 found(step, Invariant::EveryOpenIsClosedOnce, d);
             }
         }
-        Output::StartupComplete(r) => {
+        Output::Event(Event::StartupComplete { report: r }) => {
             let snapshot = step.running_status.clone();
             step.report_status.push(snapshot);
             match obs.rounds.get_mut(&r.round) {
@@ -85,7 +85,7 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
                 }
             }
         }
-        Output::StatusChanged { server, status } => {
+        Output::Event(Event::StatusChanged { server, status }) => {
             step.status_events.insert(server.clone(), *status);
             if let Some(&i) = obs.index.get(server) {
                 step.running_status[i] = *status;
@@ -98,19 +98,19 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
                 }
             }
         }
-        Output::CallCompleted { call, .. } => {
+        Output::Event(Event::CallCompleted { call, .. }) => {
             if !obs.calls.contains_key(call) {
                 let d = format!("call {} completed twice (or was never issued)", call.0);
                 found(step, Invariant::EveryCallCompletesOnce, d);
                 return false;
             }
         }
-        Output::ReconnectScheduled {
+        Output::Event(Event::ReconnectScheduled {
             server,
             attempt,
             delay,
             error,
-        } => {
+        }) => {
             if let Err(e) = ladder_ok(w.reconnect, *delay, *attempt) {
                 let d = format!("ReconnectScheduled {server} ({error}): {e}");
                 found(step, Invariant::BackoffFollowsTheLadder, d);
@@ -118,7 +118,7 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
             obs.announced
                 .insert(server.clone(), (*attempt, w.now + *delay));
         }
-        Output::ReconnectStarted { server, attempt } => {
+        Output::Event(Event::ReconnectStarted { server, attempt }) => {
             let announced = obs.announced.remove(server);
             if announced != Some((*attempt, w.now)) {
                 let d = format!(
@@ -128,13 +128,13 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
                 found(step, Invariant::BackoffFollowsTheLadder, d);
             }
         }
-        Output::ServerLog {
+        Output::Event(Event::ServerLog {
             server,
             level,
             severity,
             logger,
             data,
-        } => {
+        }) => {
             let text = data.as_str().unwrap_or_default();
             let want = sim_log_level(severity, text);
             if logger.as_deref() != Some("sim") || want.is_none() {
@@ -152,18 +152,17 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
                 found(step, Invariant::PeerInputIsAccountedFor, d);
             }
         }
-        Output::Progress {
+        Output::Event(Event::Progress {
             server,
             call: Some(call),
             progress,
             ..
-        } => {
+        }) => {
             // Progress names a call only when it is one of ours, in flight, to that server.
-            let ok = w.reset_on_progress
-                && obs.calls.get(call).is_some_and(|c| {
-                    c.server.map(|i| obs.names[i].as_str()) == Some(server.as_str())
-                })
-                && !step.completed.iter().any(|(c, _)| c == call);
+            let ok = obs.calls.get(call).is_some_and(|c| {
+                (w.reset_on_progress || c.progress)
+                    && c.server.map(|i| obs.names[i].as_str()) == Some(server.as_str())
+            }) && !step.completed.iter().any(|(c, _)| c == call);
             if !ok {
                 let d = format!(
                     "Progress {progress} from {server} names call {} that is not one of its calls in flight",
@@ -172,15 +171,17 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
                 found(step, Invariant::PeerInputIsAccountedFor, d);
             }
         }
-        Output::Diagnostic {
+        Output::Event(Event::Diagnostic {
             server,
             level,
             message,
-        } => diagnostic(obs, step, server.as_deref(), *level, message),
-        Output::Progress { call: None, .. }
+        }) => diagnostic(obs, step, server.as_deref(), *level, message),
+        Output::Event(Event::Progress { call: None, .. })
         | Output::LoadCache { .. }
         | Output::StoreCache { .. }
-        | Output::ToolsChanged { .. } => {}
+        | Output::Event(Event::ToolsChanged { .. }) => {}
+        // The requests' completions are checked by the world's request ledger.
+        _ => {}
     }
     true
 }

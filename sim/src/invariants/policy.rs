@@ -6,7 +6,9 @@
 use super::{output_violation, Ctx, Invariant};
 use crate::observe::{Observer, PolicyObs, StepInfo, View};
 use std::time::Duration;
-use switchboard_core::manager::{CallOutcome, Manager, ReconnectPolicy, ServerStatus};
+use switchboard_core::manager::{
+    CallError, CallOutcome, Manager, ReconnectPolicy, ServerErrorKind, ServerStatus,
+};
 use switchboard_core::Instant;
 
 /// With health checks on, a connected server hears a `ping` at least every interval plus
@@ -47,7 +49,6 @@ pub fn rejected_frames_are_counted(ctx: &Ctx) -> Result<(), String> {
 }
 
 /// How a call completed by its timeout is worded (the manager's `Call` timer).
-pub const CALL_TIMEOUT_PREFIX: &str = "MCP error: tool call timed out after";
 
 pub fn ladder_ok(policy: &ReconnectPolicy, delay: Duration, n: u32) -> Result<(), String> {
     let base = policy.base_delay(n).as_nanos() as f64;
@@ -130,7 +131,7 @@ pub fn backoff_follows_the_ladder(ctx: &Ctx) -> Result<(), String> {
         let Some(st) = ctx.m.server_state(name) else {
             continue;
         };
-        if st.phase != "backoff" {
+        if st.phase.as_str() != "backoff" {
             continue;
         }
         let Some(at) = st.next_attempt_at else {
@@ -206,8 +207,8 @@ pub fn breaker_trips_exactly_past_the_limit(ctx: &Ctx) -> Result<(), String> {
         if count > policy.burst_limit {
             let said = st
                 .as_ref()
-                .and_then(|s| s.last_error.as_deref())
-                .is_some_and(|e| e.contains("automatic reconnects stopped"));
+                .and_then(|s| s.last_error.as_ref())
+                .is_some_and(|e| e.kind == ServerErrorKind::BreakerTripped);
             if ctx.after.status[i] != ServerStatus::Disconnected
                 || !said
                 || ctx.after.tools.iter().any(|t| t.server == *name)
@@ -219,7 +220,7 @@ pub fn breaker_trips_exactly_past_the_limit(ctx: &Ctx) -> Result<(), String> {
                     st.and_then(|s| s.last_error)
                 ));
             }
-        } else if st.as_ref().map(|s| s.phase) != Some("backoff") {
+        } else if st.as_ref().map(|s| s.phase.as_str()) != Some("backoff") {
             return Err(format!(
                 "{name}: unexpected close {count} within {:?} must schedule a reconnect, but the phase is {:?}",
                 policy.burst_window,
@@ -311,12 +312,9 @@ pub fn call_timeouts_honour_deadlines(ctx: &Ctx) -> Result<(), String> {
         ));
     }
     for (call, outcome) in &ctx.step.completed {
-        let CallOutcome::Err(msg) = outcome else {
+        let CallOutcome::Err(CallError::Timeout { .. }) = outcome else {
             continue;
         };
-        if !msg.starts_with(CALL_TIMEOUT_PREFIX) {
-            continue;
-        }
         let Some(t) = ctx.obs.calls.get(call).and_then(|c| c.timing) else {
             continue;
         };
@@ -429,7 +427,7 @@ pub fn update_policy(
             ServerStatus::Disconnected => o.backoff = None,
             ServerStatus::Connecting if touched(step, before, after, i) => {
                 if let Some(st) = m.server_state(name) {
-                    if st.phase == "backoff" {
+                    if st.phase.as_str() == "backoff" {
                         if let Some(at) = st.next_attempt_at {
                             if o.backoff.is_none_or(|b| b.2 != at) {
                                 o.backoff = Some((now, st.reconnect_attempt, at));
@@ -440,7 +438,8 @@ pub fn update_policy(
                     }
                 }
             }
-            ServerStatus::Connecting => {} // nothing happened to it: same wait as before
+            // Nothing happened to it: same wait as before.
+            _ => {}
         }
     }
     c

@@ -130,7 +130,7 @@ pub fn exposed_tools_belong_to_live_servers(ctx: &Ctx) -> Result<(), String> {
                     ));
                 }
             }
-            ServerStatus::Disconnected => {
+            _ => {
                 return Err(format!(
                     "tool {} is exposed but {} is disconnected",
                     t.qualified, t.server
@@ -309,11 +309,11 @@ pub fn server_state_is_coherent(ctx: &Ctx) -> Result<(), String> {
             ));
         }
         let phase_ok = match status {
-            ServerStatus::Connected => st.phase == "connected",
+            ServerStatus::Connected => st.phase.as_str() == "connected",
             ServerStatus::Connecting => {
-                ["opening", "initializing", "listing-tools", "backoff"].contains(&st.phase)
+                ["opening", "initializing", "listing-tools", "backoff"].contains(&st.phase.as_str())
             }
-            ServerStatus::Disconnected => st.phase == "idle",
+            _ => st.phase.as_str() == "idle",
         };
         if !phase_ok {
             return Err(format!(
@@ -326,7 +326,7 @@ pub fn server_state_is_coherent(ctx: &Ctx) -> Result<(), String> {
                 "{name} is {status:?} but server_state counts no attempt"
             ));
         }
-        let waiting = st.phase == "backoff";
+        let waiting = st.phase.as_str() == "backoff";
         if st.next_attempt_at.is_some() != waiting
             || st.next_attempt_at.is_some_and(|at| at < ctx.now)
         {

@@ -12,7 +12,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 use switchboard_core::config::{config_hash, ServerConfig, ServerSpec};
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, HealthPolicy, Input, ManagerOptions, ReconnectPolicy, ServerStatus,
+    CallError, CallId, CallOutcome, ConnId, HealthPolicy, Input, ManagerOptions, ReconnectPolicy,
+    ServerStatus,
 };
 use switchboard_core::names::NamingScheme;
 use switchboard_core::protocol::Root;
@@ -112,7 +113,8 @@ impl World<'_> {
         self.tr(|t| {
             let _ = writeln!(t, "--- liveness: final DisconnectAll");
         });
-        self.input(Input::DisconnectAll, |s| {
+        let request = self.rid();
+        self.input(Input::DisconnectAll { request }, |s| {
             s.disconnect_all = true;
         });
         let end = self.now + Duration::from_secs(3_600);
@@ -136,6 +138,15 @@ impl World<'_> {
             .and_then(|()| {
                 liveness::registries_empty(&self.m)
                     .map_err(|d| (Invariant::TeardownLeavesNothing, d))
+            })
+            .and_then(|()| {
+                let open = self.requests.in_flight();
+                if open.is_empty() {
+                    Ok(())
+                } else {
+                    let d = format!("requests never completed: {open:?}");
+                    Err((Invariant::EveryRequestCompletesOnce, d))
+                }
             });
         if let Err((invariant, d)) = verdict {
             self.fail(invariant, d);
@@ -154,7 +165,14 @@ impl World<'_> {
             .iter()
             .map(|&i| ServerSpec::new(sc.servers[i].name.clone(), config_for(sc, i, 0)))
             .collect();
-        self.input(Input::Connect { servers: specs }, |_| {});
+        let request = self.rid();
+        self.input(
+            Input::Connect {
+                request,
+                servers: specs,
+            },
+            |_| {},
+        );
         let horizon = self.now + Duration::from_secs(60);
         self.run_until(horizon);
     }
@@ -231,6 +249,7 @@ impl World<'_> {
                     server: Some(i),
                     deferred: false,
                     withdrawn_target: false,
+                    progress: false,
                     timing,
                 },
             );
@@ -240,6 +259,7 @@ impl World<'_> {
                     tool,
                     arguments: None,
                     timeout: Some(timeout),
+                    progress: false,
                 },
                 |s| s.scope = Some(i),
             );
@@ -266,7 +286,7 @@ impl World<'_> {
                 self.cov.calls_ok += 1;
                 self.cov.deferred_call_succeeded += u64::from(deferred);
             }
-            CallOutcome::Err(e) if e.contains("unknown tool") => self.cov.calls_unknown_tool += 1,
+            CallOutcome::Err(CallError::UnknownTool { .. }) => self.cov.calls_unknown_tool += 1,
             _ => {}
         }
         self.step.completed.push((call, outcome));
@@ -281,11 +301,11 @@ impl World<'_> {
                 self.step.explicit_start = true;
                 self.step.removed = (0..n).collect();
             }
-            Input::DisconnectAll => self.step.removed = (0..n).collect(),
-            Input::Disconnect { server } => {
+            Input::DisconnectAll { .. } => self.step.removed = (0..n).collect(),
+            Input::Disconnect { server, .. } => {
                 self.step.removed = self.obs.index.get(server).copied().into_iter().collect();
             }
-            Input::Sync { servers } => {
+            Input::Sync { servers, .. } => {
                 self.step.explicit_start = true;
                 for i in 0..n {
                     let name = &self.obs.names[i];
@@ -330,7 +350,14 @@ impl World<'_> {
         match &a.kind {
             ActionKind::Connect(list) => {
                 let s = specs(list);
-                self.input(Input::Connect { servers: s }, |_| {});
+                let request = self.rid();
+                self.input(
+                    Input::Connect {
+                        request,
+                        servers: s,
+                    },
+                    |_| {},
+                );
             }
             ActionKind::Reload(list) => {
                 self.cov.reloads += 1;
@@ -338,7 +365,14 @@ impl World<'_> {
                     *w = true;
                 }
                 let s = specs(list);
-                self.input(Input::Reload { servers: s }, |_| {});
+                let request = self.rid();
+                self.input(
+                    Input::Reload {
+                        request,
+                        servers: s,
+                    },
+                    |_| {},
+                );
             }
             ActionKind::Sync(list) => {
                 self.cov.syncs += 1;
@@ -353,7 +387,14 @@ impl World<'_> {
                     }
                 }
                 let s = specs(list);
-                self.input(Input::Sync { servers: s }, |_| {});
+                let request = self.rid();
+                self.input(
+                    Input::Sync {
+                        request,
+                        servers: s,
+                    },
+                    |_| {},
+                );
             }
             &ActionKind::Disconnect(i) => {
                 let i = i % sc.servers.len();
@@ -362,7 +403,8 @@ impl World<'_> {
                 }
                 self.obs.withdrawn[i] = true;
                 let server = sc.servers[i].name.clone();
-                self.input(Input::Disconnect { server }, |s| {
+                let request = self.rid();
+                self.input(Input::Disconnect { request, server }, |s| {
                     s.scope = Some(i);
                     s.disconnect = Some(i);
                 });
@@ -372,13 +414,19 @@ impl World<'_> {
                 for w in self.obs.withdrawn.iter_mut() {
                     *w = true;
                 }
-                self.input(Input::DisconnectAll, |s| s.disconnect_all = true);
+                let request = self.rid();
+                self.input(Input::DisconnectAll { request }, |s| {
+                    s.disconnect_all = true
+                });
             }
             &ActionKind::RefreshTools(i) => {
                 let i = i % sc.servers.len();
                 self.cov.refreshes += 1;
                 let server = sc.servers[i].name.clone();
-                self.input(Input::RefreshTools { server }, |s| s.scope = Some(i));
+                let request = self.rid();
+                self.input(Input::RefreshTools { request, server }, |s| {
+                    s.scope = Some(i)
+                });
             }
             &ActionKind::CallTool {
                 target,
@@ -457,6 +505,7 @@ impl World<'_> {
                 server,
                 deferred,
                 withdrawn_target,
+                progress: call.0 % 3 == 0,
                 timing: Some(CallTiming {
                     started: self.now,
                     timeout,
@@ -471,6 +520,8 @@ impl World<'_> {
                 tool: name,
                 arguments: Some(json!({ "n": call.0 })),
                 timeout: timeout_ms.map(Duration::from_millis),
+                // Every third call asks for progress itself.
+                progress: call.0 % 3 == 0,
             },
             |s| s.scope = server,
         );

@@ -11,6 +11,7 @@
 
 mod embedder;
 mod os;
+mod requests;
 mod server;
 
 pub use crate::verdict::{Invariant, Violation};
@@ -30,10 +31,10 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::config::config_hash;
-use switchboard_core::manager::Level;
 use switchboard_core::manager::{
     CacheKey, CallId, CallOutcome, ConnId, Input, Manager, Output, ServerStatus, TransportEvent,
 };
+use switchboard_core::manager::{CallError, Event, Level};
 use switchboard_core::rng::SplitMix64;
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
@@ -121,6 +122,8 @@ pub struct World<'a> {
     http_rng: SplitMix64,
     /// Servers whose last HTTP session could not be renewed, until they are opened again.
     session_lost: Vec<bool>,
+    /// The embedder's requests in flight, and what must complete them.
+    requests: requests::Requests,
 }
 
 impl<'a> World<'a> {
@@ -190,6 +193,7 @@ impl<'a> World<'a> {
             crashes: vec![0; n],
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
             session_lost: vec![false; n],
+            requests: requests::Requests::default(),
         }
     }
 
@@ -381,8 +385,9 @@ impl<'a> World<'a> {
         };
         setup(&mut self.step);
         self.note_lifecycle(&input);
+        self.request_issued(&input);
         let round_kind = match &input {
-            Input::Connect { servers } | Input::Reload { servers } => Some((
+            Input::Connect { servers, .. } | Input::Reload { servers, .. } => Some((
                 true,
                 servers
                     .iter()
@@ -403,6 +408,7 @@ impl<'a> World<'a> {
     }
 
     fn finish_step(&mut self) {
+        self.requests.current = None;
         self.drain_and_check(None);
     }
 
@@ -438,6 +444,7 @@ impl<'a> World<'a> {
             }
             self.perform(o);
         }
+        self.request_step_done();
         if let Some((must, invalid)) = round_kind {
             let gate = Duration::from_millis(self.sc.options.gate_ms);
             let open = self.m.open_rounds();
@@ -460,6 +467,7 @@ impl<'a> World<'a> {
     /// embedder — after the output checks have seen it.
     fn perform(&mut self, o: Output) {
         self.count_output(&o);
+        self.request_output(&o);
         let watch = outputs::Watch {
             now: self.now,
             reconnect: &self.m.options().reconnect,
@@ -470,19 +478,25 @@ impl<'a> World<'a> {
         }
         match o {
             Output::OpenTransport { conn, server, .. } => self.spawn(conn, &server),
-            Output::Send { conn, frame } => self.server_receives(conn, &frame),
+            Output::Send { conn, frame, .. } => self.server_receives(conn, &frame),
             Output::CloseTransport { conn } => self.close_transport(conn),
             Output::LoadCache { server, key } => self.load_cache(server, key),
             Output::StoreCache { server, key, tools } => self.store_cache(server, key, tools),
-            Output::StartupComplete(r) => self.step.reports.push(r),
-            Output::ToolsChanged { servers } => self.step.tools_changed.extend(servers),
-            Output::CallCompleted { call, outcome } => self.call_completed(call, outcome),
-            Output::StatusChanged { .. }
-            | Output::ReconnectScheduled { .. }
-            | Output::ReconnectStarted { .. }
-            | Output::ServerLog { .. }
-            | Output::Progress { .. }
-            | Output::Diagnostic { .. } => {}
+            Output::Event(Event::StartupComplete { report: r }) => self.step.reports.push(r),
+            Output::Event(Event::ToolsChanged { servers }) => {
+                self.step.tools_changed.extend(servers)
+            }
+            Output::Event(Event::CallCompleted { call, outcome }) => {
+                self.call_completed(call, outcome)
+            }
+            Output::Event(Event::StatusChanged { .. })
+            | Output::Event(Event::ReconnectScheduled { .. })
+            | Output::Event(Event::ReconnectStarted { .. })
+            | Output::Event(Event::ServerLog { .. })
+            | Output::Event(Event::Progress { .. })
+            | Output::Event(Event::Diagnostic { .. }) => {}
+            // Request completions: the ledger has seen them.
+            _ => {}
         }
     }
 
@@ -493,16 +507,16 @@ impl<'a> World<'a> {
             Output::CloseTransport { conn } if self.step.stale_opened == Some(*conn) => {
                 cov.stale_opens_closed += 1;
             }
-            Output::StartupComplete(r) => {
+            Output::Event(Event::StartupComplete { report: r }) => {
                 cov.rounds_reported += 1;
                 cov.deferred_tools_served += u64::from(!r.deferred.is_empty());
                 cov.rounds_with_pending += u64::from(!r.pending.is_empty());
             }
-            Output::ReconnectScheduled { .. } => cov.reconnect_events_scheduled += 1,
-            Output::ReconnectStarted { .. } => cov.reconnect_events_started += 1,
-            Output::ServerLog { .. } => cov.server_logs += 1,
-            Output::Progress { call: Some(_), .. } => cov.progress_events += 1,
-            Output::Diagnostic { level, message, .. } => {
+            Output::Event(Event::ReconnectScheduled { .. }) => cov.reconnect_events_scheduled += 1,
+            Output::Event(Event::ReconnectStarted { .. }) => cov.reconnect_events_started += 1,
+            Output::Event(Event::ServerLog { .. }) => cov.server_logs += 1,
+            Output::Event(Event::Progress { call: Some(_), .. }) => cov.progress_events += 1,
+            Output::Event(Event::Diagnostic { level, message, .. }) => {
                 cov.connections_lost += u64::from(message.starts_with("connection lost:"));
                 let late = message.starts_with("failed after startup:");
                 cov.late_failures_after_gate += u64::from(late && *level == Level::Error);
@@ -552,7 +566,7 @@ impl<'a> World<'a> {
             self.cov.syncs_restart_stopped += c.sync_restart_stopped;
             for (call, outcome) in &self.step.completed {
                 if let CallOutcome::Err(e) = outcome {
-                    if e.starts_with(invariants::CALL_TIMEOUT_PREFIX) {
+                    if matches!(e, CallError::Timeout { .. }) {
                         match self.obs.calls.get(call).and_then(|c| c.timing) {
                             Some(t)
                                 if t.extended

@@ -218,6 +218,11 @@ impl<'a> World<'a> {
             self.obs.mirror.remove(&conn);
         }
         if let TransportEvent::Opened = event {
+            if !stale {
+                // A process says something on stderr as it starts.
+                let now = self.now;
+                self.write_stderr(conn, "listening", now);
+            }
             let plan = self.procs.get(&conn).map(|p| p.plan.clone());
             if let Some(AttemptPlan {
                 oversized_after_ms: Some(ms),
@@ -370,6 +375,8 @@ impl<'a> World<'a> {
 
     pub(super) fn exit_in(&mut self, conn: ConnId, ms: u64, why: &str) {
         let at = self.after_ms(ms);
+        // A dying process says why on stderr first; the error of its attempt carries it.
+        self.write_stderr(conn, why, at);
         self.push(at, exit_event(conn, why));
     }
 }
@@ -390,15 +397,49 @@ impl World<'_> {
     /// forgot the session answers this `tools/call` with 404; the transport then replays
     /// `initialize` once and retries (io/src/http/mod.rs). If that works, the core sees only
     /// a later answer; if it fails, the transport ends with `Failed`, like the shell's.
-    pub(super) fn http_session_expiry(&mut self, conn: ConnId, i: usize) -> SessionExpiry {
+    pub(super) fn http_session_expiry(
+        &mut self,
+        conn: ConnId,
+        i: usize,
+        id: Option<u64>,
+    ) -> SessionExpiry {
         let http = i % 3 == 2 && !self.sc.servers[i].invalid;
         let p = u64::from(self.sc.mix.call_fault_pct / 2);
         if !http || self.healed || p == 0 || self.http_rng.below(100) >= p {
             return SessionExpiry::None;
         }
-        if self.http_rng.below(3) != 0 {
+        let draw = self.http_rng.below(3);
+        if draw == 1 && id.is_some() && self.http_rng.below(2) == 0 {
+            // The POST itself failed: the transport gives up on this one request only.
+            let id = id.unwrap_or_default();
+            let ms = 1 + self.http_rng.below(10);
+            let at = self.after_ms(ms);
+            let error = "HTTP POST failed: connection reset".to_string();
+            self.push(
+                at,
+                Ev::Deliver {
+                    conn,
+                    event: TransportEvent::RequestFailed { id, error },
+                    exit: false,
+                    tag: Tag::None,
+                },
+            );
+            return SessionExpiry::RequestFailed;
+        }
+        if draw != 0 {
             self.cov.http_session_expired_recovered += 1;
             let lat = self.sc.servers[i].call_latency_ms;
+            // The transport says it renewed the session before the late answer arrives.
+            let at = self.after_ms(2 * lat.max(1));
+            self.push(
+                at,
+                Ev::Deliver {
+                    conn,
+                    event: TransportEvent::SessionRenewed,
+                    exit: false,
+                    tag: Tag::None,
+                },
+            );
             // The 404, then initialize and notifications/initialized, then the call again.
             SessionExpiry::Recovered {
                 delay_ms: 3 * lat.max(1) + self.http_rng.below(20),
@@ -434,4 +475,6 @@ pub(super) enum SessionExpiry {
     Recovered { delay_ms: u64 },
     /// The new session could not be started: the transport failed.
     Failed,
+    /// The request could not be delivered: the transport reported it failed.
+    RequestFailed,
 }

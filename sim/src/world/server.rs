@@ -596,10 +596,10 @@ impl World<'_> {
             self.exit_in(conn, 1, "crashed during tools/call");
             return;
         }
-        let session_delay_ms = match self.http_session_expiry(conn, i) {
+        let session_delay_ms = match self.http_session_expiry(conn, i, id.as_u64()) {
             SessionExpiry::None => 0,
             SessionExpiry::Recovered { delay_ms } => delay_ms,
-            SessionExpiry::Failed => return,
+            SessionExpiry::Failed | SessionExpiry::RequestFailed => return,
         };
         let tool = req
             .get("params")
