@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 use switchboard_core::config::{ServerConfig, ServerSpec};
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, Input, Manager, ManagerOptions, Output, TransportEvent,
+    CallId, CallOutcome, ConnId, Event, Input, Manager, ManagerOptions, Output, TransportEvent,
 };
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
@@ -112,7 +112,7 @@ impl Script {
                 Output::OpenTransport { conn, server, .. } => {
                     self.conns.entry(server.clone()).or_default().push(*conn);
                 }
-                Output::Send { conn, frame } => {
+                Output::Send { conn, frame, .. } => {
                     if let Ok(v) = serde_json::from_slice::<Value>(frame) {
                         if let (Some(id), Some(m)) = (v["id"].as_u64(), v["method"].as_str()) {
                             self.pending
@@ -226,6 +226,7 @@ impl Script {
                 tool: tool.into(),
                 arguments: Some(args),
                 timeout: None,
+                progress: false,
             },
         );
     }
@@ -234,7 +235,9 @@ impl Script {
         self.outputs
             .iter()
             .filter_map(|o| match o {
-                Output::CallCompleted { call: c, outcome } if c.0 == call => Some(outcome),
+                Output::Event(Event::CallCompleted { call: c, outcome }) if c.0 == call => {
+                    Some(outcome)
+                }
                 _ => None,
             })
             .collect()
@@ -282,18 +285,24 @@ fn frame_text(frame: &[u8]) -> String {
 
 pub fn render_input(i: &Input) -> String {
     match i {
-        Input::Connect { servers } => format!("Connect {:?}", names(servers)),
-        Input::Reload { servers } => format!("Reload {:?}", names(servers)),
-        Input::Sync { servers } => format!("Sync {:?}", names(servers)),
-        Input::Disconnect { server } => format!("Disconnect {server}"),
-        Input::DisconnectAll => "DisconnectAll".into(),
-        Input::RefreshTools { server } => format!("RefreshTools {server}"),
+        Input::Connect { servers, .. } => format!("Connect {:?}", names(servers)),
+        Input::Reload { servers, .. } => format!("Reload {:?}", names(servers)),
+        Input::Sync { servers, .. } => format!("Sync {:?}", names(servers)),
+        Input::Disconnect { server, .. } => format!("Disconnect {server}"),
+        Input::DisconnectAll { .. } => "DisconnectAll".into(),
+        Input::RefreshTools { server, .. } => format!("RefreshTools {server}"),
         Input::Transport { conn, event } => match event {
             TransportEvent::Opened => format!("#{} Opened", conn.0),
             TransportEvent::Frame(f) => format!("#{} Frame {}", conn.0, frame_text(f)),
             TransportEvent::Closed { reason } => format!("#{} Closed {reason:?}", conn.0),
             TransportEvent::Failed { error } => format!("#{} Failed {error:?}", conn.0),
             TransportEvent::Notice { message } => format!("#{} Notice {message:?}", conn.0),
+            TransportEvent::Stderr { line } => format!("#{} Stderr {line:?}", conn.0),
+            TransportEvent::RequestFailed { id, error } => {
+                format!("#{} RequestFailed id={id} {error:?}", conn.0)
+            }
+            TransportEvent::SessionRenewed => format!("#{} SessionRenewed", conn.0),
+            other => format!("#{} {other:?}", conn.0),
         },
         Input::CacheLoaded { server, tools, .. } => match tools {
             Some(t) => format!(
@@ -307,6 +316,7 @@ pub fn render_input(i: &Input) -> String {
             tool,
             arguments,
             timeout,
+            ..
         } => format!(
             "CallTool c{} {tool} {} timeout={:?}",
             call.0,
@@ -314,6 +324,7 @@ pub fn render_input(i: &Input) -> String {
             timeout
         ),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
+        other => format!("{other:?}"),
     }
 }
 

@@ -22,7 +22,13 @@ pub(super) struct Batch {
     subscribed: bool,
     replies: Vec<(Sender<Option<StartupReport>>, Option<StartupReport>)>,
     call_replies: Vec<(OneshotSender<CallOutcome>, CallOutcome)>,
+    /// Refresh and refusal answers: sent after the snapshot, so a caller that reads the view
+    /// once `refresh_tools` returned sees the new list.
+    answers: Vec<(Sender<Answer>, Answer)>,
 }
+
+/// A waiter's answer to the handle.
+type Answer = Result<(), Error>;
 
 impl Batch {
     pub(super) fn new(driver: &Driver) -> Self {
@@ -33,6 +39,7 @@ impl Batch {
             subscribed: driver.subscribers.any(),
             replies: Vec::new(),
             call_replies: Vec::new(),
+            answers: Vec::new(),
         }
     }
 
@@ -92,7 +99,7 @@ impl Driver {
                             error,
                         },
                     });
-                    let _ = reply.try_send(answer);
+                    batch.answers.push((reply, answer));
                 }
                 batch.publish(Event::RefreshCompleted {
                     request,
@@ -114,7 +121,7 @@ impl Driver {
                     };
                     match w {
                         Waiter::Refresh { reply } | Waiter::Disconnect { reply, .. } => {
-                            let _ = reply.try_send(Err(e));
+                            batch.answers.push((reply, Err(e)));
                         }
                         // Dropped unanswered: the handle reads that as "no report".
                         Waiter::Round { .. } => {}
@@ -180,6 +187,7 @@ impl Driver {
             events,
             replies,
             call_replies,
+            answers,
             ..
         } = batch;
         if refresh {
@@ -195,6 +203,9 @@ impl Driver {
         }
         for (reply, outcome) in call_replies {
             let _ = reply.send(outcome);
+        }
+        for (reply, answer) in answers {
+            let _ = reply.try_send(answer);
         }
         for ev in &events {
             self.subscribers.publish(ev);

@@ -233,10 +233,12 @@ impl Watch<'_> {
                 self.p.emit(
                     "reconnect_scheduled",
                     Some(&server),
+                    // With the attempt's stderr tail, whoever ended it (the server or a
+                    // health check).
                     json!({"attempt": attempt, "next_attempt_in_ms": ms, "error": error.to_string()}),
                     format!(
                         "reconnect attempt {attempt} in {ms} ms ({})",
-                        super::term::first_line(&error.to_string())
+                        super::term::first_line(&error.message)
                     ),
                 );
             }
