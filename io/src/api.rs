@@ -3,12 +3,14 @@
 pub use crate::driver::link::Error;
 
 use crate::cache::ToolCache;
-use crate::driver::link::{ConfigReport, Event, Request, Shared};
+use crate::call::{Call, CallOptions};
+use crate::driver::link::{ConfigReport, Request, RoundKind, Shared};
 use crate::driver::{Clock, Driver, DriverConfig};
+use crate::events::{Events, Subscribers, EVENT_QUEUE_LEN};
 use crate::rt::Spawner;
 use crate::secrets::CredentialProvider;
 use crate::stdio::{ProcessRegistry, StdioOptions};
-use async_channel::{Receiver, Sender};
+use async_channel::Sender;
 use async_executor::Task;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -17,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_core::config::ServerSpec;
-use switchboard_core::manager::{CallId, CallOutcome, Input, Manager, ManagerOptions};
+use switchboard_core::manager::{CallId, Manager, ManagerOptions};
 use switchboard_core::protocol::Root;
 use switchboard_core::{NamingScheme, ServerState, ServerStatus, StartupReport, Tool, ToolResult};
 
@@ -44,6 +46,35 @@ pub struct Builder {
     project_dir: Option<PathBuf>,
     max_frame_len: Option<usize>,
     spawner: Spawner,
+    queues: QueueOptions,
+}
+
+/// The bounds of the queues between the handle, the driver and the transports. `Default`
+/// gives the values noted on each field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueOptions {
+    /// Requests from the handles waiting for the driver (1024): past that, callers wait.
+    pub requests: usize,
+    /// Transport events waiting for the driver (1024): past that, the transports wait, and a
+    /// server that floods us is held back at its pipe or socket.
+    pub inbound: usize,
+    /// Events waiting for each subscriber of [`Switchboard::events`] (1024): past that, the
+    /// subscriber misses events and reads [`RecvError::Lagged`](crate::RecvError::Lagged).
+    pub events: usize,
+    /// Progress notifications waiting for each [`Call::progress`] reader (64): past that,
+    /// notifications are dropped (later ones supersede them).
+    pub progress: usize,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        QueueOptions {
+            requests: 1024,
+            inbound: 1024,
+            events: EVENT_QUEUE_LEN,
+            progress: 64,
+        }
+    }
 }
 
 /// A seed that differs between processes and runs (the core itself never draws one).
@@ -79,6 +110,7 @@ impl Builder {
             project_dir: None,
             max_frame_len: None,
             spawner: Spawner::default(),
+            queues: QueueOptions::default(),
         }
     }
 
@@ -169,6 +201,12 @@ impl Builder {
     /// Tuning of stdio transports (frame limit, close waits).
     pub fn stdio_options(mut self, o: StdioOptions) -> Self {
         self.stdio = o;
+        self
+    }
+
+    /// The bounds of the library's queues (see [`QueueOptions`]).
+    pub fn queue_options(mut self, o: QueueOptions) -> Self {
+        self.queues = o;
         self
     }
 
@@ -305,9 +343,10 @@ impl Builder {
         let registry = ProcessRegistry::new();
         let clock = Clock::new();
         let manager = Manager::new(options, clock.now());
-        let (req_tx, req_rx) = async_channel::unbounded();
+        let queues = self.queues;
+        let (req_tx, req_rx) = async_channel::bounded(queues.requests.max(1));
         let shared = Arc::new(Mutex::new(Shared::default()));
-        let subscribers = Arc::new(Mutex::new(Vec::new()));
+        let subscribers = Subscribers::with_capacity(queues.events);
         let driver = Driver::new(
             manager,
             clock,
@@ -318,6 +357,7 @@ impl Builder {
                 credentials: self.credentials,
                 registry: registry.clone(),
                 spawner: self.spawner.clone(),
+                inbound_capacity: queues.inbound,
             },
             shared.clone(),
             subscribers.clone(),
@@ -331,12 +371,16 @@ impl Builder {
                 subscribers,
                 registry,
                 next_call: AtomicU64::new(1),
+                progress_capacity: queues.progress.max(1),
                 source: Mutex::new(self.source),
                 discovery: Mutex::new(discovery),
                 driver: Mutex::new(Some(task)),
             }),
         };
-        let report = sb.connect_round(Input::Connect { servers }, config).await?;
+        let report = sb
+            .round(RoundKind::Connect, servers, config)
+            .await?
+            .ok_or(Error::Stopped)?;
         Ok((sb, report))
     }
 }
@@ -352,9 +396,10 @@ fn config_report(d: &crate::discovery::Discovered) -> ConfigReport {
 struct Inner {
     requests: Sender<Request>,
     shared: Arc<Mutex<Shared>>,
-    subscribers: Arc<Mutex<Vec<Sender<Event>>>>,
+    subscribers: Subscribers,
     registry: ProcessRegistry,
     next_call: AtomicU64,
+    progress_capacity: usize,
     source: Mutex<ServerSource>,
     discovery: Mutex<Option<crate::discovery::Discovered>>,
     driver: Mutex<Option<Task<()>>>,
@@ -393,36 +438,19 @@ pub struct Switchboard {
     inner: Arc<Inner>,
 }
 
-/// Cancels the call when dropped before it completed.
-struct CallGuard<'a> {
-    sb: &'a Switchboard,
-    call: CallId,
-    done: bool,
-}
-
-impl Drop for CallGuard<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = self
-                .sb
-                .inner
-                .requests
-                .try_send(Request::Input(Input::CancelCall { call: self.call }));
-        }
-    }
-}
-
 impl Switchboard {
-    async fn connect_round(
+    async fn round(
         &self,
-        input: Input,
+        round: RoundKind,
+        servers: Vec<ServerSpec>,
         config: ConfigReport,
-    ) -> Result<StartupReport, Error> {
+    ) -> Result<Option<StartupReport>, Error> {
         let (tx, rx) = async_channel::bounded(1);
         self.inner
             .requests
-            .send(Request::Connect {
-                input,
+            .send(Request::Round {
+                round,
+                servers,
                 config,
                 reply: tx,
             })
@@ -472,7 +500,8 @@ impl Switchboard {
     /// Call a tool by qualified name with the default timeout. Waits for a deferred tool's
     /// server. A result with `isError` is `Ok`; transport and protocol failures are `Err`.
     pub async fn call(&self, tool: &str, arguments: Value) -> Result<ToolResult, Error> {
-        self.call_with_timeout(tool, arguments, None).await
+        self.call_with(tool, arguments, CallOptions::default())
+            .await
     }
 
     /// [`call`](Self::call) with its own timeout. Dropping the future cancels the call and
@@ -483,32 +512,36 @@ impl Switchboard {
         arguments: Value,
         timeout: Option<Duration>,
     ) -> Result<ToolResult, Error> {
+        let options = CallOptions {
+            timeout,
+            ..CallOptions::default()
+        };
+        self.call_with(tool, arguments, options).await
+    }
+
+    /// Start a call with these options and return its handle at once: [`Call::id`] names
+    /// it (as `Event::CallCompleted` and `Event::Progress` do), [`Call::progress`] gives its
+    /// progress when asked for, and awaiting it gives the result. Dropping the handle before
+    /// it completed cancels the call (`notifications/cancelled` to the server).
+    pub fn call_with(&self, tool: &str, arguments: Value, options: CallOptions) -> Call {
         let call = CallId(self.inner.next_call.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = crate::rt::oneshot();
-        self.inner
-            .requests
-            .send(Request::Call {
-                call,
-                tool: tool.to_string(),
-                arguments: Some(arguments),
-                timeout,
-                reply: tx,
-            })
-            .await
-            .map_err(|_| Error::Stopped)?;
-        let mut guard = CallGuard {
-            sb: self,
-            call,
-            done: false,
+        let (progress_tx, progress) = match options.progress {
+            true => {
+                let (tx, rx) = async_channel::bounded(self.inner.progress_capacity);
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
         };
-        let outcome = rx.await;
-        guard.done = true;
-        match outcome {
-            Ok(CallOutcome::Ok(r)) => Ok(r),
-            Ok(CallOutcome::Err(e)) => Err(Error::Call(e)),
-            Ok(CallOutcome::Cancelled) => Err(Error::Cancelled),
-            Err(_) => Err(Error::Stopped),
-        }
+        let request = Request::Call {
+            call,
+            tool: tool.to_string(),
+            arguments: Some(arguments),
+            timeout: options.timeout,
+            progress: progress_tx,
+            reply: tx,
+        };
+        Call::start(self.inner.requests.clone(), call, request, rx, progress)
     }
 
     async fn ask<T>(
@@ -566,13 +599,16 @@ impl Switchboard {
                 (servers, config)
             }
         };
-        self.connect_round(Input::Reload { servers }, config).await
+        self.round(RoundKind::Reload, servers, config)
+            .await?
+            .ok_or(Error::Stopped)
     }
 
     /// Connect more servers (skipping those already connected or pending); returns at the gate.
     pub async fn connect(&self, servers: Vec<ServerSpec>) -> Result<StartupReport, Error> {
-        self.connect_round(Input::Connect { servers }, ConfigReport::default())
-            .await
+        self.round(RoundKind::Connect, servers, ConfigReport::default())
+            .await?
+            .ok_or(Error::Stopped)
     }
 
     /// Reconcile to this set: start new servers, restart changed ones and stopped ones it
@@ -593,28 +629,15 @@ impl Switchboard {
                 list.clone_from(&servers);
             }
         }
-        let (tx, rx) = async_channel::bounded(1);
-        self.inner
-            .requests
-            .send(Request::Connect {
-                input: Input::Sync { servers },
-                config: ConfigReport::default(),
-                reply: tx,
-            })
+        self.round(RoundKind::Sync, servers, ConfigReport::default())
             .await
-            .map_err(|_| Error::Stopped)?;
-        match rx.recv().await {
-            Ok(report) => Ok(Some(report)),
-            // Dropped unanswered: no round was opened (or the driver stopped meanwhile).
-            Err(_) if self.inner.requests.is_closed() => Err(Error::Stopped),
-            Err(_) => Ok(None),
-        }
     }
 
     /// Re-list one server's tools and return once the new list is in the view (a server that
     /// is still connecting: once its first list is). Errors: [`Error::UnknownServer`],
-    /// [`Error::NotConnected`] for a failed or backing-off server, [`Error::Refresh`] with the
-    /// server's error when the list fails (the previous list stays) or the connection is lost.
+    /// [`Error::NotConnected`] for a failed, stopped or backing-off server, [`Error::Refresh`]
+    /// with the [`RefreshError`](crate::RefreshError) when the list fails (the previous list
+    /// stays) or the connection is lost.
     pub async fn refresh_tools(&self, name: &str) -> Result<(), Error> {
         self.ask(|reply| Request::Refresh {
             server: name.to_string(),
@@ -623,13 +646,12 @@ impl Switchboard {
         .await
     }
 
-    /// A stream of tool changes, status changes, diagnostics and startup reports.
-    pub fn events(&self) -> Receiver<Event> {
-        let (tx, rx) = async_channel::unbounded();
-        if let Ok(mut subs) = self.inner.subscribers.lock() {
-            subs.push(tx);
-        }
-        rx
+    /// A new subscription to the core's events (tool and status changes, diagnostics,
+    /// startup reports, request completions, ...), from now on. Bounded: a subscriber that
+    /// does not keep up reads [`RecvError::Lagged`](crate::RecvError::Lagged) where it
+    /// missed some (see [`QueueOptions::events`]).
+    pub fn events(&self) -> Events {
+        self.inner.subscribers.subscribe()
     }
 
     /// Close every transport (stdin, SIGTERM, SIGKILL to each process group) and return when

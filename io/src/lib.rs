@@ -10,8 +10,10 @@
 //! [`Builder::executor`] a `smol::Executor`. Callers on the threads that run those tasks
 //! never hand a call to another thread (the fastest setup).
 //!
-//! Everything an embedder needs is at the crate root: the builder and handle, [`Event`] and
-//! [`Error`], the server configs ([`ServerSpec`], [`ServerConfig`]), discovery
+//! Everything an embedder needs is at the crate root: the builder and handle, calls
+//! ([`Call`], [`CallOptions`]), the core's [`Event`] (as the core produced it) and its typed
+//! errors ([`CallError`], [`ServerError`], [`RefreshError`]), the API's [`Error`], the server
+//! configs ([`ServerSpec`], [`ServerConfig`]), discovery
 //! ([`discover`], [`DiscoveryOptions`], [`Discovered`]), transport tuning ([`StdioOptions`],
 //! [`HttpOptions`]) and [`CredentialProvider`]. The rest of the core's types are under
 //! [`core`]. The transports (stdio process groups; Streamable HTTP and legacy HTTP+SSE on
@@ -38,7 +40,7 @@
 //!     for (server, error) in &report.errors {
 //!         println!("{server}: {error}");
 //!     }
-//!     assert!(report.errors["missing"].contains("/nonexistent/mcp-server"));
+//!     assert!(report.errors["missing"].message.contains("/nonexistent/mcp-server"));
 //!     assert!(report.errors.contains_key("quits"));
 //!     assert_eq!(sb.status("quits"), ServerStatus::Disconnected);
 //!     assert!(sb.tools().is_empty());
@@ -60,23 +62,30 @@ pub use switchboard_core as core;
 
 mod api;
 mod cache;
+mod call;
 mod discovery;
 mod driver;
+mod events;
 mod http;
 mod proc;
 mod rt;
 mod secrets;
 mod stdio;
 
-pub use api::{Builder, Error, ServerSource, Switchboard};
+pub use api::{Builder, Error, QueueOptions, ServerSource, Switchboard};
+pub use call::{Call, CallOptions};
 pub use discovery::{discover, Discovered, DiscoveryOptions};
-pub use driver::Event;
+pub use driver::link::Progress;
+pub use events::{Events, RecvError, EVENT_QUEUE_LEN};
 pub use http::HttpOptions;
 pub use rt::TaskFuture;
 pub use secrets::CredentialProvider;
 pub use stdio::StdioOptions;
 pub use switchboard_core::config::{DenyList, ServerConfig, ServerSpec, TransportConfig};
-pub use switchboard_core::manager::ManagerOptions;
+pub use switchboard_core::manager::{
+    CallError, CallId, CallOutcome, ConnId, Event, Level, ManagerOptions, Phase, RefreshError,
+    RequestError, RequestId, ServerError, ServerErrorKind,
+};
 pub use switchboard_core::protocol::Root;
 pub use switchboard_core::{
     NamingScheme, ServerState, ServerStatus, StartupReport, Tool, ToolResult,

@@ -7,6 +7,7 @@ mod sim_prop;
 mod sim_snapshots;
 mod support;
 
+mod bounds;
 mod cli;
 mod config;
 mod conformance;

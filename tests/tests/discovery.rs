@@ -496,7 +496,8 @@ mod with_the_shell {
                 .errors
                 .get("bad")
                 .expect("the invalid entry is an error");
-            assert!(bad.contains(".mcp.json"), "{bad}");
+            assert_eq!(bad.kind, switchboard::ServerErrorKind::InvalidConfig);
+            assert!(bad.message.contains(".mcp.json"), "{bad}");
             assert_eq!(report.config_errors.len(), 2, "{:?}", report.config_errors);
             sb.shutdown().await;
         });

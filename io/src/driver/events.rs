@@ -1,13 +1,14 @@
-//! Translating the core's reports into what the embedder sees: the shared snapshot the
-//! handle reads, replies to waiting calls and rounds, `Event`s for subscribers, and log lines.
-//! A server's stderr tail is added to the errors of attempts the core ended itself.
+//! Delivering the core's events: replies to the requests and calls they complete, the shared
+//! snapshot the handle reads, log lines, and the events themselves to subscribers — unchanged,
+//! as the core produced them.
 
-use super::link::Event;
-use super::{Driver, Transport};
+use super::waiters::Waiter;
+use super::Driver;
+use crate::driver::link::{Error, Progress};
 use crate::rt::OneshotSender;
 use async_channel::Sender;
 use std::sync::Arc;
-use switchboard_core::manager::{CallOutcome, ConnId, Output, StartupReport};
+use switchboard_core::manager::{CallOutcome, Event, Level, RequestError, StartupReport};
 
 /// What one drain of the core's outputs changed, published together at its end.
 pub(super) struct Batch {
@@ -17,11 +18,17 @@ pub(super) struct Batch {
     /// Events go out after the shared snapshot is refreshed, so a subscriber that reacts to
     /// `ToolsChanged` reads the new view.
     events: Vec<Event>,
-    /// Nobody listens: no event is built (a startup report is then moved, not copied).
+    /// Nobody listens: events are not kept (a startup report is then moved, not copied).
     subscribed: bool,
-    replies: Vec<(Sender<StartupReport>, StartupReport)>,
+    replies: Vec<(Sender<Option<StartupReport>>, Option<StartupReport>)>,
     call_replies: Vec<(OneshotSender<CallOutcome>, CallOutcome)>,
+    /// Refresh and refusal answers: sent after the snapshot, so a caller that reads the view
+    /// once `refresh_tools` returned sees the new list.
+    answers: Vec<(Sender<Answer>, Answer)>,
 }
+
+/// A waiter's answer to the handle.
+type Answer = Result<(), Error>;
 
 impl Batch {
     pub(super) fn new(driver: &Driver) -> Self {
@@ -29,133 +36,146 @@ impl Batch {
             refresh: false,
             refresh_tools: false,
             events: Vec::new(),
-            subscribed: driver.subscribers.lock().is_ok_and(|s| !s.is_empty()),
+            subscribed: driver.subscribers.any(),
             replies: Vec::new(),
             call_replies: Vec::new(),
+            answers: Vec::new(),
+        }
+    }
+
+    fn publish(&mut self, ev: Event) {
+        if self.subscribed {
+            self.events.push(ev);
         }
     }
 }
 
 impl Driver {
-    /// One report of the core, into `batch`. Commands are performed by `perform_outputs`
-    /// and never reach this.
-    pub(super) fn report(&mut self, out: Output, batch: &mut Batch) {
-        match out {
-            Output::StartupComplete(mut report) => {
-                for (server, error) in &mut report.errors {
-                    self.add_failed_tail(server, error);
-                }
+    /// One event of the core, into `batch`.
+    pub(super) fn deliver(&mut self, ev: Event, batch: &mut Batch) {
+        match ev {
+            Event::StartupComplete { mut report } => {
                 batch.refresh = true;
                 batch.refresh_tools = true;
-                match (self.startup_waiters.remove(&report.round), batch.subscribed) {
-                    (Some((w, config)), true) => {
+                let waiter = report.request.and_then(|r| self.waiters.remove(&r));
+                match waiter {
+                    Some(Waiter::Round { reply, config }) => {
                         config.add_to(&mut report);
-                        batch.replies.push((w, report.clone()));
-                        batch.events.push(Event::StartupComplete { report });
+                        if batch.subscribed {
+                            batch.replies.push((reply, Some(report.clone())));
+                        } else {
+                            batch.replies.push((reply, Some(report)));
+                            return;
+                        }
                     }
-                    (Some((w, config)), false) => {
-                        config.add_to(&mut report);
-                        batch.replies.push((w, report));
+                    Some(other) => {
+                        // Not a round's request (cannot happen): keep it for its own answer.
+                        if let Some(r) = report.request {
+                            self.waiters.insert(r, other);
+                        }
                     }
-                    (None, true) => batch.events.push(Event::StartupComplete { report }),
-                    (None, false) => {}
+                    None => {}
                 }
+                batch.publish(Event::StartupComplete { report });
             }
-            Output::ToolsChanged { servers } => {
-                batch.refresh = true;
-                batch.refresh_tools = true;
-                self.observe_tools_changed(&servers);
-                if batch.subscribed {
-                    batch.events.push(Event::ToolsChanged { servers });
+            Event::SyncCompleted { request } => {
+                if let Some(Waiter::Round { reply, .. }) = self.waiters.remove(&request) {
+                    batch.replies.push((reply, None));
                 }
+                batch.publish(Event::SyncCompleted { request });
             }
-            Output::StatusChanged { server, status } => {
-                batch.refresh = true;
-                if batch.subscribed {
-                    batch.events.push(Event::StatusChanged { server, status });
-                }
-            }
-            Output::CallCompleted { call, outcome } => {
-                if let Some(reply) = self.calls.remove(&call) {
-                    batch.call_replies.push((reply, outcome));
-                }
-            }
-            Output::Diagnostic {
+            Event::RefreshCompleted {
+                request,
                 server,
-                level,
-                mut message,
+                result,
             } => {
-                if let Some(s) = &server {
-                    self.add_failed_tail(s, &mut message);
-                }
-                log_diagnostic(server.as_deref(), level, &message);
-                self.observe_diagnostic(server.as_deref(), level, &message);
-                if batch.subscribed {
-                    batch.events.push(Event::Diagnostic {
-                        server,
-                        level,
-                        message,
+                if let Some(Waiter::Refresh { reply }) = self.waiters.remove(&request) {
+                    let answer = result.clone().map_err(|error| match error {
+                        switchboard_core::RefreshError::NotConnected { server, reason } => {
+                            Error::NotConnected { server, reason }
+                        }
+                        error => Error::Refresh {
+                            server: server.clone(),
+                            error,
+                        },
                     });
+                    batch.answers.push((reply, answer));
                 }
-            }
-            Output::Progress {
-                server,
-                call,
-                progress,
-                total,
-                message,
-            } => batch.events.push(Event::Progress {
-                server,
-                call,
-                progress,
-                total,
-                message,
-            }),
-            Output::ServerLog {
-                server,
-                level,
-                severity,
-                logger,
-                data,
-            } => {
-                let text = switchboard_core::manager::log_text(&data);
-                let line = match &logger {
-                    Some(l) => format!("[{l}] {text}"),
-                    None => text.into_owned(),
-                };
-                log_diagnostic(Some(&server), level, &line);
-                batch.events.push(Event::ServerLog {
+                batch.publish(Event::RefreshCompleted {
+                    request,
                     server,
-                    level,
-                    severity,
-                    logger,
-                    data,
+                    result,
                 });
             }
-            Output::ReconnectScheduled {
-                server,
-                attempt,
-                delay,
-                error,
-            } => {
-                let ms = delay.as_millis();
-                let line = format!("{error}; reconnect attempt {attempt} in {ms} ms");
-                log_diagnostic(Some(&server), switchboard_core::manager::Level::Warn, &line);
-                batch.events.push(Event::ReconnectScheduled {
-                    server,
-                    attempt,
-                    delay,
-                    error,
-                })
+            Event::Disconnected { request, closed } => {
+                if let Some(Waiter::Disconnect { server, reply }) = self.waiters.remove(&request) {
+                    self.wait_for_close(server, &closed, reply);
+                }
+                batch.publish(Event::Disconnected { request, closed });
             }
-            Output::ReconnectStarted { server, attempt } => batch
-                .events
-                .push(Event::ReconnectStarted { server, attempt }),
-            Output::OpenTransport { .. }
-            | Output::Send { .. }
-            | Output::CloseTransport { .. }
-            | Output::LoadCache { .. }
-            | Output::StoreCache { .. } => {}
+            Event::RequestFailed { request, error } => {
+                if let Some(w) = self.waiters.remove(&request) {
+                    let e = match &error {
+                        RequestError::UnknownServer(name) => Error::UnknownServer(name.clone()),
+                        other => Error::Refused(other.clone()),
+                    };
+                    match w {
+                        Waiter::Refresh { reply } | Waiter::Disconnect { reply, .. } => {
+                            batch.answers.push((reply, Err(e)));
+                        }
+                        // Dropped unanswered: the handle reads that as "no report".
+                        Waiter::Round { .. } => {}
+                    }
+                }
+                batch.publish(Event::RequestFailed { request, error });
+            }
+            Event::CallCompleted { call, outcome } => {
+                if let Some(slot) = self.calls.remove(&call) {
+                    if batch.subscribed {
+                        batch.call_replies.push((slot.reply, outcome.clone()));
+                    } else {
+                        batch.call_replies.push((slot.reply, outcome));
+                        return;
+                    }
+                }
+                batch.publish(Event::CallCompleted { call, outcome });
+            }
+            Event::Progress {
+                server,
+                call,
+                progress,
+                total,
+                message,
+            } => {
+                let watcher = call.and_then(|c| self.calls.get(&c)?.progress.as_ref());
+                if let Some(tx) = watcher {
+                    // Bounded: a caller that does not read its progress misses some.
+                    let _ = tx.try_send(Progress {
+                        progress,
+                        total,
+                        message: message.clone(),
+                    });
+                }
+                batch.publish(Event::Progress {
+                    server,
+                    call,
+                    progress,
+                    total,
+                    message,
+                });
+            }
+            ev => {
+                match &ev {
+                    Event::ToolsChanged { .. } => {
+                        batch.refresh = true;
+                        batch.refresh_tools = true;
+                    }
+                    Event::StatusChanged { .. } => batch.refresh = true,
+                    _ => {}
+                }
+                log_event(&ev);
+                batch.publish(ev);
+            }
         }
     }
 
@@ -167,6 +187,7 @@ impl Driver {
             events,
             replies,
             call_replies,
+            answers,
             ..
         } = batch;
         if refresh {
@@ -175,20 +196,6 @@ impl Driver {
                     s.tools = Arc::new(self.m.tools());
                 }
                 s.servers = self.m.servers();
-                self.failed_tails.retain(|name, ft| {
-                    s.servers
-                        .iter()
-                        .any(|st| st.name == *name && st.attempts == ft.attempts)
-                });
-                for st in &mut s.servers {
-                    if let (Some(ft), Some(e)) =
-                        (self.failed_tails.get(&st.name), st.last_error.as_mut())
-                    {
-                        if *e == ft.error {
-                            e.push_str(&ft.tail);
-                        }
-                    }
-                }
             }
         }
         for (w, report) in replies {
@@ -197,73 +204,56 @@ impl Driver {
         for (reply, outcome) in call_replies {
             let _ = reply.send(outcome);
         }
-        for ev in events {
-            self.publish(ev);
+        for (reply, answer) in answers {
+            let _ = reply.try_send(answer);
+        }
+        for ev in &events {
+            self.subscribers.publish(ev);
         }
     }
+}
 
-    fn publish(&self, ev: Event) {
-        if let Ok(mut subs) = self.subscribers.lock() {
-            subs.retain(|s| s.try_send(ev.clone()).is_ok() || !s.is_closed() && !s.is_full());
-        }
-    }
-
-    /// The core closes `conn` itself: if that ended the server's attempt with an error, keep
-    /// the server's last stderr lines for that error, so a server that fails to start or dies
-    /// reports them. Transports that end by themselves put them in their own
-    /// `Closed`/`Failed` already.
-    pub(super) fn remember_failed_tail(&mut self, conn: ConnId, t: &Transport) {
-        let Transport::Stdio(t) = t else { return };
-        let tail = t.stderr_tail();
-        let Some(server) = self.conn_server.get(&conn) else {
-            return;
-        };
-        let Some(state) = self.m.server_state(server) else {
-            return;
-        };
-        if tail.is_empty() || state.conn == Some(conn) {
-            return;
-        }
-        if let Some(error) = state.last_error {
-            self.failed_tails.insert(
-                server.clone(),
-                FailedTail {
-                    attempts: state.attempts,
-                    error,
-                    tail,
-                },
-            );
-        }
-    }
-
-    /// Append the kept stderr tail to an error (or a message ending with it) of that attempt.
-    fn add_failed_tail(&self, server: &str, message: &mut String) {
-        if let Some(ft) = self.failed_tails.get(server) {
-            if message.ends_with(&ft.error) {
-                message.push_str(&ft.tail);
+/// Diagnostics, server logs and scheduled reconnects go to `tracing` too.
+fn log_event(ev: &Event) {
+    match ev {
+        Event::Diagnostic {
+            server,
+            level,
+            message,
+        } => log_diagnostic(server.as_deref(), *level, message),
+        Event::ServerLog {
+            server,
+            level,
+            logger,
+            data,
+            ..
+        } => {
+            let text = switchboard_core::manager::log_text(data);
+            match logger {
+                Some(l) => log_diagnostic(Some(server), *level, &format!("[{l}] {text}")),
+                None => log_diagnostic(Some(server), *level, &text),
             }
         }
+        Event::ReconnectScheduled {
+            server,
+            attempt,
+            delay,
+            error,
+        } => {
+            let ms = delay.as_millis();
+            let line = format!("{error}; reconnect attempt {attempt} in {ms} ms");
+            log_diagnostic(Some(server), Level::Warn, &line);
+        }
+        _ => {}
     }
 }
 
-/// The stderr tail of a stdio attempt the core ended with `error` (its `attempts`-th).
-pub(super) struct FailedTail {
-    attempts: u32,
-    error: String,
-    tail: String,
-}
-
-pub(super) fn log_diagnostic(
-    server: Option<&str>,
-    level: switchboard_core::manager::Level,
-    message: &str,
-) {
-    use switchboard_core::manager::Level;
+pub(super) fn log_diagnostic(server: Option<&str>, level: Level, message: &str) {
     let server = server.unwrap_or("-");
     match level {
         Level::Debug => tracing::debug!(target: "switchboard", server, "{message}"),
         Level::Info => tracing::info!(target: "switchboard", server, "{message}"),
         Level::Warn => tracing::warn!(target: "switchboard", server, "{message}"),
-        Level::Error => tracing::error!(target: "switchboard", server, "{message}"),
+        _ => tracing::error!(target: "switchboard", server, "{message}"),
     }
 }

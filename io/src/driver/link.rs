@@ -1,5 +1,5 @@
 //! What the library handle and the driver share: the requests the handle sends, the snapshot
-//! it reads without asking, the events it streams and the errors it answers with.
+//! it reads without asking, the event subscriptions and the errors it answers with.
 //!
 //! Both sides import this module, and nothing in it imports either of them, so the handle
 //! depends on the driver and never the other way round.
@@ -9,33 +9,37 @@ use async_channel::Sender;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use switchboard_core::manager::{CallId, CallOutcome, Input, ServerState, StartupReport};
+use switchboard_core::manager::{
+    CallError, CallId, CallOutcome, Input, RefreshError, RequestError, ServerError,
+    ServerErrorKind, ServerState, StartupReport,
+};
 use switchboard_core::tool::Tool;
 
 /// Errors of the library API. Per-server failures are never errors here: they are in the
 /// [`StartupReport`] and in [`Switchboard::server_state`](crate::Switchboard::server_state).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The switchboard has shut down (its driver is gone).
     #[error("the switchboard has shut down")]
     Stopped,
-    /// A tool call failed: transport or protocol failure, timeout, unknown tool
-    /// (`MCP error: ...`). A result with `isError` is not an error.
+    /// A tool call failed: transport or protocol failure, timeout, unknown tool, the
+    /// server's JSON-RPC error. A result with `isError` is not an error.
     #[error("{0}")]
-    Call(String),
+    Call(CallError),
     /// The call was cancelled.
     #[error("the call was cancelled")]
     Cancelled,
     /// No server of that name is known: never configured, or already disconnected.
     #[error("no server named \"{0}\"")]
     UnknownServer(String),
-    /// The server is known but not connected (it failed, or waits to reconnect).
-    #[error("server \"{server}\" is not connected: {reason}")]
+    /// The server is known but not connected (it failed, stopped, or waits to reconnect).
+    #[error("server \"{server}\" is not connected{}", reason_suffix(.reason))]
     NotConnected {
         /// The server's name.
         server: String,
-        /// Its last error, or its phase when it has none.
-        reason: String,
+        /// Why its last attempt ended, if it failed.
+        reason: Option<ServerError>,
     },
     /// Re-listing a server's tools failed; the server keeps its previous list (or, if the
     /// connection was lost meanwhile, is handled like any lost connection).
@@ -44,12 +48,24 @@ pub enum Error {
         /// The server's name.
         server: String,
         /// What went wrong.
-        error: String,
+        error: RefreshError,
     },
+    /// The core refused the request for another reason.
+    #[error("{0}")]
+    Refused(RequestError),
 }
 
-/// Something the embedder-facing handle asks of the driver.
+fn reason_suffix(reason: &Option<ServerError>) -> String {
+    reason
+        .as_ref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default()
+}
+
+/// Something the embedder-facing handle asks of the driver. The driver numbers the core
+/// requests among them (`RequestId`) and answers each from the core's completion event.
 pub(crate) enum Request {
+    /// An input with no answer (a call's cancellation).
     Input(Input),
     /// Call and answer on `reply` when it completes.
     Call {
@@ -57,20 +73,20 @@ pub(crate) enum Request {
         tool: String,
         arguments: Option<Value>,
         timeout: Option<Duration>,
+        progress: Option<Sender<Progress>>,
         reply: OneshotSender<CallOutcome>,
     },
-    /// Start a round and answer with its report, completed with `config` (what discovery
-    /// found wrong with the config files). An input that opened no round (a `Sync` that
-    /// started nothing) drops `reply` unanswered.
-    Connect {
-        input: Input,
+    /// `Connect`, `Reload` or `Sync` (`round` builds the input from the driver's request
+    /// id): answered with the round's report completed with `config` (what discovery found
+    /// wrong with the config files), or `None` when the request opened no round.
+    Round {
+        round: RoundKind,
+        servers: Vec<switchboard_core::config::ServerSpec>,
         config: ConfigReport,
-        reply: Sender<StartupReport>,
+        reply: Sender<Option<StartupReport>>,
     },
     /// Close everything, wait until every process is reaped, then answer and stop.
-    Shutdown {
-        reply: Sender<()>,
-    },
+    Shutdown { reply: Sender<()> },
     /// Disconnect one server (`None`: all) and answer once its transports are closed.
     Disconnect {
         server: Option<String>,
@@ -81,6 +97,25 @@ pub(crate) enum Request {
         server: String,
         reply: Sender<Result<(), Error>>,
     },
+}
+
+/// Which round-opening request a [`Request::Round`] is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RoundKind {
+    Connect,
+    Reload,
+    Sync,
+}
+
+/// One progress notification of a call (see [`Call::progress`](crate::Call::progress)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Progress so far (increases with every notification).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// The server's words on it, if any.
+    pub message: Option<String>,
 }
 
 /// Config problems found by discovery, reported with the startup round they fed.
@@ -97,94 +132,14 @@ impl ConfigReport {
     pub(super) fn add_to(self, report: &mut StartupReport) {
         for e in &self.errors {
             if let switchboard_core::config::ConfigError::Server { server, .. } = &e.error {
-                report
-                    .errors
-                    .entry(server.clone())
-                    .or_insert_with(|| e.to_string());
+                report.errors.entry(server.clone()).or_insert_with(|| {
+                    ServerError::new(ServerErrorKind::InvalidConfig, e.to_string())
+                });
             }
         }
         report.config_errors.extend(self.errors);
         report.shadowed.extend(self.shadowed);
     }
-}
-
-/// Events for the embedder (`Switchboard::events`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
-    /// A startup round reached its gate (`start`, `connect`, `reload`, or `sync` that
-    /// started servers).
-    StartupComplete {
-        /// What the round found.
-        report: StartupReport,
-    },
-    /// These servers' tools in the view changed; read [`Switchboard::tools`](crate::Switchboard::tools).
-    ToolsChanged {
-        /// The servers whose slices changed.
-        servers: Vec<String>,
-    },
-    /// A server's status changed.
-    StatusChanged {
-        /// The server.
-        server: String,
-        /// Its new status.
-        status: switchboard_core::ServerStatus,
-    },
-    /// Something worth telling: a late failure, a lost connection, a reconnect, a skipped
-    /// tool definition. Also logged through `tracing` (target `switchboard`).
-    Diagnostic {
-        /// The server it is about, if any.
-        server: Option<String>,
-        /// How serious it is.
-        level: switchboard_core::manager::Level,
-        /// What happened.
-        message: String,
-    },
-    /// A server's `notifications/progress`; `call` when it is about one of our calls.
-    Progress {
-        /// The server that sent it.
-        server: String,
-        /// The call it reports on, when its progress token is one of our calls in flight.
-        call: Option<CallId>,
-        /// Progress so far (increases with every notification).
-        progress: f64,
-        /// The total, when the server knows it.
-        total: Option<f64>,
-        /// A human-readable note, if any.
-        message: Option<String>,
-    },
-    /// A server's log message (`notifications/message`); `severity` is its MCP level.
-    ServerLog {
-        /// The server that sent it.
-        server: String,
-        /// The MCP level mapped onto Switchboard's levels.
-        level: switchboard_core::manager::Level,
-        /// The MCP level as sent (`debug` … `emergency`).
-        severity: String,
-        /// The server's logger name, if any.
-        logger: Option<String>,
-        /// The message: any JSON value, usually a string.
-        data: Value,
-    },
-    /// An automatic reconnect (or a startup retry, when enabled) is scheduled; sent for every
-    /// attempt of the ladder (and logged through `tracing` at warn).
-    ReconnectScheduled {
-        /// The server.
-        server: String,
-        /// The attempt's number on the ladder (1 for the first after a lost connection).
-        attempt: u32,
-        /// How long until it starts (jitter included).
-        delay: Duration,
-        /// Why the last connection or attempt ended.
-        error: String,
-    },
-    /// A scheduled attempt starts now (its transport is being opened).
-    ReconnectStarted {
-        /// The server.
-        server: String,
-        /// The attempt's number, as scheduled.
-        attempt: u32,
-    },
 }
 
 /// What the handle can read without asking the driver: refreshed whenever the view or a

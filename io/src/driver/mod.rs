@@ -5,40 +5,38 @@
 //! completion and an API request; feed it in; repeat. Decisions stay in the core — the driver
 //! only moves bytes, spawns and kills processes, reads and writes files.
 //!
-//! - `link`: what the handle and the driver share (requests, snapshot, events, errors).
+//! - `link`: what the handle and the driver share (requests, snapshot, errors).
 //! - `perform`: the core's commands, carried out.
-//! - `events`: the core's reports, translated for the embedder.
-//! - `waiters`: requests answered once the outputs show their work is done.
+//! - `events`: the core's events, delivered: replies, the shared snapshot, subscribers.
+//! - `waiters`: requests, numbered, and answered from the core's completion events.
 
 mod events;
 pub(crate) mod link;
 mod perform;
 mod waiters;
 
-pub use link::Event;
-
 use crate::cache::ToolCache;
+use crate::events::Subscribers;
 use crate::http::{HttpOptions, HttpTransport};
-use crate::rt::{OneshotSender, Spawner};
+use crate::rt::Spawner;
 use crate::secrets::{CredentialProvider, SecretCache};
 use crate::stdio::{ProcessRegistry, StdioEvent, StdioOptions, StdioTransport};
 use async_channel::{Receiver, Sender};
 use async_executor::Task;
 use async_io::Timer;
-use events::FailedTail;
 use futures_lite::future;
-use link::{ConfigReport, Request, Shared};
+use link::{Request, Shared};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_core::config::ServerSpec;
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, Input, Manager, StartupReport, TransportEvent,
+    CallId, ConnId, FrameMeta, Input, Manager, RequestId, TransportEvent,
 };
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
-use waiters::{CloseWaiter, RefreshSeen, RefreshWaiter};
+use waiters::{CallSlot, CloseWaiter, Waiter};
 
 /// Most inputs handled in one turn before outputs are performed and other sources get a look;
 /// a chatty server cannot starve the others or the API.
@@ -75,10 +73,10 @@ enum Transport {
 }
 
 impl Transport {
-    fn send(&self, frame: bytes::Bytes) -> Result<(), String> {
+    fn send(&self, frame: bytes::Bytes, meta: FrameMeta) -> Result<(), String> {
         match self {
             Transport::Stdio(t) => t.send(frame),
-            Transport::Http(t) => t.send(frame),
+            Transport::Http(t) => t.send(frame, meta),
         }
     }
 
@@ -112,6 +110,8 @@ pub(crate) struct DriverConfig {
     pub credentials: Option<Arc<dyn CredentialProvider>>,
     pub registry: ProcessRegistry,
     pub spawner: Spawner,
+    /// Capacity of the inbound channel (transport events and task completions).
+    pub inbound_capacity: usize,
 }
 
 pub(crate) struct Driver {
@@ -120,7 +120,7 @@ pub(crate) struct Driver {
     cfg: DriverConfig,
     secrets: Arc<SecretCache>,
     shared: Arc<Mutex<Shared>>,
-    subscribers: Arc<Mutex<Vec<Sender<Event>>>>,
+    subscribers: Subscribers,
     /// `auth` sections by server, from the specs we passed in (the core keeps the unresolved
     /// config; the credential provider needs it at open time).
     auth: BTreeMap<String, Value>,
@@ -133,21 +133,21 @@ pub(crate) struct Driver {
     transports: BTreeMap<ConnId, Transport>,
     closing: BTreeMap<ConnId, Task<()>>,
     background: Vec<Task<()>>,
-    calls: BTreeMap<CallId, OneshotSender<CallOutcome>>,
-    /// By round number: rounds can complete out of order (a round whose members were all
-    /// disconnected completes at once).
-    startup_waiters: BTreeMap<u64, (Sender<StartupReport>, ConfigReport)>,
+    calls: BTreeMap<CallId, CallSlot>,
+    /// The handle's requests in the core, by the id the driver gave them; each is answered
+    /// from the one event that completes it.
+    waiters: BTreeMap<RequestId, Waiter>,
+    next_request: u64,
     shutdown: Option<Sender<()>>,
     /// Which server each attempt that still has something open belongs to.
     conn_server: BTreeMap<ConnId, String>,
     /// Opening tasks being cancelled (see `Internal::Aborted`).
     aborting: BTreeMap<ConnId, Task<()>>,
+    /// Disconnects done in the core, waiting for their transports to be reaped.
     close_waiters: Vec<CloseWaiter>,
-    refresh_waiters: Vec<RefreshWaiter>,
-    /// What the last outputs said about servers that refresh waiters watch.
-    refresh_seen: Vec<(String, RefreshSeen)>,
-    /// Stderr tails of stdio attempts the core ended with an error, by server.
-    failed_tails: BTreeMap<String, FailedTail>,
+    /// What the driver tells itself (a failed send, a cache miss without a cache): handled
+    /// before waiting again, never through the bounded inbound channel it must not block on.
+    local: std::collections::VecDeque<Inbound>,
 }
 
 impl Driver {
@@ -156,10 +156,10 @@ impl Driver {
         clock: Clock,
         cfg: DriverConfig,
         shared: Arc<Mutex<Shared>>,
-        subscribers: Arc<Mutex<Vec<Sender<Event>>>>,
+        subscribers: Subscribers,
         requests: Receiver<Request>,
     ) -> Self {
-        let (inbound_tx, inbound_rx) = async_channel::unbounded();
+        let (inbound_tx, inbound_rx) = async_channel::bounded(cfg.inbound_capacity.max(1));
         let secrets = Arc::new(SecretCache::shared().with_registry(cfg.registry.clone()));
         Driver {
             m,
@@ -177,14 +177,13 @@ impl Driver {
             closing: BTreeMap::new(),
             background: Vec::new(),
             calls: BTreeMap::new(),
-            startup_waiters: BTreeMap::new(),
+            waiters: BTreeMap::new(),
+            next_request: 1,
             shutdown: None,
             conn_server: BTreeMap::new(),
             aborting: BTreeMap::new(),
             close_waiters: Vec::new(),
-            refresh_waiters: Vec::new(),
-            refresh_seen: Vec::new(),
-            failed_tails: BTreeMap::new(),
+            local: std::collections::VecDeque::new(),
         }
     }
 
@@ -198,10 +197,11 @@ impl Driver {
         let mut armed: Option<std::time::Instant> = None;
         loop {
             self.perform_outputs();
-            if self.check_waiters() {
-                // A deferred refresh was issued: perform what it asked for.
+            while let Some(next) = self.local.pop_front() {
+                self.on_inbound(next);
                 self.perform_outputs();
             }
+            self.check_close_waiters();
             if let Some(reply) = &self.shutdown {
                 if self.opening.is_empty()
                     && self.aborting.is_empty()
@@ -213,6 +213,7 @@ impl Driver {
                         t.await;
                     }
                     self.shared.lock().map(|mut s| s.stopped = true).ok();
+                    self.subscribers.close();
                     let _ = reply.try_send(());
                     return;
                 }
@@ -286,18 +287,17 @@ impl Driver {
     fn on_request(&mut self, r: Request) {
         let now = self.now();
         match r {
-            Request::Input(input) => {
-                self.remember_auth(&input);
-                self.m.handle(now, input);
-            }
+            Request::Input(input) => self.m.handle(now, input),
             Request::Call {
                 call,
                 tool,
                 arguments,
                 timeout,
+                progress,
                 reply,
             } => {
-                self.calls.insert(call, reply);
+                let wants_progress = progress.is_some();
+                self.calls.insert(call, CallSlot { reply, progress });
                 self.m.handle(
                     now,
                     Input::CallTool {
@@ -305,25 +305,16 @@ impl Driver {
                         tool,
                         arguments,
                         timeout,
+                        progress: wants_progress,
                     },
                 );
             }
-            Request::Connect {
-                input,
+            Request::Round {
+                round,
+                servers,
                 config,
                 reply,
-            } => {
-                self.remember_auth(&input);
-                let before = self.m.last_round();
-                self.m.handle(now, input);
-                // `Connect` and `Reload` always open a round, `Sync` when it starts a server:
-                // a new latest round is theirs. No round: `reply` is dropped (the handle
-                // reads that as "no report").
-                let after = self.m.last_round();
-                if let Some(round) = after.filter(|_| after != before) {
-                    self.startup_waiters.insert(round, (reply, config));
-                }
-            }
+            } => self.on_round(round, servers, config, reply),
             Request::Shutdown { reply } => self.begin_shutdown(reply),
             Request::Disconnect { server, reply } => self.on_disconnect(server, reply),
             Request::Refresh { server, reply } => self.on_refresh(server, reply),
@@ -332,17 +323,13 @@ impl Driver {
 
     fn begin_shutdown(&mut self, reply: Sender<()>) {
         let now = self.now();
-        self.m.handle(now, Input::DisconnectAll);
+        // Nobody waits on this request: shutdown ends when every transport is reaped.
+        let request = self.next_request_id();
+        self.m.handle(now, Input::DisconnectAll { request });
         self.shutdown = Some(reply);
     }
 
-    fn remember_auth(&mut self, input: &Input) {
-        let specs: &[ServerSpec] = match input {
-            Input::Connect { servers } | Input::Reload { servers } | Input::Sync { servers } => {
-                servers
-            }
-            _ => return,
-        };
+    fn remember_auth(&mut self, specs: &[ServerSpec]) {
         for s in specs {
             match &s.config.auth {
                 Some(a) => self.auth.insert(s.name.clone(), a.clone()),

@@ -14,8 +14,8 @@ use switchboard_core::config::TransportConfig;
 use switchboard_core::manager::{ConnId, Output, TransportEvent};
 
 impl Driver {
-    /// Drains the core's outputs: performs each command here and hands the rest to
-    /// [`Driver::report`], then publishes what the batch changed.
+    /// Drains the core's outputs: performs each command here and hands each event to
+    /// [`Driver::deliver`], then publishes what the batch changed.
     pub(super) fn perform_outputs(&mut self) {
         let mut batch = Batch::new(self);
         while let Some(out) = self.m.poll_output() {
@@ -25,10 +25,10 @@ impl Driver {
                     server,
                     config,
                 } => self.open(conn, server, config),
-                Output::Send { conn, frame } => {
+                Output::Send { conn, frame, meta } => {
                     if let Some(t) = self.transports.get(&conn) {
-                        if let Err(error) = t.send(frame) {
-                            let _ = self.inbound_tx.try_send(Inbound::Transport(
+                        if let Err(error) = t.send(frame, meta) {
+                            self.local.push_back(Inbound::Transport(
                                 conn,
                                 TransportEvent::Failed { error },
                             ));
@@ -45,7 +45,6 @@ impl Driver {
                         self.abort_opening(conn, task);
                     }
                     if let Some(t) = self.transports.remove(&conn) {
-                        self.remember_failed_tail(conn, &t);
                         self.close_in_background(conn, t);
                     }
                 }
@@ -61,15 +60,13 @@ impl Driver {
                             let _ = tx.send(Inbound::Internal(loaded)).await;
                         }));
                     }
-                    None => {
-                        let _ =
-                            self.inbound_tx
-                                .try_send(Inbound::Internal(Internal::CacheLoaded {
-                                    server,
-                                    key,
-                                    tools: None,
-                                }));
-                    }
+                    None => self
+                        .local
+                        .push_back(Inbound::Internal(Internal::CacheLoaded {
+                            server,
+                            key,
+                            tools: None,
+                        })),
                 },
                 Output::StoreCache { key, tools, .. } => {
                     if let Some(cache) = &self.cfg.cache {
@@ -84,7 +81,10 @@ impl Driver {
                         }));
                     }
                 }
-                other => self.report(other, &mut batch),
+                Output::Event(ev) => self.deliver(ev, &mut batch),
+                other => {
+                    tracing::debug!(target: "switchboard", "unhandled core output: {other:?}");
+                }
             }
         }
         self.background.retain(|t| !t.is_finished());

@@ -4,7 +4,7 @@
 //! (fallback, fatal errors, the legacy stream's end), and at the end cancels everything,
 //! sends the session `DELETE` and closes every connection.
 
-use super::framing::{error_response, FrameInfo};
+use super::framing::FrameInfo;
 use super::streamable::PostError;
 use super::{legacy, Inner, Internal, Mode, ERROR_BODY_PREFIX, ERROR_BODY_WAIT};
 use async_channel::{Receiver, Sender};
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use switchboard_core::manager::TransportEvent;
+use switchboard_core::manager::{FrameMeta, TransportEvent};
 
 pub(super) async fn with_timeout<F: Future>(limit: Duration, fut: F) -> Option<F::Output> {
     future::or(async { Some(fut.await) }, async {
@@ -31,18 +31,18 @@ pub(super) async fn with_timeout<F: Future>(limit: Duration, fut: F) -> Option<F
 pub(super) async fn run(
     inner: Arc<Inner>,
     mut mode: Mode,
-    frames: Receiver<Bytes>,
+    frames: Receiver<(Bytes, FrameMeta)>,
     close: Receiver<()>,
     internal: Receiver<Internal>,
 ) {
     enum Wake {
-        Frame(Bytes),
+        Frame(Bytes, FrameMeta),
         Internal(Internal),
         Close,
     }
     let mut next = 0u64;
     let mut tasks: BTreeMap<u64, Task<()>> = BTreeMap::new();
-    let mut by_request: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_request: BTreeMap<u64, u64> = BTreeMap::new();
     let mut listener: Option<Task<()>> = None;
     // Closed when every notification/response sent so far was accepted.
     let mut barrier: Option<Receiver<()>> = None;
@@ -63,7 +63,7 @@ pub(super) async fn run(
                 },
                 async {
                     match frames.recv().await {
-                        Ok(f) => Wake::Frame(f),
+                        Ok((f, meta)) => Wake::Frame(f, meta),
                         Err(_) => Wake::Close,
                     }
                 },
@@ -75,18 +75,18 @@ pub(super) async fn run(
                 closed_by_client = true;
                 break;
             }
-            Wake::Frame(frame) => {
-                let info = FrameInfo::of(&frame);
-                if let Some(cancelled) = &info.cancels {
+            Wake::Frame(frame, meta) => {
+                let info = FrameInfo::of(&meta);
+                if let Some(cancelled) = info.cancels {
                     // The core gave up on that request: stop waiting for its answer.
-                    if let Some(n) = by_request.remove(cancelled) {
+                    if let Some(n) = by_request.remove(&cancelled) {
                         tasks.remove(&n);
                     }
                 }
                 let n = next;
                 next += 1;
-                if let Some(id) = &info.request_id {
-                    by_request.insert(id.clone(), n);
+                if let Some(id) = info.request_id {
+                    by_request.insert(id, n);
                 }
                 let wait_for = barrier.clone();
                 let done_signal = if info.is_request() {
@@ -104,13 +104,16 @@ pub(super) async fn run(
                 by_request.retain(|_, v| *v != n);
             }
             Wake::Internal(Internal::Fatal(error)) => {
-                inner.emit.end(TransportEvent::Failed {
-                    error: format!("server \"{}\": {error}", inner.server),
-                });
+                inner
+                    .emit
+                    .end(TransportEvent::Failed {
+                        error: format!("server \"{}\": {error}", inner.server),
+                    })
+                    .await;
                 break;
             }
             Wake::Internal(Internal::Ended(reason)) => {
-                inner.emit.end(TransportEvent::Closed { reason });
+                inner.emit.end(TransportEvent::Closed { reason }).await;
                 break;
             }
             Wake::Internal(Internal::Initialized) => {
@@ -120,7 +123,7 @@ pub(super) async fn run(
                     listener = Some(inner.spawner.spawn(async move { listening.listen().await }));
                 }
             }
-            Wake::Internal(Internal::Fallback { frame, why }) => {
+            Wake::Internal(Internal::Fallback { frame, info, why }) => {
                 let note = format!(
                     "{why} to the Streamable HTTP initialize; falling back to the legacy HTTP+SSE transport (MCP 2024-11-05)"
                 );
@@ -136,19 +139,21 @@ pub(super) async fn run(
                         break;
                     }
                     Some(Err(e)) => {
-                        inner.emit.end(TransportEvent::Failed {
-                            error: format!(
-                                "server \"{}\": Streamable HTTP failed ({why}) and the legacy SSE fallback failed too: {e}",
-                                inner.server
-                            ),
-                        });
+                        inner
+                            .emit
+                            .end(TransportEvent::Failed {
+                                error: format!(
+                                    "server \"{}\": Streamable HTTP failed ({why}) and the legacy SSE fallback failed too: {e}",
+                                    inner.server
+                                ),
+                            })
+                            .await;
                         break;
                     }
                     Some(Ok(legacy)) => {
                         // Reaches the embedder as a warning Diagnostic of this server.
-                        inner.emit.notice(note);
+                        inner.emit.notice(note).await;
                         mode = Mode::Legacy(legacy);
-                        let info = FrameInfo::of(&frame);
                         let n = next;
                         next += 1;
                         let task = spawn_post(inner.clone(), &mode, frame, info, n, None, None);
@@ -200,9 +205,12 @@ pub(super) async fn run(
     }
     inner.client.close_idle().await;
     if closed_by_client {
-        inner.emit.end(TransportEvent::Closed {
-            reason: "closed by client".into(),
-        });
+        inner
+            .emit
+            .end(TransportEvent::Closed {
+                reason: "closed by client".into(),
+            })
+            .await;
     }
 }
 
@@ -251,14 +259,15 @@ pub(super) fn spawn_post(
                     .internal
                     .send(Internal::Fallback {
                         frame: frame.clone(),
+                        info: info.clone(),
                         why,
                     })
                     .await;
             }
-            Err(PostError::Request(e)) => match &info.request_id {
-                Some(id) => inner.emit.frame(error_response(id, &e)),
+            Err(PostError::Request(e)) => match info.request_id {
+                Some(id) => inner.emit.request_failed(id, e).await,
                 None => {
-                    tracing::warn!(target: "switchboard::http", server = %inner.server, method = info.method.as_deref().unwrap_or("-"), "a message was not accepted: {e}");
+                    tracing::warn!(target: "switchboard::http", server = %inner.server, method = info.method.unwrap_or("-"), "a message was not accepted: {e}");
                 }
             },
         }

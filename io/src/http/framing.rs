@@ -1,5 +1,5 @@
-//! Framing: what an outgoing frame is (request, notification, cancellation), the bodies the
-//! transport makes itself (error responses, the replayed `initialized`), and the bodies it
+//! Framing: what an outgoing frame is (request, notification, cancellation: as the core said),
+//! the body the transport makes itself (the replayed `initialized`), and the bodies it
 //! reads (JSON messages and batches, error statuses, SSE streams into frames).
 
 use super::client::{Body, HttpError, Response};
@@ -9,48 +9,29 @@ use bytes::Bytes;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
+use switchboard_core::manager::{FrameKind, FrameMeta};
 
-/// What an outgoing frame is, as far as the transport cares.
-#[derive(Debug, Default, Clone)]
+/// What the transport needs to know of an outgoing frame, from the core's [`FrameMeta`]
+/// (never from the frame's bytes).
+#[derive(Debug, Clone)]
 pub(super) struct FrameInfo {
-    pub(super) method: Option<String>,
-    /// The request id (JSON text) when the frame is a request.
-    pub(super) request_id: Option<String>,
-    /// For `notifications/cancelled`: the id (JSON text) of the request it cancels.
-    pub(super) cancels: Option<String>,
+    pub(super) method: Option<&'static str>,
+    /// The request id when the frame is a request.
+    pub(super) request_id: Option<u64>,
+    /// For `notifications/cancelled`: the id of the request it cancels.
+    pub(super) cancels: Option<u64>,
 }
 
 impl FrameInfo {
-    pub(super) fn of(frame: &[u8]) -> FrameInfo {
-        #[derive(Deserialize)]
-        struct Peek {
-            #[serde(default)]
-            id: Option<Value>,
-            #[serde(default)]
-            method: Option<String>,
-            #[serde(default)]
-            params: Option<Params>,
-        }
-        #[derive(Deserialize)]
-        struct Params {
-            #[serde(default, rename = "requestId")]
-            request_id: Option<Value>,
-        }
-        let Ok(p) = serde_json::from_slice::<Peek>(frame) else {
-            return FrameInfo::default();
-        };
-        let cancels = match (&p.method, p.params) {
-            (Some(m), Some(params)) if m == "notifications/cancelled" => {
-                params.request_id.map(|id| id.to_string())
-            }
-            _ => None,
+    pub(super) fn of(meta: &FrameMeta) -> FrameInfo {
+        let (request_id, cancels) = match meta.kind {
+            FrameKind::Request { id } => (Some(id), None),
+            FrameKind::Notification { cancels } => (None, cancels),
+            _ => (None, None),
         };
         FrameInfo {
-            request_id: match (&p.method, p.id) {
-                (Some(_), Some(id)) if !id.is_null() => Some(id.to_string()),
-                _ => None,
-            },
-            method: p.method,
+            method: meta.method,
+            request_id,
             cancels,
         }
     }
@@ -60,7 +41,7 @@ impl FrameInfo {
     }
 
     pub(super) fn is_initialize(&self) -> bool {
-        self.is_request() && self.method.as_deref() == Some("initialize")
+        self.is_request() && self.method == Some("initialize")
     }
 }
 
@@ -95,17 +76,6 @@ pub(super) fn negotiated_version(frame: &[u8]) -> Option<String> {
         .ok()?
         .result?
         .protocol_version
-}
-
-/// A JSON-RPC error response for request `id` (JSON text), made by the transport.
-pub(super) fn error_response(id: &str, message: &str) -> Bytes {
-    let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
-    let v = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": -32000, "message": message},
-    });
-    Bytes::from(v.to_string())
 }
 
 pub(super) fn initialized_notification() -> Bytes {
@@ -189,7 +159,8 @@ impl Inner {
         &self,
         body: &mut Body,
         parser: &mut SseParser,
-        on_frame: &mut (dyn FnMut(&Inner, Bytes) -> bool + Send),
+        forward: bool,
+        on_frame: &mut (dyn FnMut(&Inner, &Bytes) -> bool + Send),
     ) -> Result<(), HttpError> {
         let mut events = Vec::new();
         loop {
@@ -208,7 +179,12 @@ impl Inner {
                 if data.trim().is_empty() {
                     continue;
                 }
-                stop |= on_frame(self, Bytes::from(data));
+                let frame = Bytes::from(data);
+                stop |= on_frame(self, &frame);
+                if forward {
+                    // Waits while the driver's inbound channel is full: back-pressure.
+                    self.emit.frame(frame).await;
+                }
             }
             if stop {
                 return Ok(());

@@ -52,7 +52,7 @@ pub(super) async fn connect(inner: &Arc<Inner>) -> Result<Legacy, String> {
             } else if found.is_none() {
                 tracing::warn!(target: "switchboard::http", server = %server, event = %ev.event, "ignored an SSE event before the endpoint event");
             } else if ev.event == "message" {
-                inner.emit.frame(Bytes::from(ev.data));
+                inner.emit.frame(Bytes::from(ev.data)).await;
             }
         }
         if let Some(data) = found {
@@ -75,10 +75,7 @@ pub(super) async fn connect(inner: &Arc<Inner>) -> Result<Legacy, String> {
         let inner = reader_inner;
         let mut body = resp.body;
         let end = inner
-            .pump(&mut body, &mut parser, &mut |inner, frame| {
-                inner.emit.frame(frame);
-                false
-            })
+            .pump(&mut body, &mut parser, true, &mut |_, _| false)
             .await;
         let msg = match end {
             Ok(()) => Internal::Ended("the server closed the SSE stream".into()),

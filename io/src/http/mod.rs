@@ -34,13 +34,14 @@
 //! reject requests before it) while concurrent calls still overlap.
 //!
 //! - A POST stream that breaks before the response is resumed with `GET` + `Last-Event-ID`
-//!   after the server's `retry` delay (bounded attempts). If it cannot be resumed, the request
-//!   gets a JSON-RPC error response from the transport, so the call fails now rather than at
-//!   its timeout.
+//!   after the server's `retry` delay (bounded attempts). If it cannot be resumed, the
+//!   transport reports `TransportEvent::RequestFailed` for the request, so the call fails now
+//!   rather than at its timeout.
 //! - A `404` to a request that carried a session id starts a new session once: the transport
 //!   replays the client's `initialize` and `notifications/initialized` (their answers are not
-//!   passed on: the core's session continues) and retries the request. Concurrent 404s share
-//!   one re-initialization.
+//!   passed on: the core's session continues), reports `TransportEvent::SessionRenewed` (the
+//!   core re-lists the tools) and retries the request. Concurrent 404s share one
+//!   re-initialization.
 //! - After `notifications/initialized` is accepted, a GET stream listens for server-initiated
 //!   messages (`405`: the server has none), resumed with `Last-Event-ID` when it breaks.
 //! - `notifications/cancelled` for a request in flight also aborts that request's POST, so a
@@ -63,9 +64,12 @@
 //!   reason (`HTTP 401: <body> (authentication required; WWW-Authenticate: ...)`); the core
 //!   decides about reconnecting.
 //! - Any other error status, an exchange that broke after the connection was made, or a
-//!   response larger than `max_message_len`, for one request: that request gets a JSON-RPC
-//!   error response (`HTTP 500: <first 200 characters>`); the transport stays. For the
-//!   `initialize` it is `Failed`.
+//!   response larger than `max_message_len`, for one request: `RequestFailed` for that
+//!   request (`HTTP 500: <first 200 characters>`), which the core fails in those words —
+//!   never as a server's JSON-RPC error; the transport stays. For the `initialize` it is
+//!   `Failed`.
+//! - Outgoing frames come with the core's `FrameMeta` (request id, method, the request a
+//!   cancellation names): the transport never parses what it sends.
 //! - Legacy: the SSE stream ending is `Closed`.
 //!
 //! # Layout
@@ -88,13 +92,14 @@ use async_channel::Sender;
 use async_executor::Task;
 use bytes::Bytes;
 use client::{HttpClient, Url};
+use futures_lite::future;
 use http::{HeaderName, HeaderValue};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_core::config::TransportConfig;
-use switchboard_core::manager::TransportEvent;
+use switchboard_core::manager::{FrameMeta, TransportEvent};
 
 const MIB: usize = 1024 * 1024;
 /// How much of an error body is read (the message keeps 200 characters of it).
@@ -190,28 +195,44 @@ pub(crate) fn human_size(n: usize) -> String {
     }
 }
 
+/// Sends one event on the driver's channel, waiting while it is full.
+type SendEvent = Box<dyn Fn(TransportEvent) -> future::Boxed<()> + Send + Sync>;
+
 /// Reports events once the transport is running; drops everything after the terminal event.
+/// Every report waits while the driver's inbound channel is full, so a server that floods us
+/// is held back at its socket instead of filling memory.
 struct Emitter {
-    send: Box<dyn Fn(TransportEvent) + Send + Sync>,
+    send: SendEvent,
     ended: AtomicBool,
 }
 
 impl Emitter {
-    fn frame(&self, frame: Bytes) {
+    async fn emit(&self, event: TransportEvent) {
         if !self.ended.load(Ordering::Acquire) {
-            (self.send)(TransportEvent::Frame(frame));
+            (self.send)(event).await;
         }
     }
 
-    fn notice(&self, message: String) {
-        if !self.ended.load(Ordering::Acquire) {
-            (self.send)(TransportEvent::Notice { message });
-        }
+    async fn frame(&self, frame: Bytes) {
+        self.emit(TransportEvent::Frame(frame)).await;
     }
 
-    fn end(&self, event: TransportEvent) {
+    async fn notice(&self, message: String) {
+        self.emit(TransportEvent::Notice { message }).await;
+    }
+
+    /// The core fails request `id` at once, in the transport's words.
+    async fn request_failed(&self, id: u64, error: String) {
+        self.emit(TransportEvent::RequestFailed { id, error }).await;
+    }
+
+    async fn session_renewed(&self) {
+        self.emit(TransportEvent::SessionRenewed).await;
+    }
+
+    async fn end(&self, event: TransportEvent) {
         if !self.ended.swap(true, Ordering::AcqRel) {
-            (self.send)(event);
+            (self.send)(event).await;
         }
     }
 }
@@ -237,7 +258,11 @@ enum Internal {
     /// `notifications/initialized` was accepted: time to open the GET stream.
     Initialized,
     /// The first POST says this is not a Streamable HTTP server.
-    Fallback { frame: Bytes, why: String },
+    Fallback {
+        frame: Bytes,
+        info: framing::FrameInfo,
+        why: String,
+    },
 }
 
 struct Inner {
@@ -257,7 +282,7 @@ struct Inner {
 /// A running HTTP transport. See the module docs.
 pub struct HttpTransport {
     server: String,
-    frames: Sender<Bytes>,
+    frames: Sender<(Bytes, FrameMeta)>,
     close: Sender<()>,
     actor: Option<Task<()>>,
 }
@@ -323,7 +348,10 @@ impl HttpTransport {
             opts: opts.clone(),
             emit: Emitter {
                 send: Box::new(move |ev| {
-                    let _ = events.try_send(M::from((tag.clone(), ev)));
+                    let (events, message) = (events.clone(), M::from((tag.clone(), ev)));
+                    Box::pin(async move {
+                        let _ = events.send(message).await;
+                    })
                 }),
                 ended: AtomicBool::new(false),
             },
@@ -349,10 +377,11 @@ impl HttpTransport {
         })
     }
 
-    /// Queues one frame. Never blocks.
-    pub fn send(&self, frame: Bytes) -> Result<(), String> {
+    /// Queues one frame; `meta` says what it is (the transport never parses it). Never
+    /// blocks.
+    pub fn send(&self, frame: Bytes, meta: FrameMeta) -> Result<(), String> {
         self.frames
-            .try_send(frame)
+            .try_send((frame, meta))
             .map_err(|_| format!("server \"{}\": the HTTP transport is closed", self.server))
     }
 

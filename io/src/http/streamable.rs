@@ -23,7 +23,7 @@ const AFTER_RESPONSE_WAIT: Duration = Duration::from_secs(5);
 pub(super) enum PostError {
     /// The transport cannot go on (unreachable, authentication, the `initialize` failed).
     Fatal(String),
-    /// Only this request failed; it gets an error response.
+    /// Only this request failed; the core is told (`TransportEvent::RequestFailed`).
     Request(String),
     /// Not a Streamable HTTP server: fall back to legacy SSE.
     Fallback(String),
@@ -208,7 +208,7 @@ impl Inner {
             } else {
                 // 202 (or any 2xx) for a notification or response: nothing to pass on.
                 let _ = resp.body.read_to_end(IGNORED_BODY_LIMIT).await;
-                if info.method.as_deref() == Some("notifications/initialized") {
+                if info.method == Some("notifications/initialized") {
                     let _ = self.internal.try_send(Internal::Initialized);
                 }
             }
@@ -240,7 +240,7 @@ impl Inner {
                     if info.is_initialize() {
                         self.record_version(&frame);
                     }
-                    self.emit.frame(frame);
+                    self.emit.frame(frame).await;
                 }
                 Ok(())
             }
@@ -266,14 +266,14 @@ impl Inner {
                 .pump(
                     &mut body,
                     &mut parser,
-                    &mut |inner: &Inner, frame: Bytes| {
-                        if response_id(&frame).as_deref() == info.request_id.as_deref() {
+                    true,
+                    &mut |inner: &Inner, frame: &Bytes| {
+                        if response_id(frame) == info.request_id.map(|id| id.to_string()) {
                             if info.is_initialize() {
-                                inner.record_version(&frame);
+                                inner.record_version(frame);
                             }
                             answered = true;
                         }
-                        inner.emit.frame(frame);
                         answered
                     },
                 )
@@ -365,10 +365,9 @@ impl Inner {
             "text/event-stream" => {
                 let mut parser = SseParser::new(self.opts.max_message_len);
                 let mut frames = Vec::new();
-                self.pump(&mut resp.body, &mut parser, &mut |_, f| {
-                    let done = response_id(&f).is_some();
-                    frames.push(f);
-                    done
+                self.pump(&mut resp.body, &mut parser, false, &mut |_, f| {
+                    frames.push(f.clone());
+                    response_id(f).is_some()
                 })
                 .await
                 .map_err(|e| fail(e.to_string()))?;
@@ -394,6 +393,8 @@ impl Inner {
         }
         let _ = resp.body.read_to_end(IGNORED_BODY_LIMIT).await;
         let _ = self.internal.try_send(Internal::Initialized);
+        // The core re-lists the server's tools: the new session may offer others.
+        self.emit.session_renewed().await;
         Ok(())
     }
 
@@ -426,9 +427,8 @@ impl Inner {
                 Ok(mut resp) => {
                     let mut parser = SseParser::new(self.opts.max_message_len);
                     let end = self
-                        .pump(&mut resp.body, &mut parser, &mut |inner, frame| {
+                        .pump(&mut resp.body, &mut parser, true, &mut |_, _| {
                             delivered = true;
-                            inner.emit.frame(frame);
                             false
                         })
                         .await;

@@ -3,7 +3,7 @@
 //! client asked to close or the server ended by itself, followed by the transport's one
 //! terminal event.
 
-use super::frames::{StderrTail, StdoutEnd};
+use super::frames::StdoutEnd;
 use super::kill::{signal_group, Signal};
 use super::{ProcessRegistry, StdioEvent, StdioOptions};
 use async_channel::{Receiver, Sender};
@@ -120,7 +120,6 @@ impl Supervisor {
     pub(super) async fn run<T: Send + 'static, M: From<(T, StdioEvent)>>(
         mut self,
         tasks: Tasks,
-        tail: StderrTail,
         close_requests: Receiver<()>,
         group_gone: Sender<()>,
         tag: T,
@@ -144,7 +143,7 @@ impl Supervisor {
 
         let ended = self.shutdown(writer).await;
         // The group is gone, so stderr reaches EOF promptly unless a process outside the group
-        // holds it; bound the wait so the tail is complete in the common case.
+        // holds it; bound the wait so its last lines come before the end in the common case.
         if timeout(STDERR_DRAIN_WAIT, &mut stderr).await.is_none() {
             stderr.cancel().await;
         }
@@ -164,11 +163,9 @@ impl Supervisor {
             }
             Some(StdoutEnd::EventsGone) => return,
             Some(StdoutEnd::Eof) => StdioEvent::Closed {
-                reason: format!("{}{}", self.describe_exit(ended), tail.render()),
+                reason: self.describe_exit(ended),
             },
-            Some(StdoutEnd::Failed(error)) => StdioEvent::Failed {
-                error: format!("{error}{}", tail.render()),
-            },
+            Some(StdoutEnd::Failed(error)) => StdioEvent::Failed { error },
         };
         tracing::debug!(target: "switchboard::server", server = %self.server, event = ?event, "stdio transport ended");
         let _ = events.send(M::from((tag, event))).await;

@@ -1,6 +1,7 @@
 //! Frames on the pipes: queued frames written to stdin one per line, stdout split into frames
-//! (see "Framing decisions" in the `stdio` module documentation), and stderr kept as a short
-//! tail for error reports. This is the hot path of every stdio call.
+//! (see "Framing decisions" in the `stdio` module documentation), and stderr passed on line by
+//! line (the core keeps the attempt's last lines for its errors). This is the hot path of
+//! every stdio call.
 
 use super::{StdioEvent, MIB};
 use crate::proc::{ChildStderr, ChildStdin, ChildStdout};
@@ -8,11 +9,11 @@ use async_channel::{Receiver, Sender};
 use async_io::Async;
 use bytes::Bytes;
 use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Read chunk size for stdout; also the unit of work between yields. Each live server keeps
 /// one, so it is kept small (a larger frame just takes several reads).
@@ -28,7 +29,7 @@ const GARBAGE_PREVIEW: usize = 200;
 
 /// `n` bytes in words ("16 MiB", "64 KiB", "1000 bytes").
 #[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the workspace MSRV
-fn human_size(n: usize) -> String {
+pub(super) fn human_size(n: usize) -> String {
     if n >= MIB && n % MIB == 0 {
         format!("{} MiB", n / MIB)
     } else if n >= 1024 && n % 1024 == 0 {
@@ -38,52 +39,17 @@ fn human_size(n: usize) -> String {
     }
 }
 
-/// The last lines a server wrote to stderr.
-#[derive(Clone)]
-pub(super) struct StderrTail {
-    lines: Arc<Mutex<VecDeque<String>>>,
-    cap: usize,
-}
-
-impl StderrTail {
-    pub(super) fn new(cap: usize) -> Self {
-        StderrTail {
-            lines: Arc::new(Mutex::new(VecDeque::with_capacity(cap.min(64)))),
-            cap,
-        }
-    }
-
-    fn push(&self, line: String) {
-        if self.cap == 0 {
-            return;
-        }
-        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        if lines.len() == self.cap {
-            lines.pop_front();
-        }
-        lines.push_back(line);
-    }
-
-    /// `"; last stderr lines:\n..."`, or nothing if the server wrote nothing to stderr.
-    pub(super) fn render(&self) -> String {
-        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        if lines.is_empty() {
-            return String::new();
-        }
-        let mut out = String::from("; last stderr lines:");
-        for line in lines.iter() {
-            out.push('\n');
-            out.push_str(line);
-        }
-        out
-    }
-}
-
 /// Writes queued frames to the server's stdin, one per line. Ends (closing stdin) when the
 /// queue's sender is gone, on a write error, or when cancelled by the supervisor.
-pub(super) async fn write_frames(server: String, stdin: ChildStdin, frames: Receiver<Bytes>) {
+pub(super) async fn write_frames(
+    server: String,
+    stdin: ChildStdin,
+    frames: Receiver<Bytes>,
+    queued: Arc<AtomicUsize>,
+) {
     let mut out = futures_lite::io::BufWriter::new(stdin);
     while let Ok(frame) = frames.recv().await {
+        queued.fetch_sub(frame.len() + 1, Ordering::AcqRel);
         let written = async {
             out.write_all(&frame).await?;
             out.write_all(b"\n").await?;
@@ -102,19 +68,17 @@ pub(super) async fn write_frames(server: String, stdin: ChildStdin, frames: Rece
     }
 }
 
-/// Reads stderr line by line into `tracing` and the tail. Ends at EOF.
-pub(super) async fn read_stderr(server: String, mut stderr: ChildStderr, tail: StderrTail) {
+/// Reads stderr line by line into `tracing` and [`StdioEvent::Stderr`] events (waiting when
+/// the events channel is full: back-pressure at the pipe). Ends at EOF, or when nobody
+/// listens to events any more.
+pub(super) async fn read_stderr<T: Clone, M: From<(T, StdioEvent)>>(
+    server: String,
+    mut stderr: ChildStderr,
+    tag: T,
+    events: Sender<M>,
+) {
     let mut chunk = vec![0u8; STDERR_CHUNK];
     let mut line: Vec<u8> = Vec::new();
-    let emit = |line: &mut Vec<u8>| {
-        let text = String::from_utf8_lossy(line);
-        let text = text.trim_end();
-        if !text.is_empty() {
-            tracing::debug!(target: "switchboard::server", server = %server, "{text}");
-            tail.push(text.to_string());
-        }
-        line.clear();
-    };
     loop {
         let n = match stderr.read(&mut chunk).await {
             Ok(0) => break,
@@ -131,7 +95,11 @@ pub(super) async fn read_stderr(server: String, mut stderr: ChildStderr, tail: S
             let room = MAX_STDERR_LINE.saturating_sub(line.len());
             line.extend_from_slice(&piece[..piece.len().min(room)]);
             if newline {
-                emit(&mut line);
+                if let Some(event) = stderr_event(&server, &tag, &mut line) {
+                    if events.send(event).await.is_err() {
+                        return;
+                    }
+                }
                 rest = &rest[piece.len() + 1..];
             } else {
                 rest = &[];
@@ -139,7 +107,30 @@ pub(super) async fn read_stderr(server: String, mut stderr: ChildStderr, tail: S
         }
         future::yield_now().await;
     }
-    emit(&mut line);
+    if let Some(event) = stderr_event(&server, &tag, &mut line) {
+        let _ = events.send(event).await;
+    }
+}
+
+/// The event for one stderr line (none for a blank one); clears `line`.
+fn stderr_event<T: Clone, M: From<(T, StdioEvent)>>(
+    server: &str,
+    tag: &T,
+    line: &mut Vec<u8>,
+) -> Option<M> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end();
+    let event = (!text.is_empty()).then(|| {
+        tracing::debug!(target: "switchboard::server", server = %server, "{text}");
+        M::from((
+            tag.clone(),
+            StdioEvent::Stderr {
+                line: text.to_string(),
+            },
+        ))
+    });
+    line.clear();
+    event
 }
 
 pub(super) struct StdoutReader {

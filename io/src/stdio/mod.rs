@@ -29,7 +29,9 @@
 //! # Events
 //!
 //! Every transport reports on the caller's channel, tagged with the caller's `tag` (the
-//! driver's `ConnId`): zero or more [`StdioEvent::Frame`]s, then exactly one
+//! driver's `ConnId`): zero or more [`StdioEvent::Frame`]s and [`StdioEvent::Stderr`] lines
+//! (each sent with `send().await`: a full channel makes the reader wait, and the pipe fills
+//! up — back-pressure on the server instead of memory in the client), then exactly one
 //! [`StdioEvent::Closed`] or [`StdioEvent::Failed`] — unless the events receiver is gone, or
 //! the transport was dropped without `close`. After [`StdioTransport::close`] the terminal event
 //! is `Closed { reason: "closed by client" }`, sent with `try_send` so `close` never waits on
@@ -66,7 +68,8 @@
 //! # Layout
 //!
 //! - `spawn`: starting the server in its own process group and the tasks that serve it.
-//! - `frames`: writing frames to stdin, reading frames from stdout, the stderr tail.
+//! - `frames`: writing frames to stdin (bounded by `max_write_queue` bytes), reading frames
+//!   from stdout, passing stderr lines on.
 //! - `close`: the close sequence (stdin, SIGTERM, SIGKILL, reaping) and the terminal event.
 //! - `kill`: the registry of live groups and the synchronous kill when a handle is dropped.
 
@@ -85,10 +88,12 @@ pub(crate) use kill::{signal_group, Signal};
 use async_channel::{Receiver, Sender};
 use async_executor::Task;
 use bytes::Bytes;
-use frames::StderrTail;
+use async_executor::Task;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::config::TransportConfig;
 use switchboard_core::manager::TransportEvent;
@@ -104,8 +109,9 @@ pub struct StdioOptions {
     pub stdin_close_wait: Duration,
     /// How long the process group may take to exit after SIGTERM (2 s).
     pub sigterm_wait: Duration,
-    /// How many stderr lines are kept for error reports (20).
-    pub stderr_tail_lines: usize,
+    /// Most bytes of frames waiting to be written to a server's stdin (16 MiB): a server
+    /// that stops reading fails with an error saying so, instead of the queue growing.
+    pub max_write_queue: usize,
     /// Working directory when the config sets none (`None`: the parent's).
     pub default_cwd: Option<PathBuf>,
     /// Non-JSON stdout lines in a row that fail the server (100).
@@ -118,7 +124,7 @@ impl Default for StdioOptions {
             max_frame_len: 16 * MIB,
             stdin_close_wait: Duration::from_secs(1),
             sigterm_wait: Duration::from_secs(2),
-            stderr_tail_lines: 20,
+            max_write_queue: 16 * MIB,
             default_cwd: None,
             max_garbage_lines: 100,
         }
@@ -130,15 +136,21 @@ impl Default for StdioOptions {
 pub enum StdioEvent {
     /// One JSON line from the server's stdout (without the newline).
     Frame(Bytes),
+    /// One line the server wrote to stderr (without its newline); every line comes before
+    /// the transport's `Closed`/`Failed` unless a process outside the group keeps stderr open.
+    Stderr {
+        /// The line.
+        line: String,
+    },
     /// The server went away (it exited, closed stdout, or `close` was called).
     Closed {
-        /// Why, with the server's last stderr lines.
+        /// Why (its exit status, ...).
         reason: String,
     },
     /// The transport gave up on a misbehaving server (oversized frame, non-MCP output, a read
     /// error); the server has been stopped.
     Failed {
-        /// What went wrong, with the server's last stderr lines.
+        /// What went wrong.
         error: String,
     },
 }
@@ -148,6 +160,7 @@ impl StdioEvent {
     pub fn into_transport_event(self) -> TransportEvent {
         match self {
             StdioEvent::Frame(frame) => TransportEvent::Frame(frame),
+            StdioEvent::Stderr { line } => TransportEvent::Stderr { line },
             StdioEvent::Closed { reason } => TransportEvent::Closed { reason },
             StdioEvent::Failed { error } => TransportEvent::Failed { error },
         }
@@ -212,7 +225,9 @@ pub struct StdioTransport {
     group_gone: Receiver<()>,
     supervisor: Option<Task<()>>,
     registry: ProcessRegistry,
-    tail: StderrTail,
+    /// Bytes of frames queued for the writer (each with its newline).
+    queued: Arc<AtomicUsize>,
+    max_queued: usize,
 }
 
 impl fmt::Debug for StdioTransport {
@@ -234,9 +249,26 @@ impl StdioTransport {
                 self.server
             ));
         }
-        self.frames
-            .try_send(frame)
-            .map_err(|_| format!("server \"{}\": the stdio transport is closed", self.server))
+        let len = frame.len() + 1;
+        let before = self.queued.fetch_add(len, Ordering::AcqRel);
+        if before + len > self.max_queued {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            return Err(format!(
+                "server \"{}\": it is not reading its stdin ({} of frames are waiting to be written, the limit is {})",
+                self.server,
+                frames::human_size(before),
+                frames::human_size(self.max_queued)
+            ));
+        }
+        self.frames.try_send(frame).map_err(|_| {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            format!("server \"{}\": the stdio transport is closed", self.server)
+        })
+    }
+
+    /// Bytes of frames waiting to be written to the server's stdin (newlines included).
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
     }
 
     /// Shuts the server down with the close sequence (close stdin, wait, SIGTERM the group,
@@ -258,13 +290,6 @@ impl StdioTransport {
     /// The server process's pid (also its process group id).
     pub fn pid(&self) -> u32 {
         self.pid
-    }
-
-    /// The server's last stderr lines so far, as `"; last stderr lines:\n..."` (empty if it
-    /// wrote none): for errors of attempts the client ends (a connect timeout, a failed
-    /// `initialize`), which do not come from the transport's own `Closed`/`Failed`.
-    pub fn stderr_tail(&self) -> String {
-        self.tail.render()
     }
 
     /// The server name this transport was started for.

@@ -3,13 +3,15 @@
 //! writer, stderr and supervisor tasks that serve it.
 
 use super::close::{Supervisor, Tasks};
-use super::frames::{read_stderr, read_stdout, write_frames, StderrTail, StdoutReader};
+use super::frames::{read_stderr, read_stdout, write_frames, StdoutReader};
 use super::kill::{pid_to_pgid, signal_group, Signal};
 use super::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
 use crate::rt::Spawner;
 use async_channel::Sender;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
 
 impl StdioTransport {
     /// Starts `cmd` for `server` in its own process group, registers the group in `registry`,
@@ -105,10 +107,20 @@ impl StdioTransport {
 
         let (frames_tx, frames_rx) = async_channel::unbounded();
         let (close_tx, close_rx) = async_channel::bounded(1);
-        let tail = StderrTail::new(opts.stderr_tail_lines);
+        let queued = Arc::new(AtomicUsize::new(0));
 
-        let writer = spawner.spawn(write_frames(server.to_string(), stdin, frames_rx));
-        let stderr_task = spawner.spawn(read_stderr(server.to_string(), stderr, tail.clone()));
+        let writer = spawner.spawn(write_frames(
+            server.to_string(),
+            stdin,
+            frames_rx,
+            queued.clone(),
+        ));
+        let stderr_task = spawner.spawn(read_stderr(
+            server.to_string(),
+            stderr,
+            tag.clone(),
+            events.clone(),
+        ));
         let reader = spawner.spawn(read_stdout(
             StdoutReader {
                 server: server.to_string(),
@@ -135,7 +147,6 @@ impl StdioTransport {
                 writer,
                 stderr: stderr_task,
             },
-            tail.clone(),
             close_rx,
             gone_tx,
             tag,
@@ -150,7 +161,8 @@ impl StdioTransport {
             group_gone: gone_rx,
             supervisor: Some(supervisor),
             registry: registry.clone(),
-            tail,
+            queued,
+            max_queued: opts.max_write_queue,
         })
     }
 }

@@ -303,6 +303,7 @@ fn describe_gate(n: &Narrator, sb: &Switchboard, report: &StartupReport, style: 
         n.line("    (from the cache; their server is still connecting, a call waits for it)");
     }
     for (server, error) in &report.errors {
+        let error = error.to_string();
         let mut lines = error.lines();
         n.line(&style.red(&format!(
             "  failed   {server}: {}",
@@ -327,12 +328,7 @@ fn describe_gate(n: &Narrator, sb: &Switchboard, report: &StartupReport, style: 
 }
 
 /// Print what happens after the gate until no server is connecting any more.
-async fn watch(
-    n: &Narrator,
-    sb: &Switchboard,
-    events: &async_channel::Receiver<Event>,
-    since: Instant,
-) {
+async fn watch(n: &Narrator, sb: &Switchboard, events: &switchboard::Events, since: Instant) {
     let deadline = Instant::now() + SETTLE_LIMIT;
     let connecting = |sb: &Switchboard| {
         sb.servers()
@@ -367,11 +363,11 @@ async fn watch(
                     "{server} failed: {}",
                     state
                         .last_error
-                        .as_deref()
-                        .map_or("disconnected", first_line)
+                        .map(|e| first_line(&e.to_string()).to_string())
+                        .unwrap_or_else(|| "disconnected".to_string())
                 ),
             ),
-            ServerStatus::Connecting => {}
+            _ => {}
         }
     }
     if connecting(sb) {

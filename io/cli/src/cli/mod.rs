@@ -21,7 +21,7 @@ use switchboard::core::config::{ConfigError, DEFAULT_CONNECT_TIMEOUT};
 use switchboard::core::manager::HealthPolicy;
 use switchboard::core::NamingScheme;
 use switchboard::{discover, Discovered, DiscoveryOptions};
-use switchboard::{Builder, ServerStatus, StartupReport, Switchboard};
+use switchboard::{Builder, Phase, ServerStatus, StartupReport, Switchboard};
 
 /// Success; per-server failures are reported, not fatal.
 pub const EXIT_OK: u8 = 0;
@@ -307,7 +307,7 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             let arguments = parse_arguments(args.as_deref()).await?;
             let session = Session::start(&g, interrupt, Settle::Uncached).await?;
             let failed = session.any_failed();
-            let result = session.sb.call(&tool, arguments).await;
+            let result = call_showing_progress(&session.sb, &tool, arguments, g.quiet).await;
             session.sb.shutdown().await;
             let code = match result {
                 Ok(r) => {
@@ -323,6 +323,52 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             Ok(code)
         }
     }
+}
+
+/// Calls `tool`; on a terminal (and unless quiet) asks for progress and shows it on one
+/// stderr line, redrawn in place. Otherwise no progress token is sent at all.
+async fn call_showing_progress(
+    sb: &Switchboard,
+    tool: &str,
+    arguments: Value,
+    quiet: bool,
+) -> Result<switchboard::ToolResult, switchboard::Error> {
+    use std::io::{IsTerminal, Write};
+    let show = !quiet && std::io::stderr().is_terminal();
+    let options = switchboard::CallOptions {
+        progress: show,
+        ..Default::default()
+    };
+    let mut call = sb.call_with(tool, arguments, options);
+    let Some(progress) = call.progress().cloned() else {
+        return call.await;
+    };
+    let mut shown = false;
+    let result = loop {
+        let next = future::or(async { Err((&mut call).await) }, async {
+            match progress.recv().await {
+                Ok(p) => Ok(p),
+                // The call completed: its result is ready.
+                Err(_) => future::pending().await,
+            }
+        })
+        .await;
+        match next {
+            Err(result) => break result,
+            Ok(p) => {
+                let total = p.total.map_or(String::new(), |t| format!("/{t}"));
+                let note = p.message.map_or(String::new(), |m| format!(": {m}"));
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r\x1b[2Kprogress {}{total}{note}", p.progress);
+                let _ = err.flush();
+                shown = true;
+            }
+        }
+    };
+    if shown {
+        let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+    }
+    result
 }
 
 fn strict_code(g: &Global, failed: bool) -> u8 {
@@ -371,9 +417,10 @@ struct Session {
     sb: Switchboard,
     report: StartupReport,
     discovered: Discovered,
-    /// Subscribed as soon as `start` returned, before the settle wait: every event since the
-    /// gate, unread.
-    events: async_channel::Receiver<switchboard::Event>,
+    /// For a watch only (`Settle::Gate`): subscribed as soon as `start` returned, so every
+    /// event since the gate is there, unread. Nobody else holds a subscription it does not
+    /// read.
+    events: Option<switchboard::Events>,
     /// Just before `start`: the library's clock starts inside it, so this is its origin to
     /// well under a millisecond (for the time until a scheduled reconnect).
     clock_origin: Instant,
@@ -458,17 +505,17 @@ impl Session {
             .map_err(|e| Fatal::failed(e.to_string()))?;
         interrupt.running(&sb);
         // No await since `start` returned: nothing is missed between the gate and here.
-        let kept = sb.events();
-        let events = sb.events();
         if settle == Settle::Gate {
             return Ok(Session {
+                events: Some(sb.events()),
                 sb,
                 report,
                 discovered,
-                events: kept,
                 clock_origin,
             });
         }
+        // Read by the wait below: every event wakes it to look at the servers again.
+        let events = sb.events();
         let mut live = term::LiveView::new(started, g.quiet);
         let deadline = Instant::now() + longest + Duration::from_secs(30);
         loop {
@@ -477,7 +524,7 @@ impl Session {
             let waiting = servers.iter().any(|s| {
                 // A server waiting to reconnect has settled for this purpose.
                 s.status == ServerStatus::Connecting
-                    && s.phase != "backoff"
+                    && s.phase != Phase::Backoff
                     && match settle {
                         Settle::All => true,
                         Settle::Uncached => report.pending.contains(&s.name),
@@ -492,7 +539,7 @@ impl Session {
                     async_io::Timer::after(Duration::from_millis(50)).await;
                 },
                 async {
-                    if events.recv().await.is_err() {
+                    if matches!(events.recv().await, Err(switchboard::RecvError::Closed)) {
                         // The driver stopped: only the timer wakes us now.
                         future::pending::<()>().await;
                     }
@@ -501,11 +548,12 @@ impl Session {
             .await;
         }
         live.finish();
+        drop(events);
         Ok(Session {
             sb,
             report,
             discovered,
-            events: kept,
+            events: None,
             clock_origin,
         })
     }

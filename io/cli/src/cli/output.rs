@@ -79,7 +79,7 @@ impl ServerJson {
             source: (&s.source).into(),
             transport: s.transport,
             status: status_word(s),
-            phase: s.phase,
+            phase: s.phase.as_str(),
             tools: s.tool_count,
             time_to_ready_ms: s.time_to_ready.map(millis),
             attempts: s.attempts,
@@ -90,7 +90,7 @@ impl ServerJson {
                 version: s.server_version.clone(),
             }),
             protocol_version: s.protocol_version.clone(),
-            error: s.last_error.clone(),
+            error: s.last_error.as_ref().map(|e| e.to_string()),
         }
     }
 }
@@ -314,7 +314,7 @@ pub fn status(session: &Session, json: bool) {
             out.push('\n');
             if let Some(err) = s.and_then(|s| s.last_error.as_ref()) {
                 if s.is_some_and(|s| s.status != ServerStatus::Connected) {
-                    for (i, l) in err.lines().enumerate() {
+                    for (i, l) in err.to_string().lines().enumerate() {
                         let prefix = if i == 0 { "  error: " } else { "         " };
                         out.push_str(&style.red(&format!("{prefix}{l}")));
                         out.push('\n');
@@ -408,7 +408,7 @@ pub fn tools(session: &Session, server: Option<&str>, json: bool) {
         .into_iter()
         .filter(|s| server.is_none() || server == Some(s.name.as_str()))
         .filter(|s| s.status == ServerStatus::Disconnected)
-        .filter_map(|s| s.last_error.map(|e| (s.name, e)))
+        .filter_map(|s| s.last_error.map(|e| (s.name, e.to_string())))
         .collect();
     if json {
         print_json(&ToolsJson {
@@ -497,7 +497,7 @@ mod tests {
         ServerState {
             name: "s".into(),
             status,
-            phase: "backoff",
+            phase: switchboard::Phase::Backoff,
             source: SourceMeta {
                 provider: "switchboard".into(),
                 level: SourceLevel::Project,
@@ -506,7 +506,10 @@ mod tests {
             config_hash: String::new(),
             transport: Some("stdio"),
             conn: None,
-            last_error: Some("stdio server exited (code 1)".into()),
+            last_error: Some(switchboard::ServerError::new(
+                switchboard::ServerErrorKind::Closed,
+                "stdio server exited (code 1)",
+            )),
             attempts: 4,
             started_at: None,
             ready_at: None,

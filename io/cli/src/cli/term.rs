@@ -80,7 +80,7 @@ pub fn status_word(s: &ServerState) -> &'static str {
         ServerStatus::Connecting if s.deferred => "deferred",
         ServerStatus::Connecting => "connecting",
         ServerStatus::Disconnected if s.last_error.is_some() => "failed",
-        ServerStatus::Disconnected => "disconnected",
+        _ => "disconnected",
     }
 }
 
@@ -90,7 +90,7 @@ pub fn paint_status(style: Style, s: &ServerState, text: &str) -> String {
         ServerStatus::Connected => style.green(text),
         ServerStatus::Connecting => style.yellow(text),
         ServerStatus::Disconnected if s.last_error.is_some() => style.red(text),
-        ServerStatus::Disconnected => text.to_string(),
+        _ => text.to_string(),
     }
 }
 
@@ -164,7 +164,11 @@ impl LiveView {
                         s.time_to_ready.map(fmt_duration).unwrap_or_default(),
                         s.tool_count
                     ),
-                    (_, Some(e)) => format!("switchboard: {} failed: {}", s.name, first_line(e)),
+                    (_, Some(e)) => format!(
+                        "switchboard: {} failed: {}",
+                        s.name,
+                        first_line(&e.to_string())
+                    ),
                     _ => format!("switchboard: {} disconnected", s.name),
                 };
                 let _ = writeln!(err, "{line}");

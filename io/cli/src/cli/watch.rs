@@ -32,13 +32,13 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
-use switchboard::{Event, ServerStatus, Switchboard};
+use switchboard::{Event, RecvError, ServerStatus, Switchboard};
 
 fn status_word(s: ServerStatus) -> &'static str {
     match s {
         ServerStatus::Connected => "connected",
         ServerStatus::Connecting => "connecting",
-        ServerStatus::Disconnected => "disconnected",
+        _ => "disconnected",
     }
 }
 
@@ -120,20 +120,22 @@ pub(super) async fn run(
             "server",
             Some(&s.name),
             json!({"status": status_word(s.status), "phase": s.phase, "tools": tools,
-                   "deferred": deferred, "error": s.last_error}),
+                   "deferred": deferred, "error": s.last_error.as_ref().map(|e| e.to_string())}),
             format!(
                 "{} ({}) with {tools} tools ({deferred} deferred){}",
                 status_word(s.status),
                 s.phase,
                 s.last_error
-                    .as_deref()
-                    .map(|e| format!(": {}", super::term::first_line(e)))
+                    .as_ref()
+                    .map(|e| format!(": {}", super::term::first_line(&e.to_string())))
                     .unwrap_or_default()
             ),
         );
     }
     startup_complete(&w.p, &session.report);
-    let events = session.events.clone();
+    let events = session
+        .events
+        .ok_or_else(|| Fatal::failed("no event subscription".to_string()))?;
     let stop = async { interrupt::name(interrupt.wait().await) };
     let limit = async {
         match for_ms {
@@ -145,8 +147,17 @@ pub(super) async fn run(
         }
     };
     let watch = async {
-        while let Ok(ev) = events.recv().await {
-            w.event(ev);
+        loop {
+            match events.recv().await {
+                Ok(ev) => w.event(ev),
+                Err(RecvError::Lagged { missed }) => w.p.emit(
+                    "lagged",
+                    None,
+                    json!({ "missed": missed }),
+                    format!("missed {missed} events (the output did not keep up)"),
+                ),
+                Err(_) => break,
+            }
         }
         "stopped"
     };
@@ -167,10 +178,15 @@ pub(super) async fn run(
 }
 
 fn startup_complete(p: &Printer, report: &switchboard::StartupReport) {
+    let errors: BTreeMap<&str, String> = report
+        .errors
+        .iter()
+        .map(|(server, e)| (server.as_str(), e.to_string()))
+        .collect();
     p.emit(
         "startup_complete",
         None,
-        json!({"round": report.round, "tools": report.tools.len(), "errors": report.errors}),
+        json!({"round": report.round, "tools": report.tools.len(), "errors": errors}),
         format!(
             "round {} complete: {} tools, {} errors",
             report.round,
@@ -217,10 +233,12 @@ impl Watch<'_> {
                 self.p.emit(
                     "reconnect_scheduled",
                     Some(&server),
-                    json!({"attempt": attempt, "next_attempt_in_ms": ms, "error": error}),
+                    // With the attempt's stderr tail, whoever ended it (the server or a
+                    // health check).
+                    json!({"attempt": attempt, "next_attempt_in_ms": ms, "error": error.to_string()}),
                     format!(
                         "reconnect attempt {attempt} in {ms} ms ({})",
-                        super::term::first_line(&error)
+                        super::term::first_line(&error.message)
                     ),
                 );
             }
@@ -280,6 +298,8 @@ impl Watch<'_> {
             // The first round's event may race the subscription: it was printed already.
             Event::StartupComplete { report } if report.round == self.first_round => {}
             Event::StartupComplete { report } => startup_complete(&self.p, &report),
+            // Request completions, calls and the rest: the lines above already say it.
+            _ => {}
         }
     }
 }
