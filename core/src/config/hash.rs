@@ -14,9 +14,11 @@ pub fn config_hash(config: &ServerConfig) -> String {
     let value = serde_json::to_value(config).unwrap_or(Value::Null);
     let bytes = serde_json::to_vec(&value).unwrap_or_default();
     let digest = Sha256::digest(&bytes);
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut hex = String::with_capacity(64);
     for b in digest {
-        hex.push_str(&format!("{b:02x}"));
+        hex.push(char::from(HEX[usize::from(b >> 4)]));
+        hex.push(char::from(HEX[usize::from(b & 0xf)]));
     }
     hex
 }

@@ -115,14 +115,18 @@ impl Manager {
                 // Unchanged and running (connected, connecting, waiting to reconnect): leave
                 // its transport, calls and tools alone.
                 Some(s)
-                    if s.hash == config::config_hash(&spec.config)
+                    if (s.spec.config == spec.config
+                        || s.hash == config::config_hash(&spec.config))
                         && !matches!(s.phase, Stage::Idle) =>
                 {
                     s.spec.source = spec.source;
                 }
                 // Unchanged but stopped (failed, its breaker tripped, or lost with reconnects
                 // off): Sync says "this is the set I want", so start it, like `Connect`.
-                Some(s) if s.hash == config::config_hash(&spec.config) => {
+                Some(s)
+                    if (s.spec.config == spec.config
+                        || s.hash == config::config_hash(&spec.config)) =>
+                {
                     self.counters.syncs_restarted_stopped += 1;
                     start.push(spec);
                 }

@@ -120,7 +120,12 @@ impl Manager {
         round: Option<u64>,
     ) -> Result<(), ServerError> {
         let name = spec.name.clone();
-        let hash = config::config_hash(&spec.config);
+        // A reconnect or restart with the same config keeps its hash: hashing serializes the
+        // whole config, which is far dearer than comparing it.
+        let hash = match self.servers.get(&name) {
+            Some(s) if s.spec.config == spec.config => s.hash.clone(),
+            _ => config::config_hash(&spec.config),
+        };
         let resolved = config::resolve(&name, &spec.config, &self.opts.env);
         let transport = spec
             .config

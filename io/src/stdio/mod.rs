@@ -88,7 +88,6 @@ pub(crate) use kill::{signal_group, Signal};
 use async_channel::{Receiver, Sender};
 use async_executor::Task;
 use bytes::Bytes;
-use async_executor::Task;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
