@@ -1,4 +1,4 @@
-//! `shell_bench`: the shell against real `mcp-demo-server` processes (issue 4's benchmarks).
+//! `shell_bench`: the shell against real `mcp-demo-server` processes.
 //!
 //! ```sh
 //! ./scripts/install-peers.sh   # once: the TypeScript SDK for the reference client
@@ -6,8 +6,11 @@
 //! ```
 //!
 //! Options: `--runs N` (3; every figure is the median of N runs), `--calls N` (5000 calls per
-//! throughput run), `--only startup|calls|memory` and
-//! `--client embedded|own-thread|executor|ts|raw` (both repeatable; `--client` picks the throughput clients, e.g. to profile one of them).
+//! throughput run), `--only startup|calls|memory|seq` and `--client
+//! embedded|own-thread|executor|ts|raw` (both repeatable; `--client` picks the clients).
+//! `--only seq` (never run by default) makes only the warm-up and `--calls` sequential calls
+//! (`embedded` unless `--client` says otherwise) and prints calls/s: for `strace -c` and
+//! callgrind, run it with two `--calls` and subtract.
 //!
 //! Measures, and prints as one markdown table:
 //!
@@ -99,6 +102,10 @@ fn main() {
     );
     if want("startup") {
         startup_section(&bin, o.runs, &mut rows);
+    }
+    if o.only.iter().any(|x| x == "seq") {
+        seq_section(&bin, &o);
+        return;
     }
     if want("calls") {
         calls_section(&bin, &o, &mut rows);
@@ -541,7 +548,7 @@ fn callers(sb: &Switchboard, calls: usize) -> Vec<impl Future<Output = ()> + Sen
         .collect()
 }
 
-fn switchboard_calls(bin: &Path, calls: usize, placement: Callers) -> Throughput {
+fn switchboard_calls(bin: &Path, calls: usize, placement: Callers, conc: bool) -> Throughput {
     let ex = Arc::new(smol::Executor::new());
     smol::block_on(ex.run(async {
         let mut builder = Builder::servers(vec![demo(bin, "bench", &[])]).no_cache();
@@ -573,6 +580,7 @@ fn switchboard_calls(bin: &Path, calls: usize, placement: Callers) -> Throughput
         let sequential = (sequential.0, sequential.1);
         let (t0, c0, s0) = (Instant::now(), process_cpu(), pid_cpu(server));
         match placement {
+            _ if !conc => {}
             Callers::OwnThread => {
                 let ex = smol::LocalExecutor::new();
                 let tasks: Vec<_> = callers(&sb, calls)
@@ -752,9 +760,10 @@ fn calls_section(bin: &Path, o: &Options, rows: &mut Vec<Row>) {
     // Interleaved, so the shared machine's noise hits every client alike.
     for run in 0..runs {
         let figures = [
-            want("embedded").then(|| Ok(switchboard_calls(bin, calls, Callers::Embedded))),
-            want("own-thread").then(|| Ok(switchboard_calls(bin, calls, Callers::OwnThread))),
-            want("executor").then(|| Ok(switchboard_calls(bin, calls, Callers::DriverExecutor))),
+            want("embedded").then(|| Ok(switchboard_calls(bin, calls, Callers::Embedded, true))),
+            want("own-thread").then(|| Ok(switchboard_calls(bin, calls, Callers::OwnThread, true))),
+            want("executor")
+                .then(|| Ok(switchboard_calls(bin, calls, Callers::DriverExecutor, true))),
             want("ts").then(|| ts_calls(bin, calls)),
             want("raw").then(|| Ok(raw_calls(bin, calls))),
         ];
@@ -863,6 +872,26 @@ fn calls_section(bin: &Path, o: &Options, rows: &mut Vec<Row>) {
             format!("{:.2}×", median(&floor)),
             fmt_runs(&floor, 2),
         ));
+    }
+}
+
+/// `--only seq`: sequential calls only; per client one line, the median and the runs.
+fn seq_section(bin: &Path, o: &Options) {
+    for (name, placement) in [
+        ("embedded", Callers::Embedded),
+        ("own-thread", Callers::OwnThread),
+        ("executor", Callers::DriverExecutor),
+    ] {
+        if o.clients.iter().any(|x| x == name) || (o.clients.is_empty() && name == "embedded") {
+            let r: Vec<f64> = (0..o.runs)
+                .map(|_| switchboard_calls(bin, o.calls, placement, false).sequential)
+                .collect();
+            println!(
+                "{name}: {:.0} sequential calls/s ({})",
+                median(&r),
+                fmt_runs(&r, 0)
+            );
+        }
     }
 }
 

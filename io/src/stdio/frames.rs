@@ -22,6 +22,8 @@ const CHUNK: usize = 16 * 1024;
 const STDERR_CHUNK: usize = 4 * 1024;
 /// Frames the stdout reader delivers before it yields to other tasks.
 const FRAMES_PER_TURN: usize = 256;
+/// Short reads the stdout reader makes before it yields (see the reader's loop).
+const READS_PER_TURN: usize = 16;
 /// Longest stderr line kept (the rest of the line is dropped).
 const MAX_STDERR_LINE: usize = 4096;
 /// Longest preview of a garbage stdout line in logs and errors.
@@ -39,31 +41,41 @@ pub(super) fn human_size(n: usize) -> String {
     }
 }
 
+/// Largest batch buffer the writer keeps between batches; a bigger one (a huge frame) is
+/// released after its write.
+const WRITE_BUF_KEEP: usize = 64 * 1024;
+
 /// Writes queued frames to the server's stdin, one per line. Ends (closing stdin) when the
 /// queue's sender is gone, on a write error, or when cancelled by the supervisor.
+///
+/// Everything queued when the writer wakes goes out in one `write`: the frames are copied
+/// into one buffer, newlines included, so a burst the driver queued in one turn costs one
+/// syscall (and one server wake-up), and a lone frame costs exactly one as well. `queued`
+/// counts the bytes still waiting (the write queue's limit is checked against it).
 pub(super) async fn write_frames(
     server: String,
-    stdin: ChildStdin,
+    mut stdin: ChildStdin,
     frames: Receiver<Bytes>,
     queued: Arc<AtomicUsize>,
 ) {
-    let mut out = futures_lite::io::BufWriter::new(stdin);
+    let mut batch: Vec<u8> = Vec::new();
     while let Ok(frame) = frames.recv().await {
-        queued.fetch_sub(frame.len() + 1, Ordering::AcqRel);
-        let written = async {
-            out.write_all(&frame).await?;
-            out.write_all(b"\n").await?;
-            if frames.is_empty() {
-                out.flush().await?;
-            }
-            Ok::<(), std::io::Error>(())
+        batch.extend_from_slice(&frame);
+        batch.push(b'\n');
+        while let Ok(frame) = frames.try_recv() {
+            batch.extend_from_slice(&frame);
+            batch.push(b'\n');
         }
-        .await;
-        if let Err(e) = written {
+        queued.fetch_sub(batch.len(), Ordering::AcqRel);
+        if let Err(e) = stdin.write_all(&batch).await {
             // Usually EPIPE: the server exited; the stdout reader reports that.
             tracing::debug!(target: "switchboard::server", server = %server, error = %e, "writing to the server's stdin failed");
             frames.close();
             return;
+        }
+        batch.clear();
+        if batch.capacity() > WRITE_BUF_KEEP {
+            batch = Vec::new();
         }
     }
 }
@@ -166,6 +178,7 @@ pub(super) async fn read_stdout<T: Clone, M: From<(T, StdioEvent)>>(
     let mut line: Vec<u8> = Vec::new();
     let mut garbage_run = 0usize;
     let mut frames_this_turn = 0usize;
+    let mut reads_this_turn = 0usize;
     let too_long = || {
         StdoutEnd::Failed(format!(
             "stdout frame exceeds the {} limit (more than {} bytes without a newline)",
@@ -221,10 +234,18 @@ pub(super) async fn read_stdout<T: Clone, M: From<(T, StdioEvent)>>(
             return too_long();
         }
         line.extend_from_slice(rest);
-        // At most one chunk (and FRAMES_PER_TURN frames) of work per turn: a chatty server
-        // must not starve other tasks.
-        frames_this_turn = 0;
-        future::yield_now().await;
+        // At most one full chunk (and FRAMES_PER_TURN frames) of work per turn: a chatty
+        // server must not starve other tasks. After a short read the wait for readiness is
+        // the turn's end already; yielding there too would only reschedule the task once
+        // more per answer (and, on a multi-threaded executor, wake another thread for it).
+        // (Readiness can be there at once when another thread ran the reactor meanwhile,
+        // so short reads are bounded per turn too.)
+        reads_this_turn += 1;
+        if !drained || reads_this_turn == READS_PER_TURN {
+            frames_this_turn = 0;
+            reads_this_turn = 0;
+            future::yield_now().await;
+        }
     }
     if !line.is_empty() {
         match classify_line(&cfg, Bytes::from(line), &mut garbage_run) {
