@@ -25,8 +25,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant as StdInstant};
 use switchboard_core::config::{ServerConfig, ServerSpec};
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, Input, Manager, ManagerOptions, Output, StartupReport,
-    TransportEvent,
+    CallId, CallOutcome, ConnId, Event, Input, Manager, ManagerOptions, Output, RequestId,
+    StartupReport, TransportEvent,
 };
 use switchboard_core::{protocol, Instant};
 
@@ -168,7 +168,7 @@ fn pump(m: &mut Manager, answers: &Answers, queue: &mut VecDeque<Input>) -> Vec<
                     key,
                     tools: None,
                 }),
-                Output::Send { conn, frame } => {
+                Output::Send { conn, frame, .. } => {
                     let Some(id) = frame_id(&frame) else {
                         continue; // notifications/initialized
                     };
@@ -182,7 +182,7 @@ fn pump(m: &mut Manager, answers: &Answers, queue: &mut VecDeque<Input>) -> Vec<
                         event: TransportEvent::Frame(table[id as usize].clone()),
                     });
                 }
-                Output::Event(Event::StartupComplete { report: report }) => {
+                Output::Event(Event::StartupComplete { report }) => {
                     assert_eq!(
                         report.connected.len() * TOOLS_PER_SERVER,
                         report.tools.len()
@@ -204,7 +204,13 @@ fn pump(m: &mut Manager, answers: &Answers, queue: &mut VecDeque<Input>) -> Vec<
 /// A manager with `n` servers connected (50 tools each), through a full startup round.
 fn connected(n: usize, answers: &Answers) -> Manager {
     let mut m = Manager::new(opts(), NOW);
-    m.handle(NOW, Input::Connect { servers: specs(n) });
+    m.handle(
+        NOW,
+        Input::Connect {
+            request: RequestId(1),
+            servers: specs(n),
+        },
+    );
     let completes = pump(&mut m, answers, &mut VecDeque::new());
     assert_eq!(completes.len(), 1);
     assert_eq!(m.connections().len(), n);
@@ -223,7 +229,13 @@ fn measured_round(
     queue: &mut VecDeque<Input>,
 ) -> (Manager, Vec<StartupReport>) {
     let mut m = Manager::new(opts(), NOW);
-    m.handle(NOW, Input::Connect { servers });
+    m.handle(
+        NOW,
+        Input::Connect {
+            request: RequestId(1),
+            servers,
+        },
+    );
     let completes = pump(&mut m, answers, queue);
     assert_eq!(completes.len(), 1);
     (m, completes) // dropped outside the timed section
@@ -331,6 +343,7 @@ fn call_routing(c: &mut Criterion) {
                         tool: tool.clone(),
                         arguments: Some(args.clone()),
                         timeout: None,
+                        progress: false,
                     })
                     .collect();
                 let base = next_req;
@@ -473,6 +486,7 @@ fn main() {
                 tool: tool.clone(),
                 arguments: Some(args.clone()),
                 timeout: None,
+                progress: false,
             })
             .collect();
         let replies: Vec<Bytes> = (0..n).map(|k| response(2 + k, &result)).collect();

@@ -239,7 +239,7 @@ proptest! {
     }
 }
 
-/// The messages of the validation errors users meet most, exactly as issue 2 words them, both
+/// The messages of the validation errors users meet most, word for word as users see them, both
 /// from `validate` and through a parsed document merged with a good entry (which survives).
 #[test]
 fn validation_errors_use_the_exact_messages_and_spare_the_other_servers() {

@@ -1,27 +1,49 @@
-//! Scripted traces of the core: one per row of the seed's failure table, one per known flaw of
-//! the described system (DESIGN.md). Each test asserts the behaviour it protects and snapshots
-//! the full trace (reviewed like code, under `snapshots/`).
+//! Scripted traces of the core: one per startup failure users meet (the `seed_*` traces), one
+//! per lifecycle bug this core must not have (the `flaw_*` traces), then the codec and the
+//! lifecycle end to end. Each test asserts the behaviour it protects, by the kind of each
+//! error, and snapshots the full trace (reviewed like code, under `snapshots/`), where the
+//! errors' wording lives.
+
+mod codec;
+mod requests;
 
 use crate::script::*;
 use crate::support::with_snapshots;
 use serde_json::json;
 use switchboard_core::config::{ServerConfig, ServerSpec};
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, Input, ManagerOptions, Output, ServerStatus, TransportEvent,
+    CallError, CallId, CallOutcome, ConnId, Event, Input, ManagerOptions, Output, RequestError,
+    ServerErrorKind, ServerStatus, StartupReport, TransportEvent,
 };
 
 fn snap(name: &str, s: &Script) {
     with_snapshots(|| insta::assert_snapshot!(name, s.finish()));
 }
 
-fn startup_reports(s: &Script) -> Vec<&switchboard_core::manager::StartupReport> {
+fn startup_reports(s: &Script) -> Vec<&StartupReport> {
     s.outputs
         .iter()
         .filter_map(|o| match o {
-            Output::StartupComplete(r) => Some(r),
+            Output::Event(Event::StartupComplete { report: r }) => Some(r),
             _ => None,
         })
         .collect()
+}
+
+/// The kind of error `server` failed its round with.
+fn failed_with(r: &StartupReport, server: &str) -> ServerErrorKind {
+    r.errors
+        .get(server)
+        .unwrap_or_else(|| panic!("{server} did not fail: {r:?}"))
+        .kind
+}
+
+/// The one error call `call` completed with.
+fn call_error(s: &Script, call: u64) -> &CallError {
+    match s.outcome(call)[..] {
+        [CallOutcome::Err(e)] => e,
+        ref other => panic!("call {call} did not fail exactly once: {other:?}"),
+    }
 }
 
 fn with_timeout(mut spec: ServerSpec, ms: i64) -> ServerSpec {
@@ -40,14 +62,14 @@ fn sends_after(s: &Script, conn: ConnId, index: usize) -> usize {
         .count()
 }
 
-// ----- the seed's failure table ------------------------------------------------------------
+// ----- startup failures users meet ---------------------------------------------------------
 
 #[test]
 fn seed_discovery_failure_gives_an_empty_tool_set_at_once() {
     // The loader turns a discovery failure into an empty server set (plus its own synthetic
     // error); the manager must complete that round immediately, not hang to the gate.
     let mut s = Script::new();
-    s.at(0, Input::Connect { servers: vec![] });
+    s.connect(0, vec![]);
     let r = startup_reports(&s);
     assert_eq!(r.len(), 1);
     assert!(r[0].tools.is_empty() && r[0].errors.is_empty());
@@ -60,20 +82,12 @@ fn seed_invalid_config_is_skipped_with_an_error_and_others_continue() {
     let mut s = Script::new();
     let mut bad = ServerConfig::stdio("x", &[]);
     bad.url = Some("http://example.invalid/mcp".into());
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("good"), ServerSpec::new("bad", bad)],
-        },
-    );
+    s.connect(0, vec![stdio("good"), ServerSpec::new("bad", bad)]);
     s.cache(1, "good", None);
     s.ready(20, "good", &["echo"]);
     let r = startup_reports(&s);
     assert_eq!(r.len(), 1);
-    assert_eq!(
-        r[0].errors.get("bad").map(String::as_str),
-        Some(r#"Server "bad": both "command" and "url" are set"#)
-    );
+    assert_eq!(failed_with(r[0], "bad"), ServerErrorKind::InvalidConfig);
     assert_eq!(r[0].connected, vec!["good"]);
     assert_eq!(s.tool_names(), vec!["mcp_good_echo"]);
     assert_eq!(
@@ -86,15 +100,13 @@ fn seed_invalid_config_is_skipped_with_an_error_and_others_continue() {
 #[test]
 fn seed_connect_timeout_and_init_failure_are_isolated_per_server() {
     let mut s = Script::new();
-    s.at(
+    s.connect(
         0,
-        Input::Connect {
-            servers: vec![
-                stdio("ok"),
-                stdio("refuses"),
-                with_timeout(stdio("hangs"), 1000),
-            ],
-        },
+        vec![
+            stdio("ok"),
+            stdio("refuses"),
+            with_timeout(stdio("hangs"), 1000),
+        ],
     );
     for n in ["ok", "refuses", "hangs"] {
         s.cache(1, n, None);
@@ -112,10 +124,10 @@ fn seed_connect_timeout_and_init_failure_are_isolated_per_server() {
         "the uncached wait ends when 'hangs' times out"
     );
     assert_eq!(
-        r[0].errors["refuses"],
-        "initialize failed: MCP error -32603: boom"
+        failed_with(r[0], "refuses"),
+        ServerErrorKind::InitializeFailed
     );
-    assert_eq!(r[0].errors["hangs"], "connect timed out after 1000 ms");
+    assert_eq!(failed_with(r[0], "hangs"), ServerErrorKind::ConnectTimeout);
     assert_eq!(s.m.status("ok"), ServerStatus::Connected);
     assert_eq!(closes(&s, s.conn("refuses")), 1);
     assert_eq!(closes(&s, s.conn("hangs")), 1);
@@ -125,12 +137,7 @@ fn seed_connect_timeout_and_init_failure_are_isolated_per_server() {
 #[test]
 fn seed_pending_list_with_cache_returns_deferred_tools_at_the_gate() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("fast"), stdio("slow")],
-        },
-    );
+    s.connect(0, vec![stdio("fast"), stdio("slow")]);
     s.cache(2, "fast", None);
     s.cache(3, "slow", Some(&["search"]));
     s.ready(30, "fast", &["echo"]);
@@ -166,12 +173,7 @@ fn seed_pending_list_with_cache_returns_deferred_tools_at_the_gate() {
 #[test]
 fn seed_pending_list_without_cache_waits_for_the_server() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("fast"), stdio("slow")],
-        },
-    );
+    s.connect(0, vec![stdio("fast"), stdio("slow")]);
     s.cache(2, "fast", None);
     s.cache(3, "slow", None);
     s.ready(30, "fast", &["echo"]);
@@ -191,12 +193,7 @@ fn seed_pending_list_without_cache_waits_for_the_server() {
 #[test]
 fn seed_late_background_failure_is_logged_once_and_withdraws_deferred_tools() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("slow")],
-        },
-    );
+    s.connect(0, vec![stdio("slow")]);
     s.cache(1, "slow", Some(&["search"]));
     s.opened(10, "slow");
     s.reply(20, "slow", "initialize", init_result());
@@ -205,12 +202,15 @@ fn seed_late_background_failure_is_logged_once_and_withdraws_deferred_tools() {
     s.call(260, 7, "mcp_slow_search", json!({}));
     s.reply_error(1000, "slow", "tools/list", -32603, "index offline");
     let logged = s.count(|o| {
-        matches!(o, Output::Diagnostic { server: Some(n), message, .. }
+        matches!(o, Output::Event(Event::Diagnostic { server: Some(n), message, .. })
             if n == "slow" && message.contains("index offline"))
     });
     assert_eq!(logged, 1, "late failure logged exactly once");
     assert!(s.tool_names().is_empty(), "deferred tools withdrawn");
-    assert!(matches!(s.outcome(7)[..], [CallOutcome::Err(ref e)] if e.contains("index offline")));
+    assert!(
+        matches!(call_error(&s, 7), CallError::Transport(e) if e.kind == ServerErrorKind::ListFailed),
+        "the waiting call fails with the server's failure"
+    );
     // The transport is closed; a trailing close event from the shell is stale and says nothing.
     let conn = s.conn("slow");
     s.at(
@@ -223,7 +223,9 @@ fn seed_late_background_failure_is_logged_once_and_withdraws_deferred_tools() {
         },
     );
     assert_eq!(
-        s.count(|o| matches!(o, Output::Diagnostic { server: Some(n), .. } if n == "slow")),
+        s.count(
+            |o| matches!(o, Output::Event(Event::Diagnostic { server: Some(n), .. }) if n == "slow")
+        ),
         1
     );
     snap("seed_06_late_failure", &s);
@@ -231,18 +233,13 @@ fn seed_late_background_failure_is_logged_once_and_withdraws_deferred_tools() {
 
 #[test]
 fn seed_dropped_transport_fails_calls_and_leaves_the_server_disconnected() {
-    // The seed's behaviour: no automatic reconnect (ours is a policy, on by default; see
-    // `policies.rs` for the reconnect traces).
+    // With automatic reconnects off (they are a policy, on by default; see `policies.rs` for
+    // the reconnect traces).
     let mut s = Script::with(ManagerOptions {
         reconnect: switchboard_core::manager::ReconnectPolicy::never(),
         ..opts()
     });
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a"), stdio("b")],
-        },
-    );
+    s.connect(0, vec![stdio("a"), stdio("b")]);
     s.cache(1, "a", None);
     s.cache(1, "b", None);
     s.ready(10, "a", &["echo"]);
@@ -259,7 +256,7 @@ fn seed_dropped_transport_fails_calls_and_leaves_the_server_disconnected() {
         },
     );
     assert!(
-        matches!(s.outcome(1)[..], [CallOutcome::Err(ref e)] if e.starts_with("MCP error: connection closed"))
+        matches!(call_error(&s, 1), CallError::Transport(e) if e.kind == ServerErrorKind::Closed)
     );
     assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
     assert_eq!(s.m.status("b"), ServerStatus::Connected);
@@ -276,12 +273,7 @@ fn seed_dropped_transport_fails_calls_and_leaves_the_server_disconnected() {
 #[test]
 fn seed_all_healthy_startup_returns_live_tools_before_the_gate() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("alpha"), stdio("beta")],
-        },
-    );
+    s.connect(0, vec![stdio("alpha"), stdio("beta")]);
     s.cache(1, "alpha", Some(&["old"]));
     s.cache(1, "beta", None);
     s.ready(40, "beta", &["b1", "b2"]);
@@ -302,19 +294,14 @@ fn seed_all_healthy_startup_returns_live_tools_before_the_gate() {
     snap("seed_08_all_healthy", &s);
 }
 
-// ----- the ten known flaws -----------------------------------------------------------------
+// ----- lifecycle bugs this core must not have ----------------------------------------------
 
 #[test]
 fn flaw_01_late_connect_after_disconnect_closes_transport() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("a")]);
     let conn = s.conn("a");
-    s.at(10, Input::Disconnect { server: "a".into() });
+    s.disconnect(10, "a");
     let mark = s.outputs.len();
     s.opened(50, "a");
     s.frame_on(
@@ -355,12 +342,7 @@ fn an_opened_that_arrives_after_its_attempt_reported_closed_is_closed() {
         reconnect: switchboard_core::manager::ReconnectPolicy::never(),
         ..opts()
     });
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("a")]);
     let conn = s.conn("a");
     s.at(
         5,
@@ -395,12 +377,7 @@ fn an_opened_that_arrives_after_its_attempt_reported_closed_is_closed() {
 #[test]
 fn flaw_02_connect_timeout_closes_the_attempt_even_if_it_later_succeeds() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![with_timeout(stdio("a"), 500)],
-        },
-    );
+    s.connect(0, vec![with_timeout(stdio("a"), 500)]);
     s.cache(1, "a", None);
     s.opened(10, "a");
     let conn = s.conn("a");
@@ -417,20 +394,10 @@ fn flaw_02_connect_timeout_closes_the_attempt_even_if_it_later_succeeds() {
 #[test]
 fn flaw_03_connecting_one_server_keeps_the_other_servers_tools() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("a")]);
     s.cache(1, "a", None);
     s.ready(10, "a", &["one"]);
-    s.at(
-        100,
-        Input::Connect {
-            servers: vec![stdio("b"), stdio("a")],
-        },
-    );
+    s.connect(100, vec![stdio("b"), stdio("a")]);
     s.cache(101, "b", None);
     s.ready(120, "b", &["two"]);
     let r = startup_reports(&s);
@@ -447,12 +414,7 @@ fn flaw_03_connecting_one_server_keeps_the_other_servers_tools() {
 #[test]
 fn flaw_04_disconnect_withdraws_tools_by_identity_not_by_prefix() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a"), stdio("a-b"), stdio("My.Server")],
-        },
-    );
+    s.connect(0, vec![stdio("a"), stdio("a-b"), stdio("My.Server")]);
     for n in ["a", "a-b", "My.Server"] {
         s.cache(1, n, None);
     }
@@ -463,14 +425,9 @@ fn flaw_04_disconnect_withdraws_tools_by_identity_not_by_prefix() {
         s.tool_names(),
         vec!["mcp_a_b_y", "mcp_a_x", "mcp_my_server_z"]
     );
-    s.at(100, Input::Disconnect { server: "a".into() });
+    s.disconnect(100, "a");
     assert_eq!(s.tool_names(), vec!["mcp_a_b_y", "mcp_my_server_z"]);
-    s.at(
-        110,
-        Input::Disconnect {
-            server: "My.Server".into(),
-        },
-    );
+    s.disconnect(110, "My.Server");
     assert_eq!(
         s.tool_names(),
         vec!["mcp_a_b_y"],
@@ -483,12 +440,7 @@ fn flaw_04_disconnect_withdraws_tools_by_identity_not_by_prefix() {
 fn flaw_05_names_keep_digits_limit_length_and_resolve_collisions() {
     let mut s = Script::new();
     let long = "an_extremely_long_tool_name_that_goes_on_and_on_past_the_sixty_four_limit";
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("s3"), stdio("a-b"), stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("s3"), stdio("a-b"), stdio("a")]);
     for n in ["s3", "a-b", "a"] {
         s.cache(1, n, None);
     }
@@ -510,8 +462,8 @@ fn flaw_05_names_keep_digits_limit_length_and_resolve_collisions() {
     s.call(20, 2, &a.qualified_name, json!({}));
     let sent_to = |conn| {
         s.outputs.iter().any(|o| {
-            matches!(o, Output::Send { conn: c, frame }
-            if *c == conn && String::from_utf8_lossy(frame).contains("tools/call"))
+            matches!(o, Output::Send { conn: c, meta, .. }
+            if *c == conn && meta.method == Some("tools/call"))
         })
     };
     assert!(sent_to(s.conn("a-b")) && sent_to(s.conn("a")));
@@ -521,12 +473,7 @@ fn flaw_05_names_keep_digits_limit_length_and_resolve_collisions() {
 #[test]
 fn flaw_06_tools_list_failure_after_initialize_fails_the_server() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a"), stdio("b")],
-        },
-    );
+    s.connect(0, vec![stdio("a"), stdio("b")]);
     s.cache(1, "a", None);
     s.cache(1, "b", None);
     s.ready(10, "b", &["ok"]);
@@ -536,11 +483,11 @@ fn flaw_06_tools_list_failure_after_initialize_fails_the_server() {
     assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
     assert_eq!(closes(&s, s.conn("a")), 1);
     assert_eq!(
-        startup_reports(&s)[0].errors["a"],
-        "tools/list failed: MCP error -32603: database locked"
+        failed_with(startup_reports(&s)[0], "a"),
+        ServerErrorKind::ListFailed
     );
     let st = s.m.server_state("a").unwrap();
-    assert!(st.last_error.unwrap().contains("database locked"));
+    assert_eq!(st.last_error.unwrap().kind, ServerErrorKind::ListFailed);
     snap("flaw_06_list_failure_fails_server", &s);
 }
 
@@ -552,12 +499,7 @@ fn flaw_07_list_changed_relists_and_server_requests_get_answers() {
         name: Some("project".into()),
     }];
     let mut s = Script::with(o);
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("a")]);
     s.cache(1, "a", None);
     s.ready(10, "a", &["one"]);
     let conn = s.conn("a");
@@ -612,12 +554,7 @@ fn flaw_08_uncached_wait_bounds_the_startup_wait() {
         uncached_wait: Some(ms(1000)),
         ..opts()
     });
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("fast"), stdio("stuck")],
-        },
-    );
+    s.connect(0, vec![stdio("fast"), stdio("stuck")]);
     s.cache(1, "fast", None);
     s.cache(1, "stuck", None);
     s.ready(10, "fast", &["echo"]);
@@ -638,15 +575,13 @@ fn flaw_08_uncached_wait_bounds_the_startup_wait() {
 #[test]
 fn flaw_09_disconnect_all_aborts_pending_connects() {
     let mut s = Script::new();
-    s.at(
+    s.connect(
         0,
-        Input::Connect {
-            servers: vec![stdio("ready"), stdio("opening"), stdio("initializing")],
-        },
+        vec![stdio("ready"), stdio("opening"), stdio("initializing")],
     );
     s.ready(10, "ready", &["t"]);
     s.opened(10, "initializing");
-    s.at(20, Input::DisconnectAll);
+    s.disconnect_all(20);
     for n in ["ready", "opening", "initializing"] {
         assert_eq!(closes(&s, s.conn(n)), 1, "{n} closed");
         assert_eq!(s.m.status(n), ServerStatus::Disconnected);
@@ -660,12 +595,7 @@ fn flaw_09_disconnect_all_aborts_pending_connects() {
 #[test]
 fn flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("a")]);
     s.cache(1, "a", None);
     s.ready(10, "a", &["slow"]);
     s.at(
@@ -675,6 +605,7 @@ fn flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
             tool: "mcp_a_slow".into(),
             arguments: None,
             timeout: Some(ms(1000)),
+            progress: false,
         },
     );
     s.call(200, 2, "mcp_a_slow", json!({}));
@@ -696,8 +627,12 @@ fn flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
         cancels[0].contains(r#""requestId":3"#) && cancels[0].contains("cancelled by the client")
     );
     assert!(cancels[1].contains(r#""requestId":2"#) && cancels[1].contains("timed out"));
-    assert!(
-        matches!(s.outcome(1)[..], [CallOutcome::Err(ref e)] if e == "MCP error: tool call timed out after 1000 ms")
+    assert_eq!(
+        call_error(&s, 1),
+        &CallError::Timeout {
+            after: ms(1000),
+            waiting_for: None
+        }
     );
     assert!(matches!(s.outcome(2)[..], [CallOutcome::Cancelled]));
     // A late answer to the timed-out call changes nothing.
@@ -715,21 +650,16 @@ fn a_connect_timeout_due_with_the_uncached_wait_is_reported_as_an_error_not_pend
         uncached_wait: Some(ms(1000)),
         ..opts()
     });
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![with_timeout(stdio("slow"), 1250)],
-        },
-    );
+    s.connect(0, vec![with_timeout(stdio("slow"), 1250)]);
     s.cache(1, "slow", None);
     s.opened(10, "slow");
     s.advance_to(1250);
     let r = startup_reports(&s);
     assert_eq!(r.len(), 1);
     assert!(r[0].pending.is_empty(), "{:?}", r[0]);
-    assert_eq!(r[0].errors["slow"], "connect timed out after 1250 ms");
+    assert_eq!(failed_with(r[0], "slow"), ServerErrorKind::ConnectTimeout);
     assert_eq!(
-        s.count(|o| matches!(o, Output::Diagnostic { .. })),
+        s.count(|o| matches!(o, Output::Event(Event::Diagnostic { .. }))),
         0,
         "reported once, in the report, not again as a late failure"
     );
@@ -739,12 +669,7 @@ fn a_connect_timeout_due_with_the_uncached_wait_is_reported_as_an_error_not_pend
 
 /// `a` through open and initialize, with its cache answered `miss`; `init` is its answer.
 fn initialized(s: &mut Script, init: serde_json::Value) {
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("a")]);
     s.cache(1, "a", None);
     s.opened(10, "a");
     s.reply(20, "a", "initialize", init);
@@ -754,10 +679,7 @@ fn sent_methods(s: &Script, conn: ConnId) -> Vec<String> {
     s.outputs
         .iter()
         .filter_map(|o| match o {
-            Output::Send { conn: c, frame } if *c == conn => {
-                let v: serde_json::Value = serde_json::from_slice(frame).ok()?;
-                v["method"].as_str().map(str::to_string)
-            }
+            Output::Send { conn: c, meta, .. } if *c == conn => meta.method.map(str::to_string),
             _ => None,
         })
         .collect()
@@ -768,371 +690,4 @@ fn never_reconnect() -> ManagerOptions {
         reconnect: switchboard_core::manager::ReconnectPolicy::never(),
         ..opts()
     }
-}
-
-#[test]
-fn an_unsupported_protocol_version_fails_the_connection_with_a_clear_error() {
-    let mut s = Script::new();
-    initialized(
-        &mut s,
-        json!({"protocolVersion": "1999-01-01", "capabilities": {"tools": {}}}),
-    );
-    let conn = s.conn("a");
-    let r = startup_reports(&s);
-    assert_eq!(r.len(), 1);
-    assert_eq!(
-        r[0].errors["a"],
-        r#"initialize failed: server answered with unsupported protocol version "1999-01-01" (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)"#
-    );
-    assert_eq!(closes(&s, conn), 1);
-    assert_eq!(
-        sent_methods(&s, conn),
-        ["initialize"],
-        "no initialized, no tools/list"
-    );
-    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
-    assert_eq!(s.m.counters().unsupported_versions, 1);
-    snap("codec_unsupported_protocol_version", &s);
-}
-
-#[test]
-fn a_repeated_next_cursor_fails_the_listing() {
-    let mut s = Script::new();
-    initialized(&mut s, init_result());
-    let conn = s.conn("a");
-    s.reply(
-        30,
-        "a",
-        "tools/list",
-        json!({"tools": [{"name": "x", "inputSchema": {"type": "object"}}], "nextCursor": "c1"}),
-    );
-    s.reply(
-        40,
-        "a",
-        "tools/list",
-        json!({"tools": [{"name": "y", "inputSchema": {"type": "object"}}], "nextCursor": "c1"}),
-    );
-    let r = startup_reports(&s);
-    assert_eq!(
-        r[0].errors["a"],
-        r#"tools/list failed: the server repeated cursor "c1""#
-    );
-    assert_eq!(
-        sent_methods(&s, conn),
-        [
-            "initialize",
-            "notifications/initialized",
-            "tools/list",
-            "tools/list"
-        ],
-        "no third page asked for"
-    );
-    assert_eq!(closes(&s, conn), 1);
-    assert!(s.tool_names().is_empty());
-    assert_eq!(s.m.counters().repeated_cursors, 1);
-}
-
-#[test]
-fn more_pages_than_the_limit_fail_the_listing() {
-    assert_eq!(
-        ManagerOptions::default().max_tool_pages,
-        1000,
-        "the default limit"
-    );
-    let mut s = Script::with(ManagerOptions {
-        max_tool_pages: 3,
-        ..opts()
-    });
-    initialized(&mut s, init_result());
-    let conn = s.conn("a");
-    for (k, t) in [(1, 30), (2, 40), (3, 50)] {
-        s.reply(
-            t,
-            "a",
-            "tools/list",
-            json!({"tools": [{"name": format!("t{k}"), "inputSchema": {"type": "object"}}], "nextCursor": format!("p{k}")}),
-        );
-    }
-    let r = startup_reports(&s);
-    assert_eq!(r[0].errors["a"], "tools/list failed: more than 3 pages");
-    let lists = sent_methods(&s, conn)
-        .iter()
-        .filter(|m| *m == "tools/list")
-        .count();
-    assert_eq!(lists, 3, "the page over the limit is never asked for");
-    assert_eq!(closes(&s, conn), 1);
-}
-
-#[test]
-fn a_frame_over_the_size_limit_fails_the_connection() {
-    let mut s = Script::with(ManagerOptions {
-        max_frame_len: 1024,
-        ..never_reconnect()
-    });
-    initialized(&mut s, init_result());
-    s.reply(30, "a", "tools/list", tools_json(&["echo"]));
-    assert_eq!(s.m.status("a"), ServerStatus::Connected);
-    let conn = s.conn("a");
-    let big = json!({"jsonrpc": "2.0", "method": "notifications/message",
-                     "params": {"level": "info", "data": "x".repeat(2000)}});
-    let len = big.to_string().len();
-    s.frame_on(100, conn, big);
-    let err = s.m.server_state("a").unwrap().last_error.unwrap();
-    assert_eq!(
-        err,
-        format!("frame of {len} bytes exceeds the limit of 1024 bytes")
-    );
-    assert_eq!(closes(&s, conn), 1);
-    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
-    assert!(s.tool_names().is_empty());
-    assert_eq!(s.m.counters().bad_frames, 1);
-    assert_eq!(
-        s.count(|o| matches!(o, Output::ServerLog { .. })),
-        0,
-        "the oversized message is not decoded"
-    );
-}
-
-#[test]
-fn responses_to_unknown_and_already_answered_ids_become_diagnostics() {
-    let mut s = Script::new();
-    initialized(&mut s, init_result());
-    s.reply(30, "a", "tools/list", tools_json(&["echo"]));
-    let conn = s.conn("a");
-    let mark = s.outputs.len();
-    // An id never issued, then the initialize answer (id 0) again.
-    s.frame_on(40, conn, json!({"jsonrpc": "2.0", "id": 99, "result": {}}));
-    s.frame_on(
-        50,
-        conn,
-        json!({"jsonrpc": "2.0", "id": 0, "result": init_result()}),
-    );
-    let diags: Vec<String> = s.outputs[mark..]
-        .iter()
-        .map(|o| match o {
-            Output::Diagnostic {
-                server: Some(n),
-                level: switchboard_core::manager::Level::Debug,
-                message,
-            } if n == "a" => message.clone(),
-            other => panic!("unexpected output {other:?}"),
-        })
-        .collect();
-    assert_eq!(
-        diags,
-        [
-            "ignored a response to an unknown or already answered request id 99",
-            "ignored a response to an unknown or already answered request id 0",
-        ]
-    );
-    assert_eq!(s.m.counters().unknown_responses, 2);
-    assert_eq!(
-        s.m.status("a"),
-        ServerStatus::Connected,
-        "nothing else changed"
-    );
-    assert_eq!(s.tool_names(), vec!["mcp_a_echo"]);
-}
-
-#[test]
-fn a_server_without_the_tools_capability_is_ready_with_no_tools_and_never_listed() {
-    let mut s = Script::new();
-    initialized(
-        &mut s,
-        json!({"protocolVersion": "2025-06-18", "capabilities": {"prompts": {}}}),
-    );
-    let conn = s.conn("a");
-    assert_eq!(s.m.status("a"), ServerStatus::Connected);
-    assert_eq!(
-        sent_methods(&s, conn),
-        ["initialize", "notifications/initialized"]
-    );
-    let r = startup_reports(&s);
-    assert_eq!(r[0].connected, vec!["a"]);
-    assert!(r[0].tools.is_empty());
-    assert!(s.tool_names().is_empty());
-    assert_eq!(s.m.server_state("a").unwrap().tool_count, 0);
-}
-
-#[test]
-fn reload_disconnects_every_server_then_connects_the_new_set() {
-    let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a"), stdio("b")],
-        },
-    );
-    s.cache(1, "a", None);
-    s.cache(1, "b", None);
-    s.ready(10, "a", &["x"]);
-    s.ready(10, "b", &["y"]);
-    let (a0, b0) = (s.conn("a"), s.conn("b"));
-    s.at(
-        100,
-        Input::Reload {
-            servers: vec![stdio("b"), stdio("c")],
-        },
-    );
-    assert_eq!(closes(&s, a0), 1);
-    assert_eq!(
-        closes(&s, b0),
-        1,
-        "reload restarts even an unchanged server"
-    );
-    assert_ne!(s.conn("b"), b0);
-    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
-    assert!(s.m.server_state("a").is_none(), "a is forgotten");
-    assert_eq!(s.m.pending_connections(), vec!["b", "c"]);
-    assert!(s.tool_names().is_empty());
-    s.cache(101, "c", None);
-    s.ready(110, "b", &["y"]);
-    s.ready(110, "c", &["z"]);
-    let r = startup_reports(&s);
-    assert_eq!(r.len(), 2);
-    assert_eq!(r[1].connected, vec!["b", "c"]);
-    assert_eq!(s.tool_names(), vec!["mcp_b_y", "mcp_c_z"]);
-    snap("lifecycle_reload", &s);
-}
-
-#[test]
-fn refresh_tools_relists_one_server_and_announces_its_new_tools() {
-    let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a"), stdio("b")],
-        },
-    );
-    s.cache(1, "a", None);
-    s.cache(1, "b", None);
-    s.ready(10, "a", &["x"]);
-    s.ready(10, "b", &["y"]);
-    let mark = s.outputs.len();
-    s.at(100, Input::RefreshTools { server: "a".into() });
-    assert_eq!(sent_methods(&s, s.conn("a")).last().unwrap(), "tools/list");
-    s.reply(110, "a", "tools/list", tools_json(&["x", "x2"]));
-    assert_eq!(
-        s.count(|o| matches!(o, Output::ToolsChanged { servers } if servers == &["a"])),
-        1
-    );
-    assert_eq!(s.tool_names(), vec!["mcp_a_x", "mcp_a_x2", "mcp_b_y"]);
-    assert!(s.outputs[mark..].iter().all(|o| !matches!(o,
-        Output::Send { conn, .. } | Output::CloseTransport { conn } if *conn == s.conn("b"))));
-    // An unknown server is a warning, nothing more.
-    let mark = s.outputs.len();
-    s.at(
-        200,
-        Input::RefreshTools {
-            server: "nope".into(),
-        },
-    );
-    assert!(matches!(
-        &s.outputs[mark..],
-        [Output::Diagnostic { server: Some(n), message, .. }]
-            if n == "nope" && message == "refresh of an unknown server ignored"
-    ));
-    snap("lifecycle_refresh_tools", &s);
-}
-
-#[test]
-fn calls_to_an_unknown_tool_or_a_stopped_servers_tool_fail_at_once() {
-    let mut s = Script::with(never_reconnect());
-    s.call(0, 1, "mcp_nope_x", json!({}));
-    assert_eq!(
-        s.outcome(1),
-        [&CallOutcome::Err(
-            r#"MCP error: unknown tool "mcp_nope_x" (not in the current tool view)"#.into()
-        )]
-    );
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
-    s.cache(1, "a", None);
-    s.ready(10, "a", &["echo"]);
-    let conn = s.conn("a");
-    s.at(
-        50,
-        Input::Transport {
-            conn,
-            event: TransportEvent::Closed {
-                reason: "process exited (exit status: 1)".into(),
-            },
-        },
-    );
-    assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
-    s.call(60, 2, "mcp_a_echo", json!({}));
-    assert_eq!(
-        s.outcome(2),
-        [&CallOutcome::Err(
-            r#"MCP error: server "a" is not connected (tool "mcp_a_echo" was withdrawn with it)"#
-                .into()
-        )]
-    );
-    assert!(s.m.calls_in_flight().is_empty());
-    // The same once the server is forgotten.
-    s.at(70, Input::Disconnect { server: "a".into() });
-    s.call(80, 3, "mcp_a_echo", json!({}));
-    assert!(
-        matches!(s.outcome(3)[..], [CallOutcome::Err(ref e)] if e.starts_with(r#"MCP error: server "a" is not connected"#))
-    );
-}
-
-#[test]
-fn a_sent_call_completes_once_with_an_error_when_its_server_is_disconnected() {
-    let mut s = Script::new();
-    initialized(&mut s, init_result());
-    s.reply(30, "a", "tools/list", tools_json(&["echo"]));
-    let conn = s.conn("a");
-    s.call(100, 1, "mcp_a_echo", json!({"text": "hi"}));
-    assert_eq!(sent_methods(&s, conn).last().unwrap(), "tools/call");
-    s.at(150, Input::Disconnect { server: "a".into() });
-    assert_eq!(
-        s.outcome(1),
-        [&CallOutcome::Err(
-            r#"MCP error: server "a" was disconnected"#.into()
-        )]
-    );
-    // The answer arriving afterwards is stale: no second completion.
-    s.frame_on(
-        160,
-        conn,
-        json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}),
-    );
-    assert_eq!(s.outcome(1).len(), 1);
-    assert!(s.m.calls_in_flight().is_empty());
-    assert_eq!(closes(&s, conn), 1);
-}
-
-#[test]
-fn a_tools_list_that_times_out_sends_notifications_cancelled() {
-    let mut s = Script::with(ManagerOptions {
-        request_timeout: ms(1000),
-        ..opts()
-    });
-    initialized(&mut s, init_result());
-    let conn = s.conn("a");
-    let mark = s.outputs.len();
-    s.advance_to(1020);
-    let cancelled = s.outputs[mark..].iter().position(|o| {
-        matches!(o,
-        Output::Send { conn: c, frame } if *c == conn
-            && serde_json::from_slice::<serde_json::Value>(frame).unwrap()
-                == json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                          "params": {"requestId": 1, "reason": "request timed out"}}))
-    });
-    let closed = s.outputs[mark..]
-        .iter()
-        .position(|o| matches!(o, Output::CloseTransport { conn: c } if *c == conn));
-    assert!(
-        cancelled.is_some() && closed.is_some() && cancelled < closed,
-        "cancelled, then closed: {cancelled:?} {closed:?}"
-    );
-    let r = startup_reports(&s);
-    assert_eq!(r[0].errors["a"], "tools/list timed out after 1000 ms");
-    assert_eq!(s.m.counters().request_timeouts, 1);
-    snap("codec_tools_list_timeout_cancels", &s);
 }

@@ -1,5 +1,5 @@
-//! The policies beyond the seed (DESIGN.md, "Beyond the seed"): reconnect with backoff and a
-//! burst breaker, health pings, progress-aware call timeouts, `tools/list_changed`, and `Sync`
+//! The policies that keep servers usable after startup: reconnect with backoff and a burst
+//! breaker, health pings, progress-aware call timeouts, `tools/list_changed`, and `Sync`
 //! reconciliation — each decided in the core and shown here as a scripted trace.
 
 use crate::script::*;
@@ -7,8 +7,8 @@ use crate::support::with_snapshots;
 use serde_json::json;
 use switchboard_core::config::ServerConfig;
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, HealthPolicy, Input, ManagerOptions, Output, ReconnectPolicy,
-    ServerStatus, TimerReason, TransportEvent,
+    CallError, CallId, CallOutcome, ConnId, Event, HealthPolicy, Input, ManagerOptions, Output,
+    ReconnectPolicy, ServerErrorKind, ServerStatus, TimerReason, TransportEvent,
 };
 use switchboard_core::{Instant, ServerSpec};
 
@@ -39,12 +39,7 @@ fn opens_of(s: &Script, server: &str) -> Vec<(usize, ConnId)> {
 }
 
 fn connected(s: &mut Script, server: &str, tools: &[&str]) {
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio(server)],
-        },
-    );
+    s.connect(0, vec![stdio(server)]);
     s.cache(1, server, None);
     s.ready(10, server, tools);
 }
@@ -57,7 +52,10 @@ fn unexpected_close_reconnects_with_deferred_tools_and_waiting_calls_succeed() {
     closed(&mut s, 200, "a");
     // The call that was on the dead connection fails; the server is reconnecting.
     assert!(
-        matches!(s.outcome(1)[..], [CallOutcome::Err(ref e)] if e.contains("connection closed"))
+        matches!(s.outcome(1)[..], [CallOutcome::Err(CallError::Transport(ref e))]
+            if e.kind == ServerErrorKind::Closed),
+        "{:?}",
+        s.outcome(1)
     );
     assert_eq!(s.m.status("a"), ServerStatus::Connecting);
     assert_eq!(s.tool_names(), vec!["mcp_a_echo (deferred)"]);
@@ -151,10 +149,7 @@ fn the_breaker_trips_after_more_than_five_unexpected_closes_within_30_s() {
     assert_eq!(s.m.status("a"), ServerStatus::Disconnected);
     assert!(s.tool_names().is_empty(), "tools withdrawn");
     let err = s.m.server_state("a").unwrap().last_error.unwrap();
-    assert!(
-        err.contains("automatic reconnects stopped after 6 unexpected closes within 30 s"),
-        "{err}"
-    );
+    assert_eq!(err.kind, ServerErrorKind::BreakerTripped, "{err}");
     let opens = opens_of(&s, "a").len();
     s.advance_to(t + 600_000);
     assert_eq!(
@@ -163,12 +158,7 @@ fn the_breaker_trips_after_more_than_five_unexpected_closes_within_30_s() {
         "no attempt after the breaker tripped"
     );
     // An explicit Connect starts it again.
-    s.at(
-        t + 600_001,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(t + 600_001, vec![stdio("a")]);
     assert_eq!(opens_of(&s, "a").len(), opens + 1);
     with_snapshots(|| insta::assert_snapshot!("policy_breaker", s.finish()));
 }
@@ -218,7 +208,7 @@ fn no_reconnect_ever_follows_an_explicit_disconnect() {
     let mut s = Script::new();
     connected(&mut s, "a", &["echo"]);
     closed(&mut s, 100, "a");
-    s.at(150, Input::Disconnect { server: "a".into() });
+    s.disconnect(150, "a");
     s.advance_to(3_600_000);
     assert_eq!(opens_of(&s, "a").len(), 1);
     assert_eq!(s.m.poll_timeout(), None, "no timer left behind");
@@ -254,7 +244,7 @@ fn health_pings_detect_a_stalled_server_and_reconnect_it() {
     );
     assert_eq!(s.m.status("a"), ServerStatus::Connecting);
     let err = s.m.server_state("a").unwrap().last_error.unwrap();
-    assert!(err.contains("2 pings in a row went unanswered"), "{err}");
+    assert_eq!(err.kind, ServerErrorKind::HealthCheck, "{err}");
     let at = s.m.server_state("a").unwrap().next_attempt_at.unwrap();
     s.advance_to(at.as_millis() + 1);
     assert_eq!(opens_of(&s, "a").len(), 2, "reconnected");
@@ -281,7 +271,7 @@ fn an_answered_ping_and_a_closed_connection_leave_no_health_timer_behind() {
         "{next:?}"
     );
     // And an explicit disconnect leaves nothing to wake the shell.
-    s.at(1600, Input::Disconnect { server: "a".into() });
+    s.disconnect(1600, "a");
     assert_eq!(s.m.next_timer(), None, "no timer outlives the server");
 }
 
@@ -300,6 +290,7 @@ fn progress_resets_a_call_timeout_but_never_past_the_ceiling() {
             tool: "mcp_a_slow".into(),
             arguments: None,
             timeout: Some(ms(1000)),
+            progress: false,
         },
     );
     let sent = s.outputs.iter().rev().find_map(|o| match o {
@@ -325,12 +316,7 @@ fn progress_resets_a_call_timeout_but_never_past_the_ceiling() {
 #[test]
 fn list_changed_is_ignored_unless_the_server_declared_it() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("a")]);
     s.cache(1, "a", None);
     s.opened(5, "a");
     s.reply(
@@ -355,12 +341,7 @@ fn list_changed_is_ignored_unless_the_server_declared_it() {
 #[test]
 fn sync_restarts_only_changed_servers_and_leaves_the_rest_untouched() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("keep"), stdio("change"), stdio("drop")],
-        },
-    );
+    s.connect(0, vec![stdio("keep"), stdio("change"), stdio("drop")]);
     for n in ["keep", "change", "drop"] {
         s.cache(1, n, None);
         s.ready(10, n, &["t"]);
@@ -369,12 +350,7 @@ fn sync_restarts_only_changed_servers_and_leaves_the_rest_untouched() {
     s.call(50, 1, "mcp_keep_t", json!({}));
     let mark = s.outputs.len();
     let changed = ServerSpec::new("change", ServerConfig::stdio("change-server", &["--v2"]));
-    s.at(
-        100,
-        Input::Sync {
-            servers: vec![stdio("keep"), changed, stdio("new")],
-        },
-    );
+    s.sync(100, vec![stdio("keep"), changed, stdio("new")]);
     let after = &s.outputs[mark..];
     assert!(!after
         .iter()
@@ -418,12 +394,7 @@ fn reconnect_can_be_switched_off() {
 #[test]
 fn list_changed_during_the_first_listing_lists_again_once_connected() {
     let mut s = Script::new();
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("a")],
-        },
-    );
+    s.connect(0, vec![stdio("a")]);
     s.cache(1, "a", None);
     s.opened(5, "a");
     s.reply(6, "a", "initialize", init_result());
@@ -459,12 +430,7 @@ fn sync_starts_stopped_servers_it_lists_unchanged_and_keeps_running_ones() {
         },
         ..opts()
     });
-    s.at(
-        0,
-        Input::Connect {
-            servers: vec![stdio("tripped"), stdio("failed"), stdio("up")],
-        },
-    );
+    s.connect(0, vec![stdio("tripped"), stdio("failed"), stdio("up")]);
     for n in ["tripped", "failed", "up"] {
         s.cache(1, n, None);
     }
@@ -481,12 +447,7 @@ fn sync_starts_stopped_servers_it_lists_unchanged_and_keeps_running_ones() {
     let up = s.conn("up");
     s.call(60, 1, "mcp_up_u", json!({}));
     let mark = s.outputs.len();
-    s.at(
-        100,
-        Input::Sync {
-            servers: vec![stdio("tripped"), stdio("failed"), stdio("up")],
-        },
-    );
+    s.sync(100, vec![stdio("tripped"), stdio("failed"), stdio("up")]);
     let after = &s.outputs[mark..];
     for n in ["tripped", "failed"] {
         assert_eq!(
@@ -512,13 +473,12 @@ fn sync_starts_stopped_servers_it_lists_unchanged_and_keeps_running_ones() {
     assert_eq!(s.m.counters().syncs_restarted_stopped, 2);
     // A Sync that lists them again while they connect leaves them alone.
     let mark = s.outputs.len();
-    s.at(
-        110,
-        Input::Sync {
-            servers: vec![stdio("tripped"), stdio("failed"), stdio("up")],
-        },
+    let request = s.sync(110, vec![stdio("tripped"), stdio("failed"), stdio("up")]);
+    assert_eq!(
+        s.outputs[mark..],
+        [Output::Event(Event::SyncCompleted { request })],
+        "its one completion, and nothing else"
     );
-    assert!(s.outputs[mark..].is_empty(), "{:?}", &s.outputs[mark..]);
     s.ready(120, "tripped", &["t"]);
     s.ready(120, "failed", &["f"]);
     assert_eq!(
@@ -528,7 +488,7 @@ fn sync_starts_stopped_servers_it_lists_unchanged_and_keeps_running_ones() {
     with_snapshots(|| insta::assert_snapshot!("policy_sync_restarts_stopped", s.finish()));
 }
 
-/// Issue 7: after `list_changed`, a call to a tool the server no longer offers fails with an
+/// After `list_changed`, a call to a tool the server no longer offers fails with an
 /// error that says so (and names the server), not "unknown tool".
 #[test]
 fn a_call_to_a_tool_removed_by_list_changed_fails_with_a_clear_error() {
@@ -545,10 +505,11 @@ fn a_call_to_a_tool_removed_by_list_changed_fails_with_a_clear_error() {
     s.call(40, 1, "mcp_a_gone", json!({}));
     assert_eq!(
         s.outcome(1),
-        [&CallOutcome::Err(
-            r#"MCP error: tool "gone" is no longer offered by server "a" (called as "mcp_a_gone")"#
-                .into()
-        )]
+        [&CallOutcome::Err(CallError::RetiredTool {
+            server: "a".into(),
+            raw: "gone".into(),
+            called_as: Some("mcp_a_gone".into()),
+        })]
     );
     assert_eq!(s.m.counters().calls_to_retired_tools, 1);
     // When it comes back, the name routes again.
@@ -566,9 +527,9 @@ fn a_call_to_a_tool_removed_by_list_changed_fails_with_a_clear_error() {
     s.call(90, 3, "mcp_a_never", json!({}));
     assert_eq!(
         s.outcome(3),
-        [&CallOutcome::Err(
-            r#"MCP error: unknown tool "mcp_a_never" (not in the current tool view)"#.into()
-        )]
+        [&CallOutcome::Err(CallError::UnknownTool {
+            tool: "mcp_a_never".into()
+        })]
     );
 }
 
@@ -609,41 +570,41 @@ fn progress_and_log_messages_are_typed_events() {
     assert_eq!(
         s.outputs[mark..],
         [
-            Output::Progress {
+            Output::Event(Event::Progress {
                 server: "a".into(),
                 call: Some(CallId(7)),
                 progress: 1.0,
                 total: Some(4.0),
                 message: Some("a quarter".into()),
-            },
-            Output::Progress {
+            }),
+            Output::Event(Event::Progress {
                 server: "a".into(),
                 call: None,
                 progress: 0.5,
                 total: None,
                 message: None,
-            },
-            Output::ServerLog {
+            }),
+            Output::Event(Event::ServerLog {
                 server: "a".into(),
                 level: Level::Warn,
                 severity: "warning".into(),
                 logger: Some("db".into()),
                 data: json!({"disk": "full"}),
-            },
-            Output::ServerLog {
+            }),
+            Output::Event(Event::ServerLog {
                 server: "a".into(),
                 level: Level::Info,
                 severity: "notice".into(),
                 logger: Some("db".into()),
                 data: json!({"disk": "full"}),
-            },
-            Output::ServerLog {
+            }),
+            Output::Event(Event::ServerLog {
                 server: "a".into(),
                 level: Level::Error,
                 severity: "emergency".into(),
                 logger: Some("db".into()),
                 data: json!({"disk": "full"}),
-            },
+            }),
         ]
     );
     // Once the call completed, its token no longer names it.
@@ -657,7 +618,7 @@ fn progress_and_log_messages_are_typed_events() {
     );
     assert!(matches!(
         s.outputs[mark..],
-        [Output::Progress { call: None, .. }]
+        [Output::Event(Event::Progress { call: None, .. })]
     ));
     with_snapshots(|| insta::assert_snapshot!("policy_progress_and_logs", s.finish()));
 }

@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 use switchboard_core::config::{ServerConfig, ServerSpec};
 use switchboard_core::manager::{
-    CallId, CallOutcome, ConnId, Event, Input, Manager, ManagerOptions, Output, TransportEvent,
+    CallId, CallOutcome, ConnId, Event, FrameKind, Input, Manager, ManagerOptions, Output,
+    RequestId, TransportEvent,
 };
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
@@ -26,6 +27,8 @@ pub struct Script {
     pending: BTreeMap<ConnId, Vec<(u64, String)>>,
     /// Conn ids by server name, latest last.
     pub conns: BTreeMap<String, Vec<ConnId>>,
+    /// The last request id handed out (requests are numbered 1, 2, ... per script).
+    last_request: u64,
 }
 
 pub fn opts() -> ManagerOptions {
@@ -68,6 +71,7 @@ impl Script {
             outputs: Vec::new(),
             pending: BTreeMap::new(),
             conns: BTreeMap::new(),
+            last_request: 0,
         }
     }
 
@@ -112,20 +116,92 @@ impl Script {
                 Output::OpenTransport { conn, server, .. } => {
                     self.conns.entry(server.clone()).or_default().push(*conn);
                 }
-                Output::Send { conn, frame, .. } => {
-                    if let Ok(v) = serde_json::from_slice::<Value>(frame) {
-                        if let (Some(id), Some(m)) = (v["id"].as_u64(), v["method"].as_str()) {
-                            self.pending
-                                .entry(*conn)
-                                .or_default()
-                                .push((id, m.to_string()));
-                        }
+                // The frame's meta says what a real transport would need to know: no parsing.
+                Output::Send { conn, meta, .. } => {
+                    if let (FrameKind::Request { id }, Some(m)) = (meta.kind, meta.method) {
+                        self.pending
+                            .entry(*conn)
+                            .or_default()
+                            .push((id, m.to_string()));
                     }
                 }
                 _ => {}
             }
             self.outputs.push(o);
         }
+    }
+
+    /// The next request id (1, 2, ...), for an input built by hand.
+    pub fn next_request(&mut self) -> RequestId {
+        self.last_request += 1;
+        RequestId(self.last_request)
+    }
+
+    /// `Connect` at `ms` under the next request id.
+    pub fn connect(&mut self, ms: u64, servers: Vec<ServerSpec>) -> RequestId {
+        let request = self.next_request();
+        self.at(ms, Input::Connect { request, servers });
+        request
+    }
+
+    /// `Reload` at `ms` under the next request id.
+    pub fn reload(&mut self, ms: u64, servers: Vec<ServerSpec>) -> RequestId {
+        let request = self.next_request();
+        self.at(ms, Input::Reload { request, servers });
+        request
+    }
+
+    /// `Sync` at `ms` under the next request id.
+    pub fn sync(&mut self, ms: u64, servers: Vec<ServerSpec>) -> RequestId {
+        let request = self.next_request();
+        self.at(ms, Input::Sync { request, servers });
+        request
+    }
+
+    /// `Disconnect` at `ms` under the next request id.
+    pub fn disconnect(&mut self, ms: u64, server: &str) -> RequestId {
+        let request = self.next_request();
+        let server = server.into();
+        self.at(ms, Input::Disconnect { request, server });
+        request
+    }
+
+    /// `DisconnectAll` at `ms` under the next request id.
+    pub fn disconnect_all(&mut self, ms: u64) -> RequestId {
+        let request = self.next_request();
+        self.at(ms, Input::DisconnectAll { request });
+        request
+    }
+
+    /// `RefreshTools` at `ms` under the next request id.
+    pub fn refresh(&mut self, ms: u64, server: &str) -> RequestId {
+        let request = self.next_request();
+        let server = server.into();
+        self.at(ms, Input::RefreshTools { request, server });
+        request
+    }
+
+    /// Every event the manager produced, in order.
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.outputs.iter().filter_map(|o| match o {
+            Output::Event(e) => Some(e),
+            _ => None,
+        })
+    }
+
+    /// The events that name `request` (its completion, and a round's start).
+    pub fn completions(&self, request: RequestId) -> Vec<&Event> {
+        self.events()
+            .filter(|e| match e {
+                Event::RoundStarted { request: r, .. }
+                | Event::SyncCompleted { request: r }
+                | Event::RefreshCompleted { request: r, .. }
+                | Event::Disconnected { request: r, .. }
+                | Event::RequestFailed { request: r, .. } => *r == request,
+                Event::StartupComplete { report } => report.request == Some(request),
+                _ => false,
+            })
+            .collect()
     }
 
     /// The latest attempt of `server`.
@@ -285,12 +361,18 @@ fn frame_text(frame: &[u8]) -> String {
 
 pub fn render_input(i: &Input) -> String {
     match i {
-        Input::Connect { servers, .. } => format!("Connect {:?}", names(servers)),
-        Input::Reload { servers, .. } => format!("Reload {:?}", names(servers)),
-        Input::Sync { servers, .. } => format!("Sync {:?}", names(servers)),
-        Input::Disconnect { server, .. } => format!("Disconnect {server}"),
-        Input::DisconnectAll { .. } => "DisconnectAll".into(),
-        Input::RefreshTools { server, .. } => format!("RefreshTools {server}"),
+        Input::Connect { request, servers } => {
+            format!("Connect r{} {:?}", request.0, names(servers))
+        }
+        Input::Reload { request, servers } => {
+            format!("Reload r{} {:?}", request.0, names(servers))
+        }
+        Input::Sync { request, servers } => format!("Sync r{} {:?}", request.0, names(servers)),
+        Input::Disconnect { request, server } => format!("Disconnect r{} {server}", request.0),
+        Input::DisconnectAll { request } => format!("DisconnectAll r{}", request.0),
+        Input::RefreshTools { request, server } => {
+            format!("RefreshTools r{} {server}", request.0)
+        }
         Input::Transport { conn, event } => match event {
             TransportEvent::Opened => format!("#{} Opened", conn.0),
             TransportEvent::Frame(f) => format!("#{} Frame {}", conn.0, frame_text(f)),
@@ -316,12 +398,13 @@ pub fn render_input(i: &Input) -> String {
             tool,
             arguments,
             timeout,
-            ..
+            progress,
         } => format!(
-            "CallTool c{} {tool} {} timeout={:?}",
+            "CallTool c{} {tool} {} timeout={:?}{}",
             call.0,
             arguments.as_ref().map_or("null".into(), |a| a.to_string()),
-            timeout
+            timeout,
+            if *progress { " progress" } else { "" }
         ),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
         other => format!("{other:?}"),

@@ -1,6 +1,6 @@
-//! Curated simulator scenarios, snapshotted: one per row of the seed's failure table and one
-//! per known flaw of the described system (DESIGN.md), driven by the simulator with every
-//! invariant checked after every step. The traces use virtual time only.
+//! Curated simulator scenarios, snapshotted: one per startup failure users meet and one per
+//! lifecycle bug this core must not have, driven by the simulator with every invariant checked
+//! after every step. The traces use virtual time only.
 
 use crate::support::with_snapshots;
 use switchboard_sim::scenario::{
@@ -115,7 +115,7 @@ fn trace(r: &RunResult) -> &str {
     r.trace.as_deref().unwrap_or("")
 }
 
-// ----- the seed's failure table ---------------------------------------------------------------
+// ----- startup failures users meet ------------------------------------------------------------
 
 #[test]
 fn sim_seed_01_discovery_failure_gives_an_empty_tool_set_at_once() {
@@ -232,7 +232,7 @@ fn sim_seed_08_all_healthy_returns_live_tools_before_the_gate() {
     assert_eq!(r.coverage.calls_ok, 1);
 }
 
-// ----- the known flaws (DESIGN.md) --------------------------------------------------------------
+// ----- lifecycle bugs this core must not have -------------------------------------------------
 
 #[test]
 fn sim_flaw_01_late_connect_after_disconnect_leaks_nothing() {
@@ -285,7 +285,7 @@ fn sim_flaw_04_disconnect_withdraws_by_identity_not_prefix() {
             ],
         ),
     );
-    assert!(trace(&r).contains("Disconnect git_hub"));
+    assert!(trace(&r).contains("Disconnect r3 git_hub"));
 }
 
 #[test]
@@ -375,7 +375,7 @@ fn sim_flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
     assert_eq!(r.coverage.cancel_notifications_received, 2);
 }
 
-// ----- the policies of issue 7 ------------------------------------------------------------------
+// ----- the policies that keep servers usable after startup ------------------------------------
 
 #[test]
 fn sim_policy_reconnect_after_a_crash_on_the_ladder() {
@@ -463,5 +463,5 @@ fn sim_policy_sync_restarts_the_changed_and_keeps_the_rest() {
     let r = run("sim_policy_sync", &sc);
     assert_eq!(r.coverage.syncs_restart_and_keep, 1);
     let t = trace(&r);
-    assert!(t.contains("Sync [\"keep\", \"change(changed)\", \"new\"]"));
+    assert!(t.contains("Sync r2 [\"keep\", \"change(changed)\", \"new\"]"));
 }

@@ -39,12 +39,10 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
                 return false;
             }
         }
-        Output::Send { conn, .. } => {
-            if !obs.mirror.contains(conn) {
-                let d = format!("Send on attempt #{} that is not open", conn.0);
-                found(step, Invariant::EveryOpenIsClosedOnce, d);
-                return false;
-            }
+        Output::Send { conn, .. } if !obs.mirror.contains(conn) => {
+            let d = format!("Send on attempt #{} that is not open", conn.0);
+            found(step, Invariant::EveryOpenIsClosedOnce, d);
+            return false;
         }
         Output::CloseTransport { conn } => {
             step.closes.push(*conn);
@@ -98,12 +96,10 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
                 }
             }
         }
-        Output::Event(Event::CallCompleted { call, .. }) => {
-            if !obs.calls.contains_key(call) {
-                let d = format!("call {} completed twice (or was never issued)", call.0);
-                found(step, Invariant::EveryCallCompletesOnce, d);
-                return false;
-            }
+        Output::Event(Event::CallCompleted { call, .. }) if !obs.calls.contains_key(call) => {
+            let d = format!("call {} completed twice (or was never issued)", call.0);
+            found(step, Invariant::EveryCallCompletesOnce, d);
+            return false;
         }
         Output::Event(Event::ReconnectScheduled {
             server,

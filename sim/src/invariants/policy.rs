@@ -48,8 +48,6 @@ pub fn rejected_frames_are_counted(ctx: &Ctx) -> Result<(), String> {
     Ok(())
 }
 
-/// How a call completed by its timeout is worded (the manager's `Call` timer).
-
 pub fn ladder_ok(policy: &ReconnectPolicy, delay: Duration, n: u32) -> Result<(), String> {
     let base = policy.base_delay(n).as_nanos() as f64;
     let (lo, hi) = (base * (1.0 - policy.jitter), base * (1.0 + policy.jitter));

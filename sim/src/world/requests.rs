@@ -178,10 +178,8 @@ impl World<'_> {
             Output::Event(Event::CallCompleted {
                 outcome: CallOutcome::Err(CallError::Transport(e)),
                 ..
-            }) => {
-                if e.kind == switchboard_core::manager::ServerErrorKind::RequestFailed {
-                    self.cov.calls_failed_by_transport += 1;
-                }
+            }) if e.kind == switchboard_core::manager::ServerErrorKind::RequestFailed => {
+                self.cov.calls_failed_by_transport += 1;
             }
             Output::Event(Event::SessionRenewed { .. }) => self.cov.sessions_renewed += 1,
             _ => {}
@@ -222,13 +220,13 @@ impl World<'_> {
             Err(RefreshError::NotConnected { .. }) => {
                 self.cov.refreshes_refused_not_connected += 1;
                 if o.lists_at.is_some() {
-                    return self.fail(
+                    self.fail(
                         Invariant::RefreshReportsItsOwnResult,
                         format!(
                             "refresh r{} of connected {server} said not connected",
                             request.0
                         ),
-                    );
+                    )
                 }
             }
             Err(_) => self.cov.refreshes_lost += 1,
