@@ -758,7 +758,7 @@ fn naming_double_underscore_qualifies_names_with_double_underscores() {
     ]);
     assert_eq!(code(&call), 0, "{}", stderr(&call));
     assert_eq!(stdout(&call), "dunder\n");
-    // The seed's name is unknown under this scheme.
+    // The default scheme's name is unknown under this scheme.
     let seed_name = project.run(&["--naming", "double-underscore", "call", "mcp_fast_echo"]);
     assert_eq!(code(&seed_name), 1, "{seed_name:?}");
 }

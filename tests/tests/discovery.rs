@@ -491,7 +491,7 @@ mod with_the_shell {
                 .expect("the TOML syntax error is reported");
             assert!(syntax.0.ends_with("config.toml"));
             assert_eq!((syntax.1, syntax.2), (2, 11));
-            // The invalid entry is also under its name, as the seed reports invalid configs.
+            // The invalid entry is also under its name, like every invalid config.
             let bad = report
                 .errors
                 .get("bad")
