@@ -26,4 +26,5 @@ mod protocol;
 mod script;
 mod secrets;
 mod shell;
+mod shell_policies;
 mod stdio;
