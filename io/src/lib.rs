@@ -71,6 +71,7 @@ mod proc;
 mod rt;
 mod secrets;
 mod stdio;
+mod units;
 
 pub use api::{Builder, Error, QueueOptions, ServerSource, Switchboard};
 pub use call::{Call, CallOptions};

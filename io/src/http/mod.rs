@@ -101,7 +101,7 @@ use std::time::Duration;
 use switchboard_core::config::TransportConfig;
 use switchboard_core::manager::{FrameMeta, TransportEvent};
 
-const MIB: usize = 1024 * 1024;
+pub(crate) use crate::units::{human_size, MIB};
 /// How much of an error body is read (the message keeps 200 characters of it).
 const ERROR_BODY_PREFIX: usize = 4096;
 /// How long an error body may take to arrive.
@@ -180,18 +180,6 @@ impl HttpTarget {
             }),
             TransportConfig::Stdio { .. } => None,
         }
-    }
-}
-
-/// `n` bytes in words ("16 MiB").
-#[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the workspace MSRV
-pub(crate) fn human_size(n: usize) -> String {
-    if n >= MIB && n % MIB == 0 {
-        format!("{} MiB", n / MIB)
-    } else if n >= 1024 && n % 1024 == 0 {
-        format!("{} KiB", n / 1024)
-    } else {
-        format!("{n} bytes")
     }
 }
 

@@ -3,7 +3,7 @@
 //! line (the core keeps the attempt's last lines for its errors). This is the hot path of
 //! every stdio call.
 
-use super::{StdioEvent, MIB};
+use super::StdioEvent;
 use crate::proc::{ChildStderr, ChildStdin, ChildStdout};
 use async_channel::{Receiver, Sender};
 use async_io::Async;
@@ -28,18 +28,6 @@ const READS_PER_TURN: usize = 16;
 const MAX_STDERR_LINE: usize = 4096;
 /// Longest preview of a garbage stdout line in logs and errors.
 const GARBAGE_PREVIEW: usize = 200;
-
-/// `n` bytes in words ("16 MiB", "64 KiB", "1000 bytes").
-#[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the workspace MSRV
-pub(super) fn human_size(n: usize) -> String {
-    if n >= MIB && n % MIB == 0 {
-        format!("{} MiB", n / MIB)
-    } else if n >= 1024 && n % 1024 == 0 {
-        format!("{} KiB", n / 1024)
-    } else {
-        format!("{n} bytes")
-    }
-}
 
 /// Largest batch buffer the writer keeps between batches; a bigger one (a huge frame) is
 /// released after its write.
@@ -182,7 +170,7 @@ pub(super) async fn read_stdout<T: Clone, M: From<(T, StdioEvent)>>(
     let too_long = || {
         StdoutEnd::Failed(format!(
             "stdout frame exceeds the {} limit (more than {} bytes without a newline)",
-            human_size(cfg.max_frame_len),
+            crate::units::human_size(cfg.max_frame_len),
             cfg.max_frame_len
         ))
     };

@@ -97,7 +97,7 @@ use std::time::Duration;
 use switchboard_core::config::TransportConfig;
 use switchboard_core::manager::TransportEvent;
 
-const MIB: usize = 1024 * 1024;
+use crate::units::MIB;
 
 /// Tuning for stdio transports. `Default` gives the values noted on each field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,8 +255,8 @@ impl StdioTransport {
             return Err(format!(
                 "server \"{}\": it is not reading its stdin ({} of frames are waiting to be written, the limit is {})",
                 self.server,
-                frames::human_size(before),
-                frames::human_size(self.max_queued)
+                crate::units::human_size(before),
+                crate::units::human_size(self.max_queued)
             ));
         }
         self.frames.try_send(frame).map_err(|_| {
