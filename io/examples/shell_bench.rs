@@ -36,7 +36,6 @@
 //! (cargo does not build a package's binaries for its examples).
 
 use serde_json::json;
-use std::future::Future;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,12 +43,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use switchboard::core::config::{ServerConfig, ServerSpec};
-use switchboard::{Builder, StartupReport, Switchboard};
+use switchboard::{Builder, StartupReport};
 
 const SIZES: [usize; 3] = [1, 10, 50];
 const GATE: Duration = Duration::from_millis(250);
 const SLOW_INIT_MS: u64 = 1000;
-const IN_FLIGHT: usize = 64;
+#[path = "load/mod.rs"]
+mod load;
+use load::{callers, echo, IN_FLIGHT};
+
+/// The echo tool every measured call goes to.
+const ECHO: &str = "mcp_bench_echo";
 const WARMUP_CALLS: usize = 200;
 
 struct Options {
@@ -520,34 +524,6 @@ enum Callers {
     Embedded,
 }
 
-async fn echo(sb: &Switchboard, i: usize) {
-    let text = format!("call {i}");
-    let r = sb
-        .call("mcp_bench_echo", json!({ "text": text }))
-        .await
-        .expect("echo call");
-    assert_eq!(r.render_text(), text);
-}
-
-/// 64 callers pulling call numbers from one counter.
-fn callers(sb: &Switchboard, calls: usize) -> Vec<impl Future<Output = ()> + Send + 'static> {
-    let next = Arc::new(AtomicUsize::new(0));
-    (0..IN_FLIGHT)
-        .map(|_| {
-            let (sb, next) = (sb.clone(), next.clone());
-            async move {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= calls {
-                        break;
-                    }
-                    echo(&sb, i).await;
-                }
-            }
-        })
-        .collect()
-}
-
 fn switchboard_calls(bin: &Path, calls: usize, placement: Callers, conc: bool) -> Throughput {
     let ex = Arc::new(smol::Executor::new());
     smol::block_on(ex.run(async {
@@ -563,11 +539,11 @@ fn switchboard_calls(bin: &Path, calls: usize, placement: Callers, conc: bool) -
             let sb = sb.clone();
             let run = async move {
                 for i in 0..WARMUP_CALLS {
-                    echo(&sb, i).await;
+                    echo(&sb, ECHO, i).await;
                 }
                 let (t0, c0, s0) = (Instant::now(), process_cpu(), pid_cpu(server));
                 for i in 0..calls {
-                    echo(&sb, i).await;
+                    echo(&sb, ECHO, i).await;
                 }
                 (t0.elapsed(), process_cpu() - c0, pid_cpu(server) - s0)
             };
@@ -583,7 +559,7 @@ fn switchboard_calls(bin: &Path, calls: usize, placement: Callers, conc: bool) -
             _ if !conc => {}
             Callers::OwnThread => {
                 let ex = smol::LocalExecutor::new();
-                let tasks: Vec<_> = callers(&sb, calls)
+                let tasks: Vec<_> = callers(&sb, ECHO, calls)
                     .into_iter()
                     .map(|f| ex.spawn(f))
                     .collect();
@@ -595,13 +571,16 @@ fn switchboard_calls(bin: &Path, calls: usize, placement: Callers, conc: bool) -
                 .await;
             }
             Callers::DriverExecutor => {
-                let tasks: Vec<_> = callers(&sb, calls).into_iter().map(smol::spawn).collect();
+                let tasks: Vec<_> = callers(&sb, ECHO, calls)
+                    .into_iter()
+                    .map(smol::spawn)
+                    .collect();
                 for t in tasks {
                     t.await;
                 }
             }
             Callers::Embedded => {
-                let tasks: Vec<_> = callers(&sb, calls)
+                let tasks: Vec<_> = callers(&sb, ECHO, calls)
                     .into_iter()
                     .map(|f| ex.spawn(f))
                     .collect();

@@ -27,12 +27,16 @@ use serde_json::json;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use switchboard::{Builder, ServerConfig, ServerSpec, Switchboard};
 
-const IN_FLIGHT: usize = 64;
+#[path = "load/mod.rs"]
+mod load;
+use load::{callers, echo, IN_FLIGHT};
+
+/// The echo tool every measured call goes to.
+const ECHO: &str = "mcp_demo_echo";
 const WARMUP_CALLS: usize = 200;
 
 #[tokio::main]
@@ -116,46 +120,18 @@ async fn demo(bin: &Path) -> Result<(), String> {
 
 // --- --bench -------------------------------------------------------------------------------
 
-async fn echo(sb: &Switchboard, i: usize) {
-    let text = format!("call {i}");
-    let r = sb
-        .call("mcp_demo_echo", json!({ "text": text }))
-        .await
-        .expect("echo call");
-    assert_eq!(r.render_text(), text);
-}
-
-/// 64 callers pulling call numbers from one counter.
-fn callers(sb: &Switchboard, calls: usize) -> Vec<impl Future<Output = ()> + Send + 'static> {
-    let next = Arc::new(AtomicUsize::new(0));
-    (0..IN_FLIGHT)
-        .map(|_| {
-            let (sb, next) = (sb.clone(), next.clone());
-            async move {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= calls {
-                        break;
-                    }
-                    echo(&sb, i).await;
-                }
-            }
-        })
-        .collect()
-}
-
 /// Sequential and 64-in-flight wall times of `calls` calls each.
 async fn measure(sb: &Switchboard, calls: usize, spawn: impl Fn(Vec<Caller>) -> Joined) -> Times {
     for i in 0..WARMUP_CALLS {
-        echo(sb, i).await;
+        echo(sb, ECHO, i).await;
     }
     let t0 = Instant::now();
     for i in 0..calls {
-        echo(sb, i).await;
+        echo(sb, ECHO, i).await;
     }
     let sequential = t0.elapsed();
     let t0 = Instant::now();
-    let callers = callers(sb, calls)
+    let callers = callers(sb, ECHO, calls)
         .into_iter()
         .map(|f| Box::pin(f) as Caller)
         .collect();
@@ -240,7 +216,7 @@ fn run_bench(bin: &Path, calls: usize) {
             tokio_run(bin, calls, current().expect("runtime"), true),
         ),
         (
-            "tokio multi-thread, default builder (smol global executor)",
+            "tokio multi-thread, default builder (the library's executor thread)",
             tokio_run(bin, calls, multi().expect("runtime"), false),
         ),
         (
