@@ -165,6 +165,7 @@ impl Manager {
             return;
         };
         s.tools = dedupe(tools).into();
+        self.view_gen += 1;
         s.ready_at = Some(self.now);
         s.last_error = None;
         s.ping_misses = 0;
@@ -368,6 +369,7 @@ impl Manager {
                 let tools = dedupe(tools);
                 s.tools = tools.as_slice().into();
                 s.cache = CacheState::Hit(s.tools.clone());
+                self.view_gen += 1;
                 let key = CacheKey {
                     server: server.to_string(),
                     config_hash: s.hash.clone(),
@@ -410,6 +412,7 @@ impl Manager {
             Some(t) => CacheState::Hit(dedupe(t).into()),
             None => CacheState::Miss,
         };
+        self.view_gen += 1;
     }
 }
 

@@ -104,6 +104,10 @@ pub struct Manager {
     /// tool, a withdrawal), with the pair they named: a call to one is told why it failed.
     /// An entry goes when its name is minted again.
     retired: BTreeMap<String, (String, String)>,
+    /// Bumped by every change that may alter the tool view (a slice exposed or withdrawn, a
+    /// server's live or cached list replaced, a server forgotten): see
+    /// [`Manager::view_generation`].
+    view_gen: u64,
 }
 
 impl Manager {
@@ -111,6 +115,7 @@ impl Manager {
     pub fn new(opts: ManagerOptions, now: Instant) -> Self {
         Manager {
             retired: BTreeMap::new(),
+            view_gen: 0,
             rng: SplitMix64::new(opts.seed),
             names: NameTable::new(opts.naming),
             opts,

@@ -138,6 +138,7 @@ impl Manager {
             .or_insert_with(|| Server::new(spec.clone(), hash.clone(), transport));
         if s.hash != hash {
             s.cache = CacheState::Unknown;
+            self.view_gen += 1;
         }
         s.spec = spec;
         s.hash = hash.clone();
@@ -165,6 +166,7 @@ impl Manager {
         let need_cache = matches!(s.cache, CacheState::Unknown);
         if need_cache {
             s.cache = CacheState::Loading;
+            self.view_gen += 1;
         }
         let conn = ConnId(self.next_conn);
         self.next_conn += 1;
