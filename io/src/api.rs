@@ -47,6 +47,7 @@ pub struct Builder {
     max_frame_len: Option<usize>,
     spawner: Spawner,
     queues: QueueOptions,
+    adopt_orphans: bool,
 }
 
 /// The bounds of the queues between the handle, the driver and the transports. `Default`
@@ -111,6 +112,7 @@ impl Builder {
             max_frame_len: None,
             spawner: Spawner::default(),
             queues: QueueOptions::default(),
+            adopt_orphans: false,
         }
     }
 
@@ -289,6 +291,18 @@ impl Builder {
         self
     }
 
+    /// Make this process a child subreaper and end every escaped descendant (Linux; off by
+    /// default): a server's grandchild that left its process group with `setsid` is
+    /// reparented to this process when its parent exits, and is killed and reaped after
+    /// each server closes and at shutdown. Every child of this process that the library did
+    /// not start counts as escaped, so turn this on only in a program that starts no
+    /// children of its own (the `switchboard` command line does). See
+    /// [`process`](crate::process).
+    pub fn adopt_orphans(mut self, on: bool) -> Self {
+        self.adopt_orphans = on;
+        self
+    }
+
     /// Full access to the core's policies.
     pub fn manager_options(mut self, f: impl FnOnce(&mut ManagerOptions)) -> Self {
         f(&mut self.options);
@@ -301,6 +315,11 @@ impl Builder {
     /// ([`StartupReport::config_errors`], invalid entries under their server's name in
     /// `errors` too) and shadowed entries ([`StartupReport::shadowed`]).
     pub async fn start(mut self) -> Result<(Switchboard, StartupReport), Error> {
+        if self.adopt_orphans {
+            if let Err(e) = crate::process::become_subreaper() {
+                tracing::warn!(target: "switchboard", "cannot adopt orphaned descendants: {e}");
+            }
+        }
         if let Some(dir) = &self.project_dir {
             self.stdio.default_cwd = Some(dir.clone());
             if let ServerSource::Discover(o) = &mut self.source {
@@ -671,6 +690,7 @@ impl Switchboard {
         if let Some(task) = task {
             task.await;
         }
+        crate::process::sweep_after_close().await;
     }
 
     /// Process ids of every live child process group (for tests and `status`).

@@ -68,6 +68,7 @@ mod driver;
 mod events;
 mod http;
 mod proc;
+pub mod process;
 mod rt;
 mod secrets;
 mod stdio;

@@ -43,9 +43,11 @@ pub(crate) struct Child {
 }
 
 impl Child {
-    /// Spawns `command` (its stdio as the caller configured it) and wraps its pipes.
-    pub(crate) fn spawn(command: &mut Command) -> io::Result<Child> {
-        let mut child = command.spawn()?;
+    /// Spawns `command` (its stdio as the caller configured it) and wraps its pipes. The
+    /// child is forked by the library's spawn thread and dies with this process (see
+    /// [`crate::process`]).
+    pub(crate) fn spawn(command: Command) -> io::Result<Child> {
+        let mut child = crate::process::spawn(command)?;
         let wrap = |child: &mut std::process::Child| -> io::Result<_> {
             let stdin = child.stdin.take().map(Async::new).transpose()?;
             let stdout = child.stdout.take().map(Async::new).transpose()?;
@@ -58,6 +60,7 @@ impl Child {
                 // Never leave a process behind because its pipes could not be registered.
                 let _ = child.kill();
                 let _ = child.wait();
+                crate::process::reaped(child.id());
                 return Err(e);
             }
         };
@@ -86,6 +89,9 @@ impl Child {
             return Ok(None);
         };
         let status = child.try_wait()?;
+        if status.is_some() {
+            crate::process::reaped(child.id());
+        }
         self.status = status;
         Ok(status)
     }
@@ -153,6 +159,7 @@ impl Drop for Child {
             return;
         };
         if let Ok(Some(_)) = child.try_wait() {
+            crate::process::reaped(child.id());
             return;
         }
         let _ = child.kill();
@@ -162,6 +169,7 @@ impl Drop for Child {
             .name("switchboard-reap".into())
             .spawn(move || {
                 let _ = child.wait();
+                crate::process::reaped(child.id());
             });
         if reaped.is_err() {
             tracing::debug!(target: "switchboard::server", "could not start a thread to reap a killed child");
@@ -200,7 +208,7 @@ mod tests {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
-            let mut child = Child::spawn(&mut cmd).unwrap();
+            let mut child = Child::spawn(cmd).unwrap();
             let output = child.output(1024).await.unwrap();
             assert_eq!(output.status.code(), Some(3));
             assert_eq!(output.stdout, b"out\n");
@@ -216,7 +224,7 @@ mod tests {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null());
-            let mut child = Child::spawn(&mut cmd).unwrap();
+            let mut child = Child::spawn(cmd).unwrap();
             let err = child.output(1000).await.unwrap_err();
             assert!(err.to_string().contains("more than 1000 bytes"), "{err}");
         });
@@ -226,7 +234,7 @@ mod tests {
     fn a_dropped_child_is_killed_and_reaped() {
         let mut cmd = Command::new("sleep");
         cmd.arg("30").stdin(Stdio::null());
-        let child = Child::spawn(&mut cmd).unwrap();
+        let child = Child::spawn(cmd).unwrap();
         let pid = child.id() as libc::pid_t;
         drop(child);
         // Killed and then reaped by the background thread: kill(pid, 0) fails with ESRCH.

@@ -148,6 +148,9 @@ impl Supervisor {
             stderr.cancel().await;
         }
         self.registry.take(self.pid);
+        // A descendant that left the group (setsid) was reparented to us if we adopt
+        // orphans: end it before saying the server is gone.
+        crate::process::sweep_after_close().await;
         drop(group_gone);
 
         let event = match end {

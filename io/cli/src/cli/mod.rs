@@ -224,6 +224,9 @@ pub fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     init_logging(&cli.global);
+    // Where it cannot be raised, the limit stays what it was; running out of descriptors
+    // is then reported where it happens.
+    let _ = switchboard::process::raise_open_files_limit();
     let result = smol::block_on(run(cli));
     match result {
         Ok(code) => ExitCode::from(code),
@@ -483,6 +486,7 @@ impl Session {
             .unwrap_or_default();
         let health = g.health_ms.map(Duration::from_millis);
         let mut builder = Builder::servers(servers)
+            .adopt_orphans(true)
             .project_dir(&project)
             .naming(naming(g.naming))
             .uncached_wait(Duration::ZERO)
