@@ -66,6 +66,7 @@ mod call;
 mod discovery;
 mod driver;
 mod events;
+mod files;
 mod http;
 mod proc;
 pub mod process;

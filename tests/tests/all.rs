@@ -20,6 +20,7 @@ mod http_bench;
 mod http_edge;
 mod http_peers;
 mod hygiene;
+mod input_bounds;
 mod names;
 mod peers;
 mod policies;

@@ -382,6 +382,9 @@ fn strict_code(g: &Global, failed: bool) -> u8 {
     }
 }
 
+/// The most `call TOOL -` reads from stdin (16 MiB): more is an error, not memory.
+const MAX_STDIN_ARGUMENTS: u64 = 16 * 1024 * 1024;
+
 /// `JSON_ARGS`, `-` (stdin) or nothing (`{}`); must be a JSON object.
 async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
     let text = match arg {
@@ -389,10 +392,23 @@ async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
         // On a blocking thread, so that Ctrl-C still ends the command while it waits.
         Some("-") => blocking::unblock(|| {
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map(|_| s)
+            std::io::stdin()
+                .take(MAX_STDIN_ARGUMENTS + 1)
+                .read_to_string(&mut s)
+                .map(|_| s)
         })
         .await
-        .map_err(|e| Fatal::usage(format!("cannot read the arguments from stdin: {e}")))?,
+        .map_err(|e| Fatal::usage(format!("cannot read the arguments from stdin: {e}")))
+        .and_then(|s| {
+            if s.len() as u64 > MAX_STDIN_ARGUMENTS {
+                Err(Fatal::usage(format!(
+                    "the arguments on stdin are larger than {} MiB",
+                    MAX_STDIN_ARGUMENTS >> 20
+                )))
+            } else {
+                Ok(s)
+            }
+        })?,
         Some(s) => s.to_string(),
     };
     let value: Value = serde_json::from_str(&text)
