@@ -159,3 +159,53 @@ fn a_server_that_ignores_eof_and_sigterm_dies_with_a_killed_switchboard() {
     watch.wait().unwrap();
     wait_gone(leader, "a server that ignores EOF and SIGTERM");
 }
+
+#[test]
+fn a_server_whose_main_process_exits_is_closed_even_while_a_child_holds_its_pipes() {
+    use switchboard::core::config::{ServerConfig, ServerSpec};
+    use switchboard::core::manager::ReconnectPolicy;
+    use switchboard::{Builder, Event, ServerStatus};
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("holder");
+    // `sleep` inherits the server's stdout and stderr and holds them for five minutes after
+    // the server (the exec'd demo server) crashes: no EOF comes.
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; exec '{}' --name holder --crash-after-list-ms 200",
+        pid_file.display(),
+        demo_server_bin().display()
+    );
+    let spec = ServerSpec::new("holder", ServerConfig::stdio("sh", &["-c", &script]));
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![spec])
+            .no_cache()
+            .manager_options(|o| o.reconnect = ReconnectPolicy::never())
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["holder"]);
+        let events = sb.events();
+        crate::shell::wait_for(&events, |e| {
+            matches!(e, Event::StatusChanged { server, status: ServerStatus::Disconnected } if server == "holder")
+        })
+        .await;
+        let error = sb.server_state("holder").unwrap().last_error.unwrap();
+        assert!(
+            error
+                .message
+                .contains("server process exited (exit status: 1)")
+                && error.message.contains("kept its pipes open"),
+            "{error}"
+        );
+        let holder: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The close sequence ended the server's whole group, the pipe holder with it.
+        assert!(
+            !process_alive(holder),
+            "the pipe holder {holder} is still running"
+        );
+        sb.shutdown().await;
+    });
+}
