@@ -47,6 +47,7 @@ pub struct Builder {
     max_frame_len: Option<usize>,
     spawner: Spawner,
     queues: QueueOptions,
+    peer: crate::driver::PeerHandlers,
 }
 
 /// The bounds of the queues between the handle, the driver and the transports. `Default`
@@ -111,6 +112,7 @@ impl Builder {
             max_frame_len: None,
             spawner: Spawner::default(),
             queues: QueueOptions::default(),
+            peer: crate::driver::PeerHandlers::default(),
         }
     }
 
@@ -168,9 +170,33 @@ impl Builder {
         self
     }
 
-    /// Roots answered to `roots/list`.
+    /// Roots answered to `roots/list`: declares the `roots` capability (with
+    /// `listChanged`; [`Switchboard::set_roots`] replaces them later). Default: none, and the
+    /// capability is not declared.
     pub fn roots(mut self, roots: Vec<Root>) -> Self {
         self.options.roots = roots;
+        self.options.client_features.roots = true;
+        self
+    }
+
+    /// Answer servers' `elicitation/create` requests with `handler`: declares the
+    /// `elicitation` capability, in the modes the handler offers
+    /// ([`ElicitationHandler::form_mode`](crate::ElicitationHandler::form_mode),
+    /// [`url_mode`](crate::ElicitationHandler::url_mode)). Without one, elicitation is not
+    /// offered and such requests are refused.
+    pub fn elicitation_handler(mut self, handler: Arc<dyn crate::ElicitationHandler>) -> Self {
+        self.options.client_features.elicitation_form = handler.form_mode();
+        self.options.client_features.elicitation_url = handler.url_mode();
+        self.peer.elicitation = Some(handler);
+        self
+    }
+
+    /// Answer servers' `sampling/createMessage` requests with `handler`: declares the
+    /// `sampling` capability. Without one, sampling is not offered and such requests are
+    /// refused.
+    pub fn sampling_handler(mut self, handler: Arc<dyn crate::SamplingHandler>) -> Self {
+        self.options.client_features.sampling = true;
+        self.peer.sampling = Some(handler);
         self
     }
 
@@ -358,6 +384,7 @@ impl Builder {
                 registry: registry.clone(),
                 spawner: self.spawner.clone(),
                 inbound_capacity: queues.inbound,
+                peer: self.peer,
             },
             shared.clone(),
             subscribers.clone(),
@@ -671,6 +698,17 @@ impl Switchboard {
         if let Some(task) = task {
             task.await;
         }
+    }
+
+    /// Replace the roots answered to `roots/list`; every initialized server is sent
+    /// `notifications/roots/list_changed` (when the `roots` capability was declared, see
+    /// [`Builder::roots`]).
+    pub async fn set_roots(&self, roots: Vec<Root>) -> Result<(), Error> {
+        self.inner
+            .requests
+            .send(Request::Input(switchboard_core::Input::SetRoots { roots }))
+            .await
+            .map_err(|_| Error::Stopped)
     }
 
     /// Process ids of every live child process group (for tests and `status`).

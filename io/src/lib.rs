@@ -67,6 +67,7 @@ mod discovery;
 mod driver;
 mod events;
 mod http;
+mod peer;
 mod proc;
 mod rt;
 mod secrets;
@@ -79,6 +80,10 @@ pub use discovery::{discover, Discovered, DiscoveryOptions};
 pub use driver::link::Progress;
 pub use events::{Events, RecvError, EVENT_QUEUE_LEN};
 pub use http::HttpOptions;
+pub use peer::{
+    form_defaults, ElicitationHandler, PeerAnswer, PeerFuture, PeerRequest, PeerRequestKind,
+    SamplingHandler,
+};
 pub use rt::TaskFuture;
 pub use secrets::CredentialProvider;
 pub use stdio::StdioOptions;

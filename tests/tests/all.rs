@@ -20,6 +20,7 @@ mod http_bench;
 mod http_edge;
 mod http_peers;
 mod names;
+mod peer_requests;
 mod peers;
 mod policies;
 mod protocol;

@@ -11,6 +11,7 @@
 mod lifecycle;
 pub mod liveness;
 pub mod outputs;
+mod peer;
 mod policy;
 mod registry;
 
@@ -26,6 +27,10 @@ pub use policy::{
     list_changed_settles_to_current_tools, no_reconnect_after_explicit_disconnect,
     rejected_frames_are_counted, sync_keeps_unchanged_servers, touched, update_policy,
     PolicyCounts,
+};
+pub use peer::{
+    declared_capabilities_have_handlers, nothing_sent_for_cancelled_requests,
+    peer_requests_answered_once,
 };
 pub use registry::{
     exposed_tools_belong_to_live_servers, qualified_names_are_valid, server_state_is_coherent,
@@ -62,7 +67,7 @@ pub struct Ctx<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 20] = [
+pub const SAFETY: [(Invariant, Check); 23] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -128,6 +133,18 @@ pub const SAFETY: [(Invariant, Check); 20] = [
         rejected_frames_are_counted,
     ),
     (Invariant::HealthPingsKeepComing, health_pings_keep_coming),
+    (
+        Invariant::PeerRequestsAnsweredOnce,
+        peer_requests_answered_once,
+    ),
+    (
+        Invariant::DeclaredCapabilitiesHaveHandlers,
+        declared_capabilities_have_handlers,
+    ),
+    (
+        Invariant::NothingSentForCancelledRequests,
+        nothing_sent_for_cancelled_requests,
+    ),
 ];
 
 /// Run every safety check on one step; the first broken invariant, with what was seen.
