@@ -119,7 +119,8 @@ impl World<'_> {
         );
         self.cov.peer_client_requests_sent += 1;
         let frame = json!({"jsonrpc": "2.0", "id": format!("peer-{n}"), "method": method, "params": params});
-        let at = self.after_ms(1 + self.peer_rng.below(20));
+        let wait = 1 + self.peer_rng.below(20);
+        let at = self.after_ms(wait);
         self.push_frame(conn, at, frame, Tag::None);
         if self.peer_rng.below(100) < u64::from(plan.cancel_pct) {
             let later = at + Duration::from_millis(self.peer_rng.below(plan.timeout_ms + 200));
@@ -224,7 +225,8 @@ impl World<'_> {
             if let Some(p) = self.procs.get_mut(&conn) {
                 p.peer.accepted_urls.push(eid.clone());
             }
-            let at = self.after_ms(5 + self.peer_rng.below(50));
+            let wait = 5 + self.peer_rng.below(50);
+            let at = self.after_ms(wait);
             let done = json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": eid}});
             self.push_frame(conn, at, done.clone(), Tag::None);
             if self.peer_rng.below(4) == 0 {
@@ -273,7 +275,8 @@ impl World<'_> {
             }
             pick -= u64::from(w);
         }
-        let soon = self.after_ms(1 + self.peer_rng.below(100));
+        let wait = 1 + self.peer_rng.below(100);
+        let soon = self.after_ms(wait);
         let timeout = Duration::from_millis(plan.timeout_ms);
         match choice {
             0 => self.push(soon, Ev::PeerAnswer { request, answer: good }),
