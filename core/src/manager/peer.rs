@@ -132,11 +132,14 @@ impl Manager {
                 } else {
                     self.counters.peer_refused_invalid += 1;
                 }
-                self.diag(
-                    Some(server),
-                    Level::Debug,
-                    format!("refused a {method} request: {}", refusal.message),
-                );
+                // A method not offered at all is answered like any unknown method.
+                if refusal.code != protocol::codes::METHOD_NOT_FOUND {
+                    self.diag(
+                        Some(server),
+                        Level::Debug,
+                        format!("refused a {method} request: {}", refusal.message),
+                    );
+                }
                 let frame = protocol::encode_error(&id, refusal.code, &refusal.message);
                 self.send(conn, frame, RESPONSE);
                 return;

@@ -130,7 +130,7 @@ pub fn parse_client_request(
             if !features.sampling {
                 return Err(refuse(
                     codes::METHOD_NOT_FOUND,
-                    "Method not found: sampling/createMessage (this client does not offer sampling)",
+                    "Method not found: sampling/createMessage",
                     true,
                 ));
             }
@@ -149,7 +149,7 @@ pub fn parse_client_request(
             if !features.elicitation() {
                 return Err(refuse(
                     codes::METHOD_NOT_FOUND,
-                    "Method not found: elicitation/create (this client does not offer elicitation)",
+                    "Method not found: elicitation/create",
                     true,
                 ));
             }
