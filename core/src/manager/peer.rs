@@ -243,8 +243,8 @@ impl Manager {
         };
         self.counters.peer_timed_out += 1;
         let message = format!(
-            "the client did not answer within {} s",
-            self.opts.peer_request_timeout.as_secs()
+            "the client did not answer within {} ms",
+            self.opts.peer_request_timeout.as_millis()
         );
         let frame = protocol::encode_error(&p.id, REQUEST_TIMEOUT, &message);
         self.forget_url_id(p.conn, &p.kind);
