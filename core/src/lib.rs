@@ -26,7 +26,7 @@ pub use manager::{
     ServerErrorKind, ServerState, ServerStatus, StartupReport, TransportEvent,
 };
 pub use manager::{PeerRequestKey, WithdrawReason};
-pub use protocol::{ClientFeatures, PeerAnswer, PeerRequestKind, Root};
 pub use names::NamingScheme;
+pub use protocol::{ClientFeatures, PeerAnswer, PeerRequestKind, Root};
 pub use time::Instant;
 pub use tool::{RawJson, Tool, ToolDef, ToolRef, ToolResult};

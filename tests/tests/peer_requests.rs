@@ -13,7 +13,11 @@ use std::process::Command;
 fn project() -> tempfile::TempDir {
     let entry = repo_root()
         .join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(entry.exists(), "{} is missing: run ./scripts/install-peers.sh", entry.display());
+    assert!(
+        entry.exists(),
+        "{} is missing: run ./scripts/install-peers.sh",
+        entry.display()
+    );
     let dir = tempfile::tempdir().unwrap();
     let config = serde_json::json!({"mcpServers": {"everything": {
         "command": "node", "args": [entry.to_string_lossy(), "stdio"]}}});
@@ -68,7 +72,12 @@ fn server_everything_elicitation_is_accepted_with_the_forms_defaults() {
     assert!(t.contains("Favorite Integer: 42"), "{t}");
     assert!(t.contains("Favorite Number: 3.14"), "{t}");
     // Declined when asked to.
-    let r = call(&dir, &["--elicit", "decline"], "mcp_everything_trigger_elicitation_request", "{}");
+    let r = call(
+        &dir,
+        &["--elicit", "decline"],
+        "mcp_everything_trigger_elicitation_request",
+        "{}",
+    );
     assert!(text(&r).contains("User declined"), "{}", text(&r));
 }
 

@@ -495,7 +495,11 @@ fn sim_peer_requests_are_answered_once_or_withdrawn() {
     });
     sc.world_seed = 5;
     let r = run("sim_peer_requests", &sc);
-    assert!(r.coverage.peer_client_answers_checked >= 4, "{:?}", r.coverage);
+    assert!(
+        r.coverage.peer_client_answers_checked >= 4,
+        "{:?}",
+        r.coverage
+    );
     assert!(core(&r, "peer_requests_forwarded") >= 2);
     assert!(trace(&r).contains("PeerRequest a p"));
 }

@@ -157,7 +157,11 @@ impl Manager {
                 "too many requests from this server wait for an answer (at most {})",
                 self.opts.max_peer_requests
             );
-            self.diag(Some(server), Level::Warn, format!("refused a {method} request: {message}"));
+            self.diag(
+                Some(server),
+                Level::Warn,
+                format!("refused a {method} request: {message}"),
+            );
             let frame = protocol::encode_error(&id, protocol::codes::INTERNAL_ERROR, &message);
             self.send(conn, frame, RESPONSE);
             return;

@@ -193,7 +193,10 @@ fn parse_elicitation(params: &Value, f: &ClientFeatures) -> Result<PeerRequestKi
     let message = text(params, "message")?.to_string();
     match mode {
         "form" if f.elicitation_form => {
-            let schema = params.get("requestedSchema").cloned().unwrap_or(Value::Null);
+            let schema = params
+                .get("requestedSchema")
+                .cloned()
+                .unwrap_or(Value::Null);
             if !schema.is_object() {
                 return Err(refuse(
                     codes::INVALID_PARAMS,

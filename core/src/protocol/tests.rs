@@ -261,7 +261,10 @@ fn client_requests_parse_into_what_the_embedder_answers() {
         ("sampling/createMessage", json!({})),
         ("elicitation/create", json!({"requestedSchema": {}})),
         ("elicitation/create", json!({"message": "m"})),
-        ("elicitation/create", json!({"mode": "url", "message": "m", "url": "u"})),
+        (
+            "elicitation/create",
+            json!({"mode": "url", "message": "m", "url": "u"}),
+        ),
         ("elicitation/create", json!({"mode": "sms", "message": "m"})),
     ] {
         let r = parse_client_request(method, &params, &f);
@@ -296,20 +299,45 @@ fn peer_answers_encode_per_kind() {
     };
     let mut content = serde_json::Map::new();
     content.insert("a".into(), json!(1));
-    let (v, c) = enc(&form, PeerAnswer::Accept { content: Some(content) });
-    assert_eq!((v["result"].clone(), c), (json!({"action": "accept", "content": {"a": 1}}), AnswerClass::Answered));
-    let (v, c) = enc(&form, PeerAnswer::Decline);
-    assert_eq!((v["result"].clone(), c), (json!({"action": "decline"}), AnswerClass::Declined));
-    let (v, c) = enc(&sampling, PeerAnswer::Cancel);
-    assert_eq!((v["error"]["code"].clone(), c), (json!(USER_REJECTED), AnswerClass::Declined));
-    let (v, c) = enc(&sampling, PeerAnswer::Accept { content: None });
-    assert_eq!((v["error"]["code"].clone(), c), (json!(codes::INTERNAL_ERROR), AnswerClass::Failed));
-    let (v, c) = enc(&sampling, PeerAnswer::Result { result: json!("text") });
-    assert_eq!((v["error"]["code"].clone(), c), (json!(codes::INTERNAL_ERROR), AnswerClass::Failed));
-    assert_eq!(
-        client_capabilities(&ClientFeatures::default()),
-        json!({})
+    let (v, c) = enc(
+        &form,
+        PeerAnswer::Accept {
+            content: Some(content),
+        },
     );
+    assert_eq!(
+        (v["result"].clone(), c),
+        (
+            json!({"action": "accept", "content": {"a": 1}}),
+            AnswerClass::Answered
+        )
+    );
+    let (v, c) = enc(&form, PeerAnswer::Decline);
+    assert_eq!(
+        (v["result"].clone(), c),
+        (json!({"action": "decline"}), AnswerClass::Declined)
+    );
+    let (v, c) = enc(&sampling, PeerAnswer::Cancel);
+    assert_eq!(
+        (v["error"]["code"].clone(), c),
+        (json!(USER_REJECTED), AnswerClass::Declined)
+    );
+    let (v, c) = enc(&sampling, PeerAnswer::Accept { content: None });
+    assert_eq!(
+        (v["error"]["code"].clone(), c),
+        (json!(codes::INTERNAL_ERROR), AnswerClass::Failed)
+    );
+    let (v, c) = enc(
+        &sampling,
+        PeerAnswer::Result {
+            result: json!("text"),
+        },
+    );
+    assert_eq!(
+        (v["error"]["code"].clone(), c),
+        (json!(codes::INTERNAL_ERROR), AnswerClass::Failed)
+    );
+    assert_eq!(client_capabilities(&ClientFeatures::default()), json!({}));
     assert_eq!(
         client_capabilities(&all_on()),
         json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {"form": {}, "url": {}}})
@@ -319,14 +347,18 @@ fn peer_answers_encode_per_kind() {
 #[test]
 fn elicitation_complete_decodes_with_its_id() {
     let n = decode(
-        &frame(json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-1"}})),
+        &frame(
+            json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-1"}}),
+        ),
         1 << 20,
     );
     assert_eq!(
         n,
-        Ok(Incoming::Notification(ServerNotification::ElicitationComplete {
-            elicitation_id: "e-1".into()
-        }))
+        Ok(Incoming::Notification(
+            ServerNotification::ElicitationComplete {
+                elicitation_id: "e-1".into()
+            }
+        ))
     );
     // Without an id it is just another notification.
     let n = decode(

@@ -21,16 +21,16 @@ pub use lifecycle::{
     disconnect_withdraws_by_identity, every_open_is_closed_exactly_once, failures_are_isolated,
     late_failures_logged_once, stale_events_change_nothing, startup_complete_once_and_on_time,
 };
+pub use peer::{
+    declared_capabilities_have_handlers, nothing_sent_for_cancelled_requests,
+    peer_requests_answered_once,
+};
 pub use policy::{
     backoff_follows_the_ladder, breaker_trips_exactly_past_the_limit,
     call_timeouts_honour_deadlines, health_pings_keep_coming, ladder_ok,
     list_changed_settles_to_current_tools, no_reconnect_after_explicit_disconnect,
     rejected_frames_are_counted, sync_keeps_unchanged_servers, touched, update_policy,
     PolicyCounts,
-};
-pub use peer::{
-    declared_capabilities_have_handlers, nothing_sent_for_cancelled_requests,
-    peer_requests_answered_once,
 };
 pub use registry::{
     exposed_tools_belong_to_live_servers, qualified_names_are_valid, server_state_is_coherent,

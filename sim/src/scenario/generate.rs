@@ -371,7 +371,15 @@ fn peer_strategy() -> impl Strategy<Value = Option<PeerPlan>> {
         prop_oneof![1 => Just(0u8), 1 => 5u8..30],
     )
         .prop_map(
-            |((sampling, form, url), timeout_ms, max_waiting, ask_pct, cancel_pct, answers, set_roots_pct)| {
+            |(
+                (sampling, form, url),
+                timeout_ms,
+                max_waiting,
+                ask_pct,
+                cancel_pct,
+                answers,
+                set_roots_pct,
+            )| {
                 PeerPlan {
                     sampling,
                     form,

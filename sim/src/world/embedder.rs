@@ -80,7 +80,9 @@ pub(super) fn manager_options(sc: &Scenario) -> ManagerOptions {
         max_peer_requests: o
             .peer
             .as_ref()
-            .map_or(ManagerOptions::default().max_peer_requests, |p| p.max_waiting),
+            .map_or(ManagerOptions::default().max_peer_requests, |p| {
+                p.max_waiting
+            }),
         ..ManagerOptions::default()
     }
 }

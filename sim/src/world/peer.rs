@@ -61,10 +61,7 @@ impl World<'_> {
     /// A frame the server received: remember what `initialize` declared.
     pub(super) fn peer_saw_frame(&mut self, conn: ConnId, v: &Value) {
         if v.get("method").and_then(Value::as_str) == Some("initialize") {
-            let caps = v
-                .get("params")
-                .and_then(|p| p.get("capabilities"))
-                .cloned();
+            let caps = v.get("params").and_then(|p| p.get("capabilities")).cloned();
             if let Some(p) = self.procs.get_mut(&conn) {
                 p.peer.declared = caps;
             }
@@ -187,7 +184,9 @@ impl World<'_> {
                 return true;
             }
             WireState::Cancelled => {
-                let d = format!("request peer-{n} ({method}) answered after the server cancelled it: {v}");
+                let d = format!(
+                    "request peer-{n} ({method}) answered after the server cancelled it: {v}"
+                );
                 self.step
                     .output_violations
                     .push((Invariant::NothingSentForCancelledRequests, d));
@@ -237,7 +236,11 @@ impl World<'_> {
     }
 
     /// The embedder sees a request of a server's: it answers as the plan's weights draw.
-    pub(super) fn embedder_peer_request(&mut self, request: PeerRequestKey, kind: &PeerRequestKind) {
+    pub(super) fn embedder_peer_request(
+        &mut self,
+        request: PeerRequestKey,
+        kind: &PeerRequestKind,
+    ) {
         let Some(plan) = self.sc.options.peer.clone() else {
             return;
         };
@@ -265,7 +268,12 @@ impl World<'_> {
             },
             _ => PeerAnswer::Accept { content: None },
         };
-        let total: u64 = plan.answers.iter().map(|&w| u64::from(w)).sum::<u64>().max(1);
+        let total: u64 = plan
+            .answers
+            .iter()
+            .map(|&w| u64::from(w))
+            .sum::<u64>()
+            .max(1);
         let mut pick = self.peer_rng.below(total);
         let mut choice = 0;
         for (k, &w) in plan.answers.iter().enumerate() {
@@ -279,7 +287,13 @@ impl World<'_> {
         let soon = self.after_ms(wait);
         let timeout = Duration::from_millis(plan.timeout_ms);
         match choice {
-            0 => self.push(soon, Ev::PeerAnswer { request, answer: good }),
+            0 => self.push(
+                soon,
+                Ev::PeerAnswer {
+                    request,
+                    answer: good,
+                },
+            ),
             1 => self.push(
                 soon,
                 Ev::PeerAnswer {
@@ -299,13 +313,31 @@ impl World<'_> {
             ),
             3 => {
                 let late = self.now + timeout + Duration::from_millis(50);
-                self.push(late, Ev::PeerAnswer { request, answer: good });
+                self.push(
+                    late,
+                    Ev::PeerAnswer {
+                        request,
+                        answer: good,
+                    },
+                );
             }
             4 => self.cov.peer_never_answered += 1,
             _ => {
-                self.push(soon, Ev::PeerAnswer { request, answer: good.clone() });
+                self.push(
+                    soon,
+                    Ev::PeerAnswer {
+                        request,
+                        answer: good.clone(),
+                    },
+                );
                 let again = soon + Duration::from_millis(1 + self.peer_rng.below(10));
-                self.push(again, Ev::PeerAnswer { request, answer: good });
+                self.push(
+                    again,
+                    Ev::PeerAnswer {
+                        request,
+                        answer: good,
+                    },
+                );
             }
         }
     }

@@ -8,8 +8,12 @@
 use super::snap;
 use crate::script::*;
 use serde_json::{json, Value};
-use switchboard_core::manager::{ConnId, Event, FrameKind, Input, ManagerOptions, Output, TransportEvent};
-use switchboard_core::protocol::{form_defaults, ClientFeatures, PeerAnswer, PeerRequestKind, Root};
+use switchboard_core::manager::{
+    ConnId, Event, FrameKind, Input, ManagerOptions, Output, TransportEvent,
+};
+use switchboard_core::protocol::{
+    form_defaults, ClientFeatures, PeerAnswer, PeerRequestKind, Root,
+};
 use switchboard_core::{PeerRequestKey, WithdrawReason};
 
 fn all_features() -> ManagerOptions {
@@ -62,7 +66,11 @@ fn responses(s: &Script, conn: ConnId, mark: usize) -> Vec<Value> {
     s.outputs[mark..]
         .iter()
         .filter_map(|o| match o {
-            Output::Send { conn: c, frame, meta } if *c == conn && meta.kind == FrameKind::Response => {
+            Output::Send {
+                conn: c,
+                frame,
+                meta,
+            } if *c == conn && meta.kind == FrameKind::Response => {
                 serde_json::from_slice(frame).ok()
             }
             _ => None,
@@ -75,7 +83,9 @@ fn peer_requests(s: &Script, mark: usize) -> Vec<(PeerRequestKey, PeerRequestKin
     s.outputs[mark..]
         .iter()
         .filter_map(|o| match o {
-            Output::Event(Event::PeerRequest { request, kind, .. }) => Some((*request, kind.clone())),
+            Output::Event(Event::PeerRequest { request, kind, .. }) => {
+                Some((*request, kind.clone()))
+            }
             _ => None,
         })
         .collect()
@@ -84,7 +94,9 @@ fn peer_requests(s: &Script, mark: usize) -> Vec<(PeerRequestKey, PeerRequestKin
 fn withdrawn(s: &Script) -> Vec<(PeerRequestKey, WithdrawReason)> {
     s.events()
         .filter_map(|e| match e {
-            Event::PeerRequestWithdrawn { request, reason, .. } => Some((*request, *reason)),
+            Event::PeerRequestWithdrawn {
+                request, reason, ..
+            } => Some((*request, *reason)),
             _ => None,
         })
         .collect()
@@ -99,7 +111,11 @@ fn declared(s: &Script, conn: ConnId) -> Value {
     s.outputs
         .iter()
         .find_map(|o| match o {
-            Output::Send { conn: c, frame, meta } if *c == conn && meta.method == Some("initialize") => {
+            Output::Send {
+                conn: c,
+                frame,
+                meta,
+            } if *c == conn && meta.method == Some("initialize") => {
                 let v: Value = serde_json::from_slice(frame).ok()?;
                 Some(v["params"]["capabilities"].clone())
             }
@@ -134,13 +150,30 @@ fn a_form_elicitation_is_answered_once_with_the_embedders_defaults() {
     s.frame_on(20, conn, form_request(7));
     let asked = peer_requests(&s, mark);
     assert_eq!(asked.len(), 1);
-    let (key, PeerRequestKind::ElicitForm { requested_schema, message }) = &asked[0] else {
+    let (
+        key,
+        PeerRequestKind::ElicitForm {
+            requested_schema,
+            message,
+        },
+    ) = &asked[0]
+    else {
         panic!("not a form: {asked:?}");
     };
     assert_eq!(message, "Who are you?");
-    assert!(responses(&s, conn, mark).is_empty(), "nothing is answered before the embedder");
+    assert!(
+        responses(&s, conn, mark).is_empty(),
+        "nothing is answered before the embedder"
+    );
     let content = form_defaults(requested_schema);
-    answer(&mut s, 30, *key, PeerAnswer::Accept { content: Some(content) });
+    answer(
+        &mut s,
+        30,
+        *key,
+        PeerAnswer::Accept {
+            content: Some(content),
+        },
+    );
     // A second answer is ignored: the server gets one response.
     answer(&mut s, 31, *key, PeerAnswer::Decline);
     let r = responses(&s, conn, mark);
@@ -171,13 +204,24 @@ fn decline_cancel_and_sampling_rejection_read_as_the_protocol_says() {
     answer(&mut s, 30, asked[1].0, PeerAnswer::Decline);
     let r = responses(&s, conn, mark);
     assert_eq!(r[0]["result"], json!({"action": "cancel"}));
-    assert_eq!(r[1]["error"]["code"], -1, "a rejected sampling request is an error");
+    assert_eq!(
+        r[1]["error"]["code"], -1,
+        "a rejected sampling request is an error"
+    );
     assert_eq!(s.m.counters().peer_declined, 2);
     // A sampling result goes out as given.
     s.frame_on(40, conn, sampling_request(3));
     let key = peer_requests(&s, mark)[2].0;
-    let result = json!({"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"});
-    answer(&mut s, 50, key, PeerAnswer::Result { result: result.clone() });
+    let result =
+        json!({"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"});
+    answer(
+        &mut s,
+        50,
+        key,
+        PeerAnswer::Result {
+            result: result.clone(),
+        },
+    );
     assert_eq!(responses(&s, conn, mark)[2]["result"], result);
 }
 
@@ -196,7 +240,11 @@ fn an_unanswered_request_times_out_with_an_error_and_a_late_answer_is_ignored() 
     assert_eq!(r[0]["error"]["code"], -32001);
     assert_eq!(withdrawn(&s), vec![(key, WithdrawReason::TimedOut)]);
     answer(&mut s, 6_000, key, PeerAnswer::Decline);
-    assert_eq!(responses(&s, conn, mark).len(), 1, "a late answer sends nothing");
+    assert_eq!(
+        responses(&s, conn, mark).len(),
+        1,
+        "a late answer sends nothing"
+    );
     assert_eq!(s.m.counters().peer_timed_out, 1);
     snap("peer_02_timeout", &s);
 }
@@ -212,10 +260,16 @@ fn a_request_the_server_cancels_is_withdrawn_and_never_answered() {
         conn,
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}),
     );
-    assert_eq!(withdrawn(&s), vec![(key, WithdrawReason::CancelledByServer)]);
+    assert_eq!(
+        withdrawn(&s),
+        vec![(key, WithdrawReason::CancelledByServer)]
+    );
     answer(&mut s, 30, key, PeerAnswer::Decline);
     s.advance_to(60_000);
-    assert!(responses(&s, conn, mark).is_empty(), "nothing for a cancelled request");
+    assert!(
+        responses(&s, conn, mark).is_empty(),
+        "nothing for a cancelled request"
+    );
     assert_eq!(s.m.counters().peer_cancelled_by_server, 1);
 }
 
@@ -228,7 +282,10 @@ fn a_closed_connection_withdraws_its_requests() {
     let mark = s.outputs.len();
     s.frame_on(20, conn, form_request(1));
     s.frame_on(21, conn, sampling_request(2));
-    let keys: Vec<_> = peer_requests(&s, mark).into_iter().map(|(k, _)| k).collect();
+    let keys: Vec<_> = peer_requests(&s, mark)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
     s.at(
         30,
         Input::Transport {
@@ -287,8 +344,14 @@ fn features_off_and_excess_requests_are_refused_at_once() {
     assert_eq!(peer_requests(&s, mark).len(), 2);
     let r = responses(&s, conn, mark);
     assert_eq!(r.len(), 2, "{r:?}");
-    assert_eq!((r[0]["id"].clone(), r[0]["error"]["code"].clone()), (json!(1), json!(-32602)));
-    assert_eq!((r[1]["id"].clone(), r[1]["error"]["code"].clone()), (json!(4), json!(-32603)));
+    assert_eq!(
+        (r[0]["id"].clone(), r[0]["error"]["code"].clone()),
+        (json!(1), json!(-32602))
+    );
+    assert_eq!(
+        (r[1]["id"].clone(), r[1]["error"]["code"].clone()),
+        (json!(4), json!(-32603))
+    );
     assert_eq!(s.m.counters().peer_refused_full, 1);
 }
 
@@ -303,15 +366,27 @@ fn url_elicitation_and_its_completion_notice() {
             "mode": "url", "message": "Sign in", "url": "https://example.com/login", "elicitationId": "e-1"}}),
     );
     let asked = peer_requests(&s, mark);
-    let (key, PeerRequestKind::ElicitUrl { url, elicitation_id, .. }) = &asked[0] else {
+    let (
+        key,
+        PeerRequestKind::ElicitUrl {
+            url,
+            elicitation_id,
+            ..
+        },
+    ) = &asked[0]
+    else {
         panic!("{asked:?}");
     };
-    assert_eq!((url.as_str(), elicitation_id.as_str()), ("https://example.com/login", "e-1"));
+    assert_eq!(
+        (url.as_str(), elicitation_id.as_str()),
+        ("https://example.com/login", "e-1")
+    );
     answer(&mut s, 30, *key, PeerAnswer::Accept { content: None });
-    assert_eq!(responses(&s, conn, mark)[0]["result"], json!({"action": "accept"}));
-    let complete = |id: &str| {
-        json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": id}})
-    };
+    assert_eq!(
+        responses(&s, conn, mark)[0]["result"],
+        json!({"action": "accept"})
+    );
+    let complete = |id: &str| json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": id}});
     s.frame_on(40, conn, complete("e-1"));
     s.frame_on(41, conn, complete("e-1"));
     s.frame_on(42, conn, complete("unknown"));
@@ -319,7 +394,11 @@ fn url_elicitation_and_its_completion_notice() {
         .events()
         .filter(|e| matches!(e, Event::ElicitationComplete { .. }))
         .collect();
-    assert_eq!(done.len(), 1, "a known id once; repeats and unknown ids are ignored");
+    assert_eq!(
+        done.len(),
+        1,
+        "a known id once; repeats and unknown ids are ignored"
+    );
 }
 
 #[test]
@@ -340,21 +419,42 @@ fn roots_are_the_cores_and_set_roots_tells_every_initialized_server() {
     s.ready(10, "b", &["x"]);
     s.opened(10, "c"); // still initializing: not told
     let mark = s.outputs.len();
-    s.at(20, Input::SetRoots { roots: vec![root("file:///two")] });
+    s.at(
+        20,
+        Input::SetRoots {
+            roots: vec![root("file:///two")],
+        },
+    );
     let told: Vec<ConnId> = s.outputs[mark..]
         .iter()
         .filter_map(|o| match o {
-            Output::Send { conn, meta, .. } if meta.method == Some("notifications/roots/list_changed") => Some(*conn),
+            Output::Send { conn, meta, .. }
+                if meta.method == Some("notifications/roots/list_changed") =>
+            {
+                Some(*conn)
+            }
             _ => None,
         })
         .collect();
     assert_eq!(told, vec![s.conn("a"), s.conn("b")]);
     let a = s.conn("a");
-    s.frame_on(30, a, json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}));
-    assert_eq!(responses(&s, a, mark)[0]["result"], json!({"roots": [{"uri": "file:///two"}]}));
+    s.frame_on(
+        30,
+        a,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}),
+    );
+    assert_eq!(
+        responses(&s, a, mark)[0]["result"],
+        json!({"roots": [{"uri": "file:///two"}]})
+    );
     // The same roots again change nothing.
     let mark = s.outputs.len();
-    s.at(40, Input::SetRoots { roots: vec![root("file:///two")] });
+    s.at(
+        40,
+        Input::SetRoots {
+            roots: vec![root("file:///two")],
+        },
+    );
     assert_eq!(s.outputs.len(), mark);
     assert_eq!(s.m.counters().roots_list_changed_sent, 2);
     snap("peer_04_set_roots", &s);

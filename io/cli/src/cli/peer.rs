@@ -89,9 +89,12 @@ struct Unattended(Elicit);
 impl ElicitationHandler for Unattended {
     fn elicit(&self, request: PeerRequest) -> PeerFuture {
         let answer = match (self.0, &request.kind) {
-            (Elicit::AcceptDefaults, PeerRequestKind::ElicitForm {
-                requested_schema, ..
-            }) => PeerAnswer::Accept {
+            (
+                Elicit::AcceptDefaults,
+                PeerRequestKind::ElicitForm {
+                    requested_schema, ..
+                },
+            ) => PeerAnswer::Accept {
                 content: Some(form_defaults(requested_schema)),
             },
             _ => PeerAnswer::Decline,
@@ -134,7 +137,11 @@ pub(super) fn ask(request: &PeerRequest, input: &mut impl BufRead) -> Option<Pee
     let mut err = std::io::stderr().lock();
     match &request.kind {
         PeerRequestKind::ElicitUrl { message, url, .. } => {
-            let _ = writeln!(err, "\n{} asks you to open a URL: {message}", request.server);
+            let _ = writeln!(
+                err,
+                "\n{} asks you to open a URL: {message}",
+                request.server
+            );
             let _ = writeln!(err, "  {url}");
             let _ = write!(err, "Press Enter once done, or type n to decline: ");
             let _ = err.flush();
