@@ -112,3 +112,105 @@ fn server_everything_lists_the_project_directory_as_the_root() {
     let plain = format!("file://{}", dir.path().display());
     assert!(t.contains(&uri) || t.contains(&plain), "{t}");
 }
+
+#[test]
+fn library_handlers_answer_server_everything_and_set_roots_reaches_it() {
+    if !peers_enabled("library_handlers_answer_server_everything") {
+        return;
+    }
+    use std::sync::Arc;
+    use switchboard::core::config::{ServerConfig, ServerSpec};
+    use switchboard::{Builder, PeerAnswer, PeerFuture, PeerRequest, PeerRequestKind, Root};
+    let entry = repo_root()
+        .join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let spec = ServerSpec::new(
+        "everything",
+        ServerConfig::stdio("node", &[&entry.to_string_lossy(), "stdio"]),
+    );
+    let elicit = |r: PeerRequest| -> PeerFuture {
+        Box::pin(async move {
+            match r.kind {
+                PeerRequestKind::ElicitForm { .. } => {
+                    let mut content = serde_json::Map::new();
+                    content.insert("name".into(), "Ada".into());
+                    PeerAnswer::Accept {
+                        content: Some(content),
+                    }
+                }
+                _ => PeerAnswer::Decline,
+            }
+        })
+    };
+    let sample = |_r: PeerRequest| -> PeerFuture {
+        Box::pin(async move {
+            PeerAnswer::Result {
+                result: serde_json::json!({"role": "assistant", "content": {"type": "text", "text": "from the handler"}, "model": "lib"}),
+            }
+        })
+    };
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![spec])
+            .no_cache()
+            .elicitation_handler(Arc::new(elicit))
+            .sampling_handler(Arc::new(sample))
+            .roots(vec![Root {
+                uri: "file:///first".into(),
+                name: Some("first".into()),
+            }])
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["everything"], "{report:?}");
+        let r = sb
+            .call(
+                "mcp_everything_trigger_elicitation_request",
+                serde_json::json!({}),
+            )
+            .await
+            .unwrap();
+        assert!(r.render_text().contains("Name: Ada"), "{}", r.render_text());
+        let r = sb
+            .call(
+                "mcp_everything_trigger_sampling_request",
+                serde_json::json!({"prompt": "p", "maxTokens": 3}),
+            )
+            .await
+            .unwrap();
+        assert!(
+            r.render_text().contains("from the handler"),
+            "{}",
+            r.render_text()
+        );
+        let r = sb
+            .call("mcp_everything_get_roots_list", serde_json::json!({}))
+            .await
+            .unwrap();
+        assert!(
+            r.render_text().contains("file:///first"),
+            "{}",
+            r.render_text()
+        );
+        sb.set_roots(vec![Root {
+            uri: "file:///second".into(),
+            name: None,
+        }])
+        .await
+        .unwrap();
+        // The server re-reads the roots when told they changed; ask until it has.
+        let mut seen = String::new();
+        for _ in 0..200 {
+            let r = sb
+                .call("mcp_everything_get_roots_list", serde_json::json!({}))
+                .await
+                .unwrap();
+            seen = r.render_text();
+            if seen.contains("file:///second") {
+                break;
+            }
+            async_io::Timer::after(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(seen.contains("file:///second"), "{seen}");
+        sb.shutdown().await;
+        assert!(sb.live_processes().is_empty());
+    });
+}
