@@ -373,3 +373,81 @@ async fn run_sampling(command: &str, params: &Value) -> Result<Value, String> {
     }
     Ok(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn form(schema: Value) -> PeerRequest {
+        PeerRequest {
+            server: "s".into(),
+            kind: PeerRequestKind::ElicitForm {
+                message: "m".into(),
+                requested_schema: schema,
+            },
+        }
+    }
+
+    fn answer(request: &PeerRequest, typed: &str) -> Option<PeerAnswer> {
+        ask(
+            request,
+            &mut std::io::Cursor::new(typed.as_bytes().to_vec()),
+        )
+    }
+
+    #[test]
+    fn the_terminal_form_takes_typed_values_defaults_and_retries() {
+        let request = form(
+            json!({"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"},
+                "age": {"type": "integer", "default": 30},
+                "ok": {"type": "boolean"},
+                "color": {"type": "string", "enum": ["red", "blue"]}
+            }}),
+        );
+        // Properties in the schema's order: age, color, name, ok. A bad integer and an
+        // unknown enum member are asked again; an empty required field too.
+        let typed = "y\nabc\n\ngreen\nblue\n\nAda\nyes\n";
+        let mut content = Map::new();
+        content.insert("age".into(), json!(30));
+        content.insert("color".into(), json!("blue"));
+        content.insert("name".into(), json!("Ada"));
+        content.insert("ok".into(), json!(true));
+        assert_eq!(
+            answer(&request, typed),
+            Some(PeerAnswer::Accept {
+                content: Some(content)
+            })
+        );
+        assert_eq!(answer(&request, "n\n"), Some(PeerAnswer::Decline));
+        assert_eq!(answer(&request, "c\n"), Some(PeerAnswer::Cancel));
+        // The input ended half way: nothing is sent as if the user had answered.
+        assert_eq!(answer(&request, "y\n12\n"), None);
+    }
+
+    #[test]
+    fn a_url_request_is_accepted_with_enter_or_declined() {
+        let request = PeerRequest {
+            server: "s".into(),
+            kind: PeerRequestKind::ElicitUrl {
+                message: "m".into(),
+                url: "https://example.com".into(),
+                elicitation_id: "e".into(),
+            },
+        };
+        assert_eq!(
+            answer(&request, "\n"),
+            Some(PeerAnswer::Accept { content: None })
+        );
+        assert_eq!(answer(&request, "n\n"), Some(PeerAnswer::Decline));
+    }
+
+    #[test]
+    fn roots_are_file_uris_with_unsafe_bytes_escaped() {
+        assert_eq!(
+            file_uri(Path::new("/home/me/my project%")),
+            "file:///home/me/my%20project%25"
+        );
+    }
+}
