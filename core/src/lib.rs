@@ -25,6 +25,8 @@ pub use manager::{
     ManagerOptions, Output, Phase, RefreshError, RequestError, RequestId, ServerError,
     ServerErrorKind, ServerState, ServerStatus, StartupReport, TransportEvent,
 };
+pub use manager::{PeerRequestKey, WithdrawReason};
 pub use names::NamingScheme;
+pub use protocol::{ClientFeatures, PeerAnswer, PeerRequestKind, Root};
 pub use time::Instant;
 pub use tool::{RawJson, Tool, ToolDef, ToolRef, ToolResult};

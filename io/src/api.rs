@@ -48,6 +48,7 @@ pub struct Builder {
     spawner: Spawner,
     queues: QueueOptions,
     adopt_orphans: bool,
+    peer: crate::driver::PeerHandlers,
 }
 
 /// The bounds of the queues between the handle, the driver and the transports. `Default`
@@ -113,6 +114,7 @@ impl Builder {
             spawner: Spawner::default(),
             queues: QueueOptions::default(),
             adopt_orphans: false,
+            peer: crate::driver::PeerHandlers::default(),
         }
     }
 
@@ -170,9 +172,33 @@ impl Builder {
         self
     }
 
-    /// Roots answered to `roots/list`.
+    /// Roots answered to `roots/list`: declares the `roots` capability (with
+    /// `listChanged`; [`Switchboard::set_roots`] replaces them later). Default: none, and the
+    /// capability is not declared.
     pub fn roots(mut self, roots: Vec<Root>) -> Self {
         self.options.roots = roots;
+        self.options.client_features.roots = true;
+        self
+    }
+
+    /// Answer servers' `elicitation/create` requests with `handler`: declares the
+    /// `elicitation` capability, in the modes the handler offers
+    /// ([`ElicitationHandler::form_mode`](crate::ElicitationHandler::form_mode),
+    /// [`url_mode`](crate::ElicitationHandler::url_mode)). Without one, elicitation is not
+    /// offered and such requests are refused.
+    pub fn elicitation_handler(mut self, handler: Arc<dyn crate::ElicitationHandler>) -> Self {
+        self.options.client_features.elicitation_form = handler.form_mode();
+        self.options.client_features.elicitation_url = handler.url_mode();
+        self.peer.elicitation = Some(handler);
+        self
+    }
+
+    /// Answer servers' `sampling/createMessage` requests with `handler`: declares the
+    /// `sampling` capability. Without one, sampling is not offered and such requests are
+    /// refused.
+    pub fn sampling_handler(mut self, handler: Arc<dyn crate::SamplingHandler>) -> Self {
+        self.options.client_features.sampling = true;
+        self.peer.sampling = Some(handler);
         self
     }
 
@@ -377,6 +403,7 @@ impl Builder {
                 registry: registry.clone(),
                 spawner: self.spawner.clone(),
                 inbound_capacity: queues.inbound,
+                peer: self.peer,
             },
             shared.clone(),
             subscribers.clone(),
@@ -691,6 +718,17 @@ impl Switchboard {
             task.await;
         }
         crate::process::sweep_after_close().await;
+    }
+
+    /// Replace the roots answered to `roots/list`; every initialized server is sent
+    /// `notifications/roots/list_changed` (when the `roots` capability was declared, see
+    /// [`Builder::roots`]).
+    pub async fn set_roots(&self, roots: Vec<Root>) -> Result<(), Error> {
+        self.inner
+            .requests
+            .send(Request::Input(switchboard_core::Input::SetRoots { roots }))
+            .await
+            .map_err(|_| Error::Stopped)
     }
 
     /// Process ids of every live child process group (for tests and `status`).

@@ -68,6 +68,7 @@ mod driver;
 mod events;
 mod files;
 mod http;
+mod peer;
 mod proc;
 pub mod process;
 mod rt;
@@ -81,6 +82,10 @@ pub use discovery::{discover, Discovered, DiscoveryOptions};
 pub use driver::link::Progress;
 pub use events::{Events, RecvError, EVENT_QUEUE_LEN};
 pub use http::HttpOptions;
+pub use peer::{
+    form_defaults, ElicitationHandler, PeerAnswer, PeerFuture, PeerRequest, PeerRequestKind,
+    SamplingHandler,
+};
 pub use rt::TaskFuture;
 pub use secrets::CredentialProvider;
 pub use stdio::StdioOptions;

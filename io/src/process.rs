@@ -39,16 +39,18 @@ fn lock_started() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
     started().lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Forget `pid`: it was reaped.
-pub(crate) fn reaped(pid: u32) {
+/// Forget `pid`: it was reaped. A program that started a child with [`spawn`] and reaped it
+/// itself calls this after the wait.
+pub fn reaped(pid: u32) {
     lock_started().remove(&pid);
 }
 
 type SpawnJob = (Command, mpsc::SyncSender<io::Result<std::process::Child>>);
 
 /// Spawns `command` on the library's spawn thread, with parent-death SIGKILL set between fork
-/// and exec, and remembers its pid as one of ours.
-pub(crate) fn spawn(command: Command) -> io::Result<std::process::Child> {
+/// and exec, and remembers its pid as one of the library's (so [`sweep_escaped`] spares it
+/// until [`reaped`] is called). A program that adopts orphans starts its own helpers here.
+pub fn spawn(command: Command) -> io::Result<std::process::Child> {
     static JOBS: OnceLock<Mutex<mpsc::Sender<SpawnJob>>> = OnceLock::new();
     let jobs = JOBS.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<SpawnJob>();

@@ -131,6 +131,10 @@ coverage! {
     stderr_tails_checked: "an error carried a stderr tail, checked against its attempt",
     calls_failed_by_transport: "a call failed because the transport could not deliver it",
     sessions_renewed: "the transport renewed an HTTP session and the manager listed the tools again",
+    peer_client_requests_sent: "a server asked the client for sampling or an elicitation",
+    peer_client_answers_checked: "a server checked the client's answer to its sampling or elicitation request",
+    peer_cancels_delivered: "a server's cancellation of a request still waiting reached the manager",
+    peer_never_answered: "the embedder never answered a server's request (the timeout answered it)",
 }
 
 /// Counters reported but not required (every policy is driven now).

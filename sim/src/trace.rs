@@ -14,6 +14,11 @@ fn frame_text(frame: &[u8]) -> String {
     String::from_utf8_lossy(frame).into_owned()
 }
 
+/// A value as one line of JSON.
+fn json_text(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 fn names(servers: &[ServerSpec]) -> String {
     let v: Vec<String> = servers
         .iter()
@@ -85,6 +90,13 @@ pub fn input(i: &Input) -> String {
             ..
         } => format!("CallTool c{} {tool} timeout={timeout:?}", call.0),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
+        Input::AnswerPeerRequest { request, answer } => {
+            format!("AnswerPeerRequest p{} {}", request.0, json_text(answer))
+        }
+        Input::SetRoots { roots } => format!(
+            "SetRoots {:?}",
+            roots.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>()
+        ),
         other => format!("{other:?}"),
     }
 }
@@ -195,6 +207,20 @@ pub fn output(o: &Output) -> String {
             format!("RequestFailed r{}: {error}", request.0)
         }
         Output::Event(Event::SessionRenewed { server }) => format!("SessionRenewed {server}"),
+        Output::Event(Event::PeerRequest {
+            server,
+            request,
+            kind,
+        }) => format!("PeerRequest {server} p{} {}", request.0, json_text(kind)),
+        Output::Event(Event::PeerRequestWithdrawn {
+            server,
+            request,
+            reason,
+        }) => format!("PeerRequestWithdrawn {server} p{} {reason:?}", request.0),
+        Output::Event(Event::ElicitationComplete {
+            server,
+            elicitation_id,
+        }) => format!("ElicitationComplete {server} {elicitation_id:?}"),
         other => format!("{other:?}"),
     }
 }

@@ -58,6 +58,14 @@ pub enum Invariant {
     RefreshReportsItsOwnResult,
     /// 24: an error's stderr tail holds only lines of the attempt it is about.
     StderrTailsBelongToTheirAttempt,
+    /// 25: every sampling or elicitation request of a server's is answered on the wire at
+    /// most once, and (after the heal) at least once while its connection lives.
+    PeerRequestsAnsweredOnce,
+    /// 26: a declared capability always has a handler (its requests reach the embedder), and
+    /// an undeclared one is refused.
+    DeclaredCapabilitiesHaveHandlers,
+    /// 27: nothing is sent to a server for a request it cancelled.
+    NothingSentForCancelledRequests,
     /// `Manager::options()` returns the options the manager was built with.
     OptionsEchoed,
     /// The run ends within its step budget.
@@ -78,7 +86,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 20] = [
+    pub const SAFETY: [Invariant; 23] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -99,6 +107,9 @@ impl Invariant {
         Invariant::ServerStateIsCoherent,
         Invariant::PeerInputIsAccountedFor,
         Invariant::HealthPingsKeepComing,
+        Invariant::PeerRequestsAnsweredOnce,
+        Invariant::DeclaredCapabilitiesHaveHandlers,
+        Invariant::NothingSentForCancelledRequests,
     ];
 
     /// How a violation names it in reports and traces (the liveness ones share one word, as
@@ -148,6 +159,15 @@ impl Invariant {
             Invariant::RefreshReportsItsOwnResult => "23 a refresh reports its own result",
             Invariant::StderrTailsBelongToTheirAttempt => {
                 "24 stderr tails belong to the attempt that wrote them"
+            }
+            Invariant::PeerRequestsAnsweredOnce => {
+                "25 every server request to the client is answered exactly once"
+            }
+            Invariant::DeclaredCapabilitiesHaveHandlers => {
+                "26 a declared capability always has a handler"
+            }
+            Invariant::NothingSentForCancelledRequests => {
+                "27 nothing is sent for a request the server cancelled"
             }
             Invariant::OptionsEchoed => "options",
             Invariant::NoRunaway

@@ -22,6 +22,7 @@ mod http_peers;
 mod hygiene;
 mod input_bounds;
 mod names;
+mod peer_requests;
 mod peers;
 mod policies;
 mod protocol;

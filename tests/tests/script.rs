@@ -407,7 +407,8 @@ pub fn render_input(i: &Input) -> String {
             if *progress { " progress" } else { "" }
         ),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
-        other => format!("{other:?}"),
+        // The rest render as in the simulator's traces.
+        other => switchboard_sim::trace::input(other),
     }
 }
 

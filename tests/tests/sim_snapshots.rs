@@ -82,6 +82,7 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             max_call_time_ms: 600_000,
             reconnect: ReconnectMode::On,
             max_tool_pages: None,
+            peer: None,
         },
         mix: calm(),
         servers,
@@ -464,4 +465,41 @@ fn sim_policy_sync_restarts_the_changed_and_keeps_the_rest() {
     assert_eq!(r.coverage.syncs_restart_and_keep, 1);
     let t = trace(&r);
     assert!(t.contains("Sync r2 [\"keep\", \"change(changed)\", \"new\"]"));
+}
+
+#[test]
+fn sim_peer_requests_are_answered_once_or_withdrawn() {
+    // Two servers ask for sampling and elicitation when initialized and on every call; the
+    // embedder offers sampling and forms (not URL mode), answers some, declines, fails,
+    // answers late or twice, never answers others; servers cancel some requests.
+    let mut sc = scenario(
+        vec![server("a", &["echo"]), server("b", &["fetch"])],
+        vec![
+            (400, call(CallTarget::Live, 0)),
+            (450, call(CallTarget::Live, 1)),
+            (900, call(CallTarget::Live, 0)),
+            (1_400, call(CallTarget::Live, 1)),
+        ],
+    );
+    sc.options.roots = true;
+    sc.options.peer = Some(switchboard_sim::scenario::PeerPlan {
+        sampling: true,
+        form: true,
+        url: false,
+        timeout_ms: 300,
+        max_waiting: 2,
+        ask_pct: 100,
+        cancel_pct: 30,
+        answers: [2, 1, 1, 1, 1, 1],
+        set_roots_pct: 50,
+    });
+    sc.world_seed = 5;
+    let r = run("sim_peer_requests", &sc);
+    assert!(
+        r.coverage.peer_client_answers_checked >= 4,
+        "{:?}",
+        r.coverage
+    );
+    assert!(core(&r, "peer_requests_forwarded") >= 2);
+    assert!(trace(&r).contains("PeerRequest a p"));
 }

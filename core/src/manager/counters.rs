@@ -73,4 +73,30 @@ pub struct Counters {
     pub refreshes_not_connected: u64,
     /// Refreshes answered because the connection was lost (or the server stopped) first.
     pub refreshes_lost: u64,
+    /// Sampling or elicitation requests of servers handed to the embedder.
+    pub peer_requests_forwarded: u64,
+    /// Those the embedder answered with a result (or an accepted elicitation).
+    pub peer_answered: u64,
+    /// Those the embedder declined or cancelled.
+    pub peer_declined: u64,
+    /// Those the embedder answered with an error (or an answer that did not fit).
+    pub peer_answered_error: u64,
+    /// Those the embedder did not answer in time: the server got a timeout error.
+    pub peer_timed_out: u64,
+    /// Those the server cancelled before the embedder answered.
+    pub peer_cancelled_by_server: u64,
+    /// Those withdrawn because their connection ended.
+    pub peer_withdrawn_on_close: u64,
+    /// Requests refused at once because the client does not offer that feature.
+    pub peer_refused_off: u64,
+    /// Requests refused at once because their params were malformed.
+    pub peer_refused_invalid: u64,
+    /// Requests refused at once because too many of that server's were waiting.
+    pub peer_refused_full: u64,
+    /// Answers ignored: a second answer, or one for a request withdrawn or never issued.
+    pub peer_answers_ignored: u64,
+    /// `notifications/roots/list_changed` sent (one per server told).
+    pub roots_list_changed_sent: u64,
+    /// `notifications/elicitation/complete` reported for a known URL elicitation.
+    pub elicitations_completed: u64,
 }

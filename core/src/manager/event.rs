@@ -163,4 +163,33 @@ pub enum Event {
         /// The server.
         server: String,
     },
+    /// A server asks the embedder for something (sampling, or an elicitation in form or URL
+    /// mode): answer with `Input::AnswerPeerRequest` naming `request`, once. Until then it
+    /// waits, bounded by `peer_request_timeout`; `PeerRequestWithdrawn` says when it is gone.
+    PeerRequest {
+        /// The server that asks.
+        server: String,
+        /// The core's key for the request.
+        request: super::PeerRequestKey,
+        /// What it asks for.
+        kind: crate::protocol::PeerRequestKind,
+    },
+    /// A request of a server's no longer takes an answer: the server cancelled it, its
+    /// connection ended, or it timed out (the server was told). An answer now is ignored.
+    PeerRequestWithdrawn {
+        /// The server that asked.
+        server: String,
+        /// The core's key for the request.
+        request: super::PeerRequestKey,
+        /// Why.
+        reason: super::WithdrawReason,
+    },
+    /// A server says an out-of-band interaction a URL-mode elicitation of its started is done
+    /// (`notifications/elicitation/complete`).
+    ElicitationComplete {
+        /// The server.
+        server: String,
+        /// The elicitation's id, as its request gave it.
+        elicitation_id: String,
+    },
 }

@@ -8,8 +8,9 @@
 //! transport, `initialize`, reading frames, answering the server's requests), `listing`
 //! (`tools/list` pages, `list_changed`, refreshes, the tool cache), `calls` (tool calls and
 //! their deadlines), `recovery` (failures, the reconnect ladder and its breaker), `health`
-//! (pings), `reconcile` (`Connect`, `Reload`, `Sync`, `Disconnect`), `view` (the tool view,
-//! its names and the names it retired) and `counters`. This module holds the struct, the
+//! (pings), `peer` (requests of servers to the client, and the roots), `reconcile`
+//! (`Connect`, `Reload`, `Sync`, `Disconnect`), `view` (the tool view, its names and the
+//! names it retired) and `counters`. This module holds the struct, the
 //! input and timer dispatch, and the getters.
 
 mod calls;
@@ -19,6 +20,7 @@ mod event;
 mod health;
 mod listing;
 mod options;
+mod peer;
 mod reconcile;
 mod recovery;
 mod rounds;
@@ -32,6 +34,7 @@ pub use counters::Counters;
 pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerErrorKind};
 pub use event::{CallOutcome, Event, RequestId};
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
+pub use peer::{PeerRequestKey, WithdrawReason, MAX_ROOTS};
 pub use servers::{Phase, ServerState, ServerStatus};
 pub use timers::TimerReason;
 pub use types::{
@@ -44,6 +47,7 @@ use crate::names::NameTable;
 use crate::rng::SplitMix64;
 use crate::time::Instant;
 use calls::Call;
+use peer::PeerState;
 use rounds::Rounds;
 use servers::{Server, Stage};
 use sessions::Conn;
@@ -108,6 +112,8 @@ pub struct Manager {
     /// server's live or cached list replaced, a server forgotten): see
     /// [`Manager::view_generation`].
     view_gen: u64,
+    /// Requests of servers waiting for the embedder, and the roots.
+    peer: PeerState,
 }
 
 impl Manager {
@@ -116,6 +122,7 @@ impl Manager {
         Manager {
             retired: BTreeMap::new(),
             view_gen: 0,
+            peer: PeerState::new(opts.roots.clone()),
             rng: SplitMix64::new(opts.seed),
             names: NameTable::new(opts.naming),
             opts,
@@ -281,6 +288,10 @@ impl Manager {
                 progress,
             } => self.call_tool(call, &tool, arguments, timeout, progress),
             Input::CancelCall { call } => self.cancel_call(call),
+            Input::AnswerPeerRequest { request, answer } => {
+                self.answer_peer_request(request, answer)
+            }
+            Input::SetRoots { roots } => self.set_roots(roots),
         }
         self.check_rounds();
     }
@@ -307,6 +318,7 @@ impl Manager {
             TimerReason::Ping { conn } => self.send_ping(conn),
             TimerReason::PingTimeout { conn, id } => self.on_ping_timeout(conn, id),
             TimerReason::Call { call } => self.on_call_timeout(call),
+            TimerReason::PeerRequest { key } => self.on_peer_request_timeout(key),
         }
     }
 

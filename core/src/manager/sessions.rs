@@ -230,7 +230,7 @@ impl Manager {
                     }
                     let params = protocol::initialize_params(
                         &self.opts.client_version,
-                        !self.opts.roots.is_empty(),
+                        self.client_capabilities(),
                     );
                     self.request(conn, "initialize", Some(params), Req::Initialize);
                     self.set_phase(&server, Stage::Initializing { conn, deadline });
@@ -351,14 +351,16 @@ impl Manager {
         let (id, answer) = match msg {
             Incoming::Response { id, result } => (id, Answer::Raw(result)),
             Incoming::ToolsPage { id, page } => (Some(id), Answer::Page(page)),
-            Incoming::Request { id, method, .. } => {
-                self.counters.peer_requests_answered += 1;
-                let answer = protocol::answer_peer_request(&id, &method, &self.opts.roots);
-                let meta = FrameMeta {
-                    kind: FrameKind::Response,
-                    method: None,
-                };
-                self.send(conn, answer, meta);
+            Incoming::Request { id, method, params } => {
+                self.on_peer_request(conn, server, id, &method, &params);
+                return;
+            }
+            Incoming::Notification(ServerNotification::Cancelled { request_id }) => {
+                self.on_peer_cancelled(conn, &request_id);
+                return;
+            }
+            Incoming::Notification(ServerNotification::ElicitationComplete { elicitation_id }) => {
+                self.on_elicitation_complete(conn, server, elicitation_id);
                 return;
             }
             Incoming::Notification(n) => {
@@ -443,7 +445,9 @@ impl Manager {
                     message,
                 });
             }
-            ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
+            ServerNotification::Cancelled { .. }
+            | ServerNotification::Other { .. }
+            | ServerNotification::ElicitationComplete { .. } => {}
         }
     }
 
@@ -511,6 +515,7 @@ impl Manager {
         let Some(mut c) = self.conns.remove(&conn) else {
             return false;
         };
+        self.withdraw_peer_requests(conn);
         if let Some(t) = c.ping_timer.take() {
             self.timers.remove(&t);
         }

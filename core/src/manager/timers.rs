@@ -2,7 +2,7 @@
 //! for, so a trace names the reason of each wake-up, and a handled or disarmed timer leaves
 //! nothing behind: `poll_timeout` is always the earliest deadline still meaningful.
 
-use super::{CallId, ConnId};
+use super::{CallId, ConnId, PeerRequestKey};
 use crate::time::Instant;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -57,6 +57,12 @@ pub enum TimerReason {
         conn: ConnId,
         /// The JSON-RPC id of the ping.
         id: u64,
+    },
+    /// A request of a server's (`key`) went unanswered by the embedder for
+    /// `peer_request_timeout`.
+    PeerRequest {
+        /// The core's key for the request.
+        key: PeerRequestKey,
     },
 }
 

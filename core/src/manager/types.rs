@@ -192,6 +192,20 @@ pub enum Input {
         /// The call to cancel.
         call: CallId,
     },
+    /// The embedder's answer to a request of a server's (`Event::PeerRequest`). Each request
+    /// takes one answer; another, or one for a request withdrawn, is ignored.
+    AnswerPeerRequest {
+        /// The core's key for the request.
+        request: super::PeerRequestKey,
+        /// The answer.
+        answer: crate::protocol::PeerAnswer,
+    },
+    /// Replace the roots answered to `roots/list`; every initialized server is sent
+    /// `notifications/roots/list_changed` (when the `roots` capability was declared).
+    SetRoots {
+        /// The new roots (at most `MAX_ROOTS` are kept).
+        roots: Vec<crate::protocol::Root>,
+    },
 }
 
 /// What the startup gate hands back, once per round.

@@ -279,6 +279,16 @@ fn decode_notification(method: &str, params: &Value) -> ServerNotification {
                 .map(str::to_string),
             data: params.get("data").cloned().unwrap_or(Value::Null),
         },
+        "notifications/elicitation/complete" => {
+            match params.get("elicitationId").and_then(Value::as_str) {
+                Some(id) => ServerNotification::ElicitationComplete {
+                    elicitation_id: id.to_string(),
+                },
+                None => ServerNotification::Other {
+                    method: method.to_string(),
+                },
+            }
+        }
         "notifications/cancelled" => ServerNotification::Cancelled {
             request_id: params.get("requestId").cloned().unwrap_or(Value::Null),
         },

@@ -136,6 +136,12 @@ pub enum ServerNotification {
         /// The notification's method.
         method: String,
     },
+    /// `notifications/elicitation/complete`: an out-of-band interaction a URL-mode
+    /// elicitation started is done.
+    ElicitationComplete {
+        /// The id the `elicitation/create` request gave it.
+        elicitation_id: String,
+    },
 }
 
 /// Why a frame could not be decoded.

@@ -9,9 +9,11 @@
 //! the errors); frame decoding, which reads the JSON-RPC envelope in one pass and can read a
 //! `tools/list` answer as it goes; the streaming `tools/list` page reader; the encoding of
 //! outgoing frames; the params and results of the MCP methods the client uses (`initialize`,
-//! `tools/list`, `tools/call`, and the server's `ping` and `roots/list`); and the tracker of
+//! `tools/list`, `tools/call`, and the server's `ping` and `roots/list`); the server's sampling and
+//! elicitation requests and the client capabilities that offer them; and the tracker of
 //! outstanding requests.
 
+mod client_requests;
 mod decode;
 mod encode;
 mod message;
@@ -19,6 +21,11 @@ mod methods;
 mod tools_list;
 mod tracker;
 
+pub use client_requests::{
+    client_capabilities, encode_peer_answer, enum_values, form_defaults, parse_client_request,
+    property_default, roots_result, AnswerClass, ClientFeatures, PeerAnswer, PeerRequestKind,
+    Refusal, MAX_ELICIT_TEXT, REQUEST_TIMEOUT, USER_REJECTED,
+};
 pub use decode::{decode, decode_expecting, Expect};
 pub use encode::{
     encode_cancelled, encode_error, encode_notification, encode_request, encode_result,

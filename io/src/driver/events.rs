@@ -171,6 +171,9 @@ impl Driver {
                         batch.refresh_tools = true;
                     }
                     Event::StatusChanged { .. } => batch.refresh = true,
+                    Event::PeerRequest { .. } | Event::PeerRequestWithdrawn { .. } => {
+                        self.on_peer_event(&ev)
+                    }
                     _ => {}
                 }
                 log_event(&ev);

@@ -400,13 +400,16 @@ impl Inner {
 
     /// The server-initiated GET stream, resumed when it breaks, until the server says it has
     /// none or it fails `max_resume_attempts` times in a row.
-    pub(super) async fn listen(&self) {
+    pub(super) async fn listen(&self, mut ready: Option<async_channel::Sender<()>>) {
         let mut last_event_id: Option<String> = None;
         let mut retry = self.opts.default_retry;
         let mut failures = 0;
         loop {
             let mut delivered = false;
-            match self.get_stream(last_event_id.as_deref()).await {
+            let answer = self.get_stream(last_event_id.as_deref()).await;
+            // The first attempt settled: requests held for it may go.
+            drop(ready.take());
+            match answer {
                 Ok(mut resp) if resp.status == StatusCode::METHOD_NOT_ALLOWED => {
                     let _ = resp
                         .body

@@ -159,6 +159,7 @@ pub fn registries_empty(m: &Manager) -> Result<(), String> {
         || !m.open_conns().is_empty()
         || !m.calls_in_flight().is_empty()
         || !m.sources().is_empty()
+        || !m.pending_peer_requests().is_empty()
     {
         return Err("a registry is not empty after the final DisconnectAll".into());
     }

@@ -11,6 +11,7 @@
 mod lifecycle;
 pub mod liveness;
 pub mod outputs;
+mod peer;
 mod policy;
 mod registry;
 
@@ -19,6 +20,10 @@ pub use lifecycle::{
     calls_complete_once_and_correctly, client_speaks_valid_json_rpc,
     disconnect_withdraws_by_identity, every_open_is_closed_exactly_once, failures_are_isolated,
     late_failures_logged_once, stale_events_change_nothing, startup_complete_once_and_on_time,
+};
+pub use peer::{
+    declared_capabilities_have_handlers, nothing_sent_for_cancelled_requests,
+    peer_requests_answered_once,
 };
 pub use policy::{
     backoff_follows_the_ladder, breaker_trips_exactly_past_the_limit,
@@ -62,7 +67,7 @@ pub struct Ctx<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 20] = [
+pub const SAFETY: [(Invariant, Check); 23] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -128,6 +133,18 @@ pub const SAFETY: [(Invariant, Check); 20] = [
         rejected_frames_are_counted,
     ),
     (Invariant::HealthPingsKeepComing, health_pings_keep_coming),
+    (
+        Invariant::PeerRequestsAnsweredOnce,
+        peer_requests_answered_once,
+    ),
+    (
+        Invariant::DeclaredCapabilitiesHaveHandlers,
+        declared_capabilities_have_handlers,
+    ),
+    (
+        Invariant::NothingSentForCancelledRequests,
+        nothing_sent_for_cancelled_requests,
+    ),
 ];
 
 /// Run every safety check on one step; the first broken invariant, with what was seen.

@@ -11,6 +11,7 @@
 
 mod embedder;
 mod os;
+mod peer;
 mod requests;
 mod server;
 
@@ -64,6 +65,11 @@ enum Ev {
         tools: Option<Vec<ToolDef>>,
     },
     Heal,
+    /// The embedder answers a request of a server's.
+    PeerAnswer {
+        request: switchboard_core::PeerRequestKey,
+        answer: switchboard_core::protocol::PeerAnswer,
+    },
 }
 
 struct Queued {
@@ -124,6 +130,9 @@ pub struct World<'a> {
     session_lost: Vec<bool>,
     /// The embedder's requests in flight, and what must complete them.
     requests: requests::Requests,
+    /// Draws for servers' requests to the client and the embedder's answers only, so runs
+    /// without them draw as before.
+    peer_rng: SplitMix64,
 }
 
 impl<'a> World<'a> {
@@ -194,6 +203,7 @@ impl<'a> World<'a> {
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
             session_lost: vec![false; n],
             requests: requests::Requests::default(),
+            peer_rng: SplitMix64::new(sc.world_seed ^ 0x7065_6572),
         }
     }
 
@@ -489,6 +499,9 @@ impl<'a> World<'a> {
             Output::Event(Event::CallCompleted { call, outcome }) => {
                 self.call_completed(call, outcome)
             }
+            Output::Event(Event::PeerRequest { request, kind, .. }) => {
+                self.embedder_peer_request(request, &kind)
+            }
             Output::Event(Event::StatusChanged { .. })
             | Output::Event(Event::ReconnectScheduled { .. })
             | Output::Event(Event::ReconnectStarted { .. })
@@ -628,7 +641,11 @@ impl<'a> World<'a> {
 
     fn event(&mut self, ev: Ev) {
         match ev {
-            Ev::Action(i) => self.action(i),
+            Ev::Action(i) => {
+                self.action(i);
+                self.maybe_set_roots();
+            }
+            Ev::PeerAnswer { request, answer } => self.peer_answer_input(request, answer),
             Ev::Heal => {
                 self.healed = true;
                 self.tr(|t| {

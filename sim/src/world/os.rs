@@ -48,6 +48,8 @@ pub(super) struct Proc {
     pub(super) deaf_at: Option<Instant>,
     /// How the listing under way behaves (its later pages follow its first).
     pub(super) cur_list: Option<List>,
+    /// Its requests to the client (sampling, elicitation) and what it saw of them.
+    pub(super) peer: super::peer::ProcPeer,
 }
 
 impl Proc {
@@ -321,6 +323,7 @@ impl<'a> World<'a> {
             view_version: None,
             deaf_at: None,
             cur_list: None,
+            peer: Default::default(),
         };
         match plan.spawn {
             Spawn::Ok { open_ms } => {

@@ -40,6 +40,10 @@ pub(super) enum Tag {
     },
     /// An `Opened` that reaches the manager after the attempt's `Closed` (the shell's race).
     RacedOpen,
+    /// The server's cancellation of its request `peer-<id>` to the client.
+    PeerCancel {
+        id: u64,
+    },
 }
 
 /// A frame cut short: not JSON, so the codec rejects it.
@@ -50,6 +54,7 @@ impl World<'_> {
     pub(super) fn note_tag(&mut self, conn: ConnId, server: usize, tag: Tag) {
         match tag {
             Tag::None | Tag::RacedOpen => {}
+            Tag::PeerCancel { id } => self.peer_cancel_delivered(conn, id),
             Tag::ListAnswer { id, kind } => {
                 if let Some(p) = self.procs.get_mut(&conn) {
                     if p.open_lists.remove(&id) {
@@ -260,6 +265,7 @@ impl World<'_> {
         }
         let i = p.server;
         let plan = p.plan.clone();
+        self.peer_saw_frame(conn, &v);
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
         let id = v.get("id").cloned();
         if method.as_deref() == Some("ping") && id.is_some() {
@@ -323,7 +329,10 @@ impl World<'_> {
                 }
                 self.list(conn, i, &plan, id, &v);
             }
-            (Some("tools/call"), Some(id)) => self.tool_call(conn, i, &plan, id, &v),
+            (Some("tools/call"), Some(id)) => {
+                self.tool_call(conn, i, &plan, id, &v);
+                self.peer_ask(conn);
+            }
             (Some("ping"), Some(id)) => {
                 let now = self.now;
                 let deaf = !self.healed
@@ -342,7 +351,10 @@ impl World<'_> {
                 let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {m}")}});
                 self.reply(conn, 1, r);
             }
-            (Some("notifications/initialized"), None) => self.chatter(conn),
+            (Some("notifications/initialized"), None) => {
+                self.chatter(conn);
+                self.peer_ask(conn);
+            }
             (Some("notifications/cancelled"), None) => {
                 self.cov.cancel_notifications_received += 1;
                 let params = v.get("params");
@@ -373,6 +385,9 @@ impl World<'_> {
 
     /// Check the client's answer to a request this server sent.
     fn peer_answer(&mut self, conn: ConnId, id: Option<Value>, v: &Value) {
+        if self.peer_wire_answer(conn, id.as_ref(), v) {
+            return;
+        }
         let key = id
             .as_ref()
             .and_then(Value::as_str)
@@ -390,12 +405,13 @@ impl World<'_> {
                     .get("result")
                     .and_then(|r| r.get("roots"))
                     .is_some_and(Value::is_array),
-                Some(_) => {
+                // Sent without params: not offered (-32601), or offered and malformed (-32602).
+                Some(_) => matches!(
                     v.get("error")
                         .and_then(|e| e.get("code"))
-                        .and_then(Value::as_i64)
-                        == Some(-32601)
-                }
+                        .and_then(Value::as_i64),
+                    Some(-32601) | Some(-32602)
+                ),
                 None => false,
             };
         self.cov.peer_answers_checked += 1;

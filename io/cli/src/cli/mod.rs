@@ -7,6 +7,7 @@
 mod demo;
 mod interrupt;
 mod output;
+mod peer;
 mod term;
 mod watch;
 
@@ -127,6 +128,16 @@ struct Global {
     /// No progress output and no logs.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
+    /// Answer servers' elicitation requests without asking: `decline` them all, or
+    /// `accept-defaults` (a form with the defaults its schema gives; URL requests are
+    /// declined) [default: ask on the terminal; not offered when there is none].
+    #[arg(long, value_enum, value_name = "HOW", global = true)]
+    elicit: Option<peer::Elicit>,
+    /// Answer servers' sampling requests by running CMD (with `sh -c`, in its own process
+    /// group, killed after 120 s): the request's params as JSON on its stdin, a JSON
+    /// CreateMessageResult on its stdout (at most 1 MiB) [default: sampling not offered].
+    #[arg(long, value_name = "CMD", global = true)]
+    sampling_command: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -513,6 +524,7 @@ impl Session {
         if let Some(ms) = g.gate_ms {
             builder = builder.gate(Duration::from_millis(ms));
         }
+        builder = peer::install(builder, g.elicit, g.sampling_command.as_deref(), &project)?;
         if g.no_cache {
             builder = builder.no_cache();
         } else if let Some(dir) = &g.cache_dir {
