@@ -238,6 +238,7 @@ pub fn manager_inputs(data: &[u8]) {
                     },
                     server: name,
                     tools: hit.then(|| vec![ToolDef::named("cached")]),
+                    catalog: None,
                 })
             }
             Op::Call { tool, timeout } => {

@@ -13,11 +13,13 @@
 //! input and timer dispatch, and the getters.
 
 mod calls;
+mod catalog;
 mod counters;
 mod errors;
 mod event;
 mod health;
 mod listing;
+mod operations;
 mod options;
 mod reconcile;
 mod recovery;
@@ -28,6 +30,7 @@ mod timers;
 mod types;
 mod view;
 
+pub use catalog::MAX_CATALOG_ITEMS;
 pub use counters::Counters;
 pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerErrorKind};
 pub use event::{CallOutcome, Event, RequestId};
@@ -104,6 +107,8 @@ pub struct Manager {
     /// tool, a withdrawal), with the pair they named: a call to one is told why it failed.
     /// An entry goes when its name is minted again.
     retired: BTreeMap<String, (String, String)>,
+    /// Prompt names and operations in flight (resources, prompts, completion, logging).
+    catalog: catalog::CatalogState,
 }
 
 impl Manager {
@@ -111,6 +116,7 @@ impl Manager {
     pub fn new(opts: ManagerOptions, now: Instant) -> Self {
         Manager {
             retired: BTreeMap::new(),
+            catalog: catalog::CatalogState::new(opts.naming),
             rng: SplitMix64::new(opts.seed),
             names: NameTable::new(opts.naming),
             opts,
@@ -267,7 +273,12 @@ impl Manager {
             }
             Input::RefreshTools { request, server } => self.refresh_request(request, &server),
             Input::Transport { conn, event } => self.on_transport(conn, event),
-            Input::CacheLoaded { server, key, tools } => self.on_cache(&server, key, tools),
+            Input::CacheLoaded {
+                server,
+                key,
+                tools,
+                catalog,
+            } => self.on_cache(&server, key, tools, catalog),
             Input::CallTool {
                 call,
                 tool,
@@ -275,7 +286,12 @@ impl Manager {
                 timeout,
                 progress,
             } => self.call_tool(call, &tool, arguments, timeout, progress),
-            Input::CancelCall { call } => self.cancel_call(call),
+            Input::CancelCall { call } => {
+                if !self.cancel_op(call) {
+                    self.cancel_call(call);
+                }
+            }
+            Input::Operation { call, op, timeout } => self.start_op(call, op, timeout),
         }
         self.check_rounds();
     }
@@ -297,11 +313,19 @@ impl Manager {
             // due at the same instant is reported as that server's error, not as pending.
             TimerReason::UncachedWait { .. } => {}
             TimerReason::Connect { server, conn } => self.on_connect_timeout(&server, conn),
-            TimerReason::Request { conn, id } => self.on_list_timeout(conn, id),
+            TimerReason::Request { conn, id } => {
+                if !self.on_catalog_timeout(conn, id) {
+                    self.on_list_timeout(conn, id);
+                }
+            }
             TimerReason::Reconnect { server, at } => self.on_reconnect_due(&server, at),
             TimerReason::Ping { conn } => self.send_ping(conn),
             TimerReason::PingTimeout { conn, id } => self.on_ping_timeout(conn, id),
-            TimerReason::Call { call } => self.on_call_timeout(call),
+            TimerReason::Call { call } => {
+                if !self.on_op_timeout(call) {
+                    self.on_call_timeout(call);
+                }
+            }
         }
     }
 

@@ -136,6 +136,15 @@ pub enum ServerNotification {
         /// The notification's method.
         method: String,
     },
+    /// `notifications/resources/list_changed`: list its resources and templates again.
+    ResourcesListChanged,
+    /// `notifications/prompts/list_changed`: list its prompts again.
+    PromptsListChanged,
+    /// `notifications/resources/updated`: a subscribed resource changed.
+    ResourceUpdated {
+        /// The resource's URI (empty when the server sent none).
+        uri: String,
+    },
 }
 
 /// Why a frame could not be decoded.

@@ -9,13 +9,15 @@
 //! the errors); frame decoding, which reads the JSON-RPC envelope in one pass and can read a
 //! `tools/list` answer as it goes; the streaming `tools/list` page reader; the encoding of
 //! outgoing frames; the params and results of the MCP methods the client uses (`initialize`,
-//! `tools/list`, `tools/call`, and the server's `ping` and `roots/list`); and the tracker of
+//! `tools/list`, `tools/call`, the resources, prompts, completion and logging methods, and the server's `ping` and `roots/list`); and the tracker of
 //! outstanding requests.
 
 mod decode;
 mod encode;
 mod message;
 mod methods;
+mod prompts;
+mod resources;
 mod tools_list;
 mod tracker;
 
@@ -29,6 +31,14 @@ pub use message::{
 pub use methods::{
     answer_peer_request, call_tool_params, initialize_params, list_tools_params,
     parse_call_tool_result, parse_initialize_result, InitializeResult, Root,
+};
+pub use prompts::{
+    complete_params, get_prompt_params, parse_completion_result, parse_prompt_result,
+    set_level_params, WireRef, MAX_COMPLETION_VALUES, MAX_PROMPT_MESSAGES,
+};
+pub use resources::{
+    list_params, parse_catalog_page, parse_empty_result, parse_read_result, uri_params,
+    CatalogPage, ServerCapabilities, MAX_READ_CONTENTS,
 };
 pub use tools_list::{parse_list_tools_result, ToolsPage};
 pub use tracker::RequestTracker;

@@ -96,6 +96,7 @@ enum Internal {
         server: String,
         key: switchboard_core::CacheKey,
         tools: Option<Vec<ToolDef>>,
+        catalog: Option<switchboard_core::catalog::Catalog>,
     },
     Closed(ConnId),
     /// An opening task cancelled by `CloseTransport` is gone. If it had finished, its
@@ -148,6 +149,8 @@ pub(crate) struct Driver {
     /// What the driver tells itself (a failed send, a cache miss without a cache): handled
     /// before waiting again, never through the bounded inbound channel it must not block on.
     local: std::collections::VecDeque<Inbound>,
+    /// Operations in the core, with the reply each waits on.
+    ops: BTreeMap<CallId, crate::rt::OneshotSender<switchboard_core::catalog::OperationOutcome>>,
 }
 
 impl Driver {
@@ -184,6 +187,7 @@ impl Driver {
             aborting: BTreeMap::new(),
             close_waiters: Vec::new(),
             local: std::collections::VecDeque::new(),
+            ops: BTreeMap::new(),
         }
     }
 
@@ -318,6 +322,15 @@ impl Driver {
             Request::Shutdown { reply } => self.begin_shutdown(reply),
             Request::Disconnect { server, reply } => self.on_disconnect(server, reply),
             Request::Refresh { server, reply } => self.on_refresh(server, reply),
+            Request::Operation {
+                call,
+                op,
+                timeout,
+                reply,
+            } => {
+                self.ops.insert(call, reply);
+                self.m.handle(now, Input::Operation { call, op, timeout });
+            }
         }
     }
 
@@ -389,9 +402,21 @@ impl Driver {
                 }
                 self.forget_if_gone(conn);
             }
-            Internal::CacheLoaded { server, key, tools } => {
-                self.m
-                    .handle(now, Input::CacheLoaded { server, key, tools });
+            Internal::CacheLoaded {
+                server,
+                key,
+                tools,
+                catalog,
+            } => {
+                self.m.handle(
+                    now,
+                    Input::CacheLoaded {
+                        server,
+                        key,
+                        tools,
+                        catalog,
+                    },
+                );
             }
             Internal::Closed(conn) => {
                 self.closing.remove(&conn);

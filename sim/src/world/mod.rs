@@ -481,7 +481,9 @@ impl<'a> World<'a> {
             Output::Send { conn, frame, .. } => self.server_receives(conn, &frame),
             Output::CloseTransport { conn } => self.close_transport(conn),
             Output::LoadCache { server, key } => self.load_cache(server, key),
-            Output::StoreCache { server, key, tools } => self.store_cache(server, key, tools),
+            Output::StoreCache {
+                server, key, tools, ..
+            } => self.store_cache(server, key, tools),
             Output::Event(Event::StartupComplete { report: r }) => self.step.reports.push(r),
             Output::Event(Event::ToolsChanged { servers }) => {
                 self.step.tools_changed.extend(servers)

@@ -132,7 +132,14 @@ impl<'a> World<'a> {
                     self.awaiting_cache[i] = None;
                 }
             }
-            self.input(Input::CacheLoaded { server, key, tools }, |s| {
+            self.input(
+                Input::CacheLoaded {
+                    server,
+                    key,
+                    tools,
+                    catalog: None,
+                },
+                |s| {
                 s.scope = Some(i);
                 s.stale = stale;
                 s.stale_counters_before = stale.then_some(counted);
