@@ -24,8 +24,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use switchboard_core::manager::CacheKey;
 use switchboard_core::catalog::Catalog;
+use switchboard_core::manager::CacheKey;
 use switchboard_core::tool::ToolDef;
 
 /// The entry format written by this version. Entries of any other version are misses.

@@ -8,6 +8,7 @@ mod sim_snapshots;
 mod support;
 
 mod bounds;
+mod catalog_traces;
 mod cli;
 mod config;
 mod conformance;

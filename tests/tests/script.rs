@@ -408,6 +408,7 @@ pub fn render_input(i: &Input) -> String {
             if *progress { " progress" } else { "" }
         ),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
+        Input::Operation { .. } => switchboard_sim::trace::input(i),
         other => format!("{other:?}"),
     }
 }

@@ -157,9 +157,7 @@ impl Manager {
                 deferred,
             }));
         }
-        out.sort_by(|a, b| {
-            (&a.def.uri_template, &a.server).cmp(&(&b.def.uri_template, &b.server))
-        });
+        out.sort_by(|a, b| (&a.def.uri_template, &a.server).cmp(&(&b.def.uri_template, &b.server)));
         out
     }
 
@@ -368,8 +366,8 @@ impl Manager {
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
-        let Some(listing) = s.catalog.lists[kind.index()]
-            .take_if(|l| l.req == id && l.conn == conn)
+        let Some(listing) =
+            s.catalog.lists[kind.index()].take_if(|l| l.req == id && l.conn == conn)
         else {
             return;
         };
@@ -412,7 +410,10 @@ impl Manager {
                     self.diag(
                         Some(server),
                         Level::Warn,
-                        format!("{method}: skipped malformed definitions: {}", skipped.join(", ")),
+                        format!(
+                            "{method}: skipped malformed definitions: {}",
+                            skipped.join(", ")
+                        ),
                     );
                 }
                 let mut listing = listing;
@@ -421,7 +422,9 @@ impl Manager {
                 listing.acc.prompts.append(&mut items.prompts);
                 listing.pages += 1;
                 if kind.len(&listing.acc) > MAX_CATALOG_ITEMS {
-                    Err(format!("{method} failed: more than {MAX_CATALOG_ITEMS} items"))
+                    Err(format!(
+                        "{method} failed: more than {MAX_CATALOG_ITEMS} items"
+                    ))
                 } else {
                     match next {
                         None => Ok(listing),
@@ -587,7 +590,9 @@ impl Manager {
             self.diag(
                 Some(server),
                 Level::Debug,
-                format!("ignored {what}/list_changed: the server did not declare {what}.listChanged"),
+                format!(
+                    "ignored {what}/list_changed: the server did not declare {what}.listChanged"
+                ),
             );
             return;
         }

@@ -229,9 +229,7 @@ impl Manager {
                 context,
             } => {
                 let r = match reference {
-                    CompletionRef::Prompt { name } => {
-                        WireRef::Prompt(raw_prompt.unwrap_or(name))
-                    }
+                    CompletionRef::Prompt { name } => WireRef::Prompt(raw_prompt.unwrap_or(name)),
                     CompletionRef::Resource { uri, .. } => WireRef::Resource(uri),
                 };
                 protocol::complete_params(r, argument, value, context)

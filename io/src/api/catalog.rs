@@ -108,7 +108,11 @@ impl Switchboard {
     /// Read a resource by URI (`resources/read`). Without `server`, the one server that
     /// lists it; a URI listed by several is an error naming them
     /// ([`CallError::AmbiguousResource`]). A deferred resource waits for its server.
-    pub async fn read_resource(&self, uri: &str, server: Option<&str>) -> Result<ReadResult, Error> {
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        server: Option<&str>,
+    ) -> Result<ReadResult, Error> {
         let op = Operation::ReadResource {
             uri: uri.to_string(),
             server: server.map(str::to_string),

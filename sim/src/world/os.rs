@@ -140,10 +140,11 @@ impl<'a> World<'a> {
                     catalog: None,
                 },
                 |s| {
-                s.scope = Some(i);
-                s.stale = stale;
-                s.stale_counters_before = stale.then_some(counted);
-            });
+                    s.scope = Some(i);
+                    s.stale = stale;
+                    s.stale_counters_before = stale.then_some(counted);
+                },
+            );
         }
     }
 

@@ -56,8 +56,7 @@ pub(super) fn resources(session: &Session, server: Option<&str>, json: bool) {
     let templates = session.sb.resource_templates();
     let mine = |s: &str| server.is_none() || server == Some(s);
     let resources: Vec<&Resource> = resources.iter().filter(|r| mine(&r.server)).collect();
-    let templates: Vec<&ResourceTemplate> =
-        templates.iter().filter(|t| mine(&t.server)).collect();
+    let templates: Vec<&ResourceTemplate> = templates.iter().filter(|t| mine(&t.server)).collect();
     let errors = failures(session, server);
     if json {
         print_json(&ResourcesJson {
@@ -165,7 +164,14 @@ pub(super) fn prompts(session: &Session, server: Option<&str>, json: bool) {
                 ]
             })
             .collect();
-        let header = ["PROMPT", "SERVER", "RAW NAME", "ARGUMENTS", "", "DESCRIPTION"];
+        let header = [
+            "PROMPT",
+            "SERVER",
+            "RAW NAME",
+            "ARGUMENTS",
+            "",
+            "DESCRIPTION",
+        ];
         out.push_str(&table(&header, &rows, style, |_, _, cell| cell));
         out.push_str(&style.dim(&format!("{} prompts", prompts.len())));
         out.push('\n');
@@ -227,7 +233,10 @@ pub(super) fn completion(c: &Completion, json: bool) {
 }
 
 /// `JSON_ARGS` of `prompt` or `--context` of `complete`: a JSON object of strings.
-pub(super) fn string_map(text: Option<&str>, what: &str) -> Result<BTreeMap<String, String>, Fatal> {
+pub(super) fn string_map(
+    text: Option<&str>,
+    what: &str,
+) -> Result<BTreeMap<String, String>, Fatal> {
     let Some(text) = text else {
         return Ok(BTreeMap::new());
     };
@@ -253,6 +262,8 @@ pub(super) fn reference(
     match (prompt, resource) {
         (Some(name), None) => Ok(CompletionRef::Prompt { name }),
         (None, Some(uri)) => Ok(CompletionRef::Resource { uri, server }),
-        _ => Err(Fatal::usage("give exactly one of --prompt NAME or --resource URI")),
+        _ => Err(Fatal::usage(
+            "give exactly one of --prompt NAME or --resource URI",
+        )),
     }
 }

@@ -446,7 +446,8 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
                 .complete(reference, &argument, &value, context)
                 .await;
             session.sb.shutdown().await;
-            let c = result.map_err(|e| Fatal::failed(format!("complete {argument} failed: {e}")))?;
+            let c =
+                result.map_err(|e| Fatal::failed(format!("complete {argument} failed: {e}")))?;
             catalog::completion(&c, json);
             Ok(strict_code(&g, failed))
         }

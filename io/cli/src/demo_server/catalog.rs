@@ -34,8 +34,10 @@ fn resources() -> Vec<Value> {
 }
 
 fn templates() -> Vec<Value> {
-    vec![json!({"uriTemplate": "demo://greeting/{name}", "name": "greeting",
-                "description": "A greeting for anyone", "mimeType": "text/plain"})]
+    vec![
+        json!({"uriTemplate": "demo://greeting/{name}", "name": "greeting",
+                "description": "A greeting for anyone", "mimeType": "text/plain"}),
+    ]
 }
 
 fn prompts() -> Vec<Value> {
@@ -110,7 +112,10 @@ impl Server {
                 Ok(completions(prefix))
             }
             "logging/setLevel" => {
-                let level = params.get("level").and_then(Value::as_str).unwrap_or("info");
+                let level = params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .unwrap_or("info");
                 self.respond(id, json!({}));
                 self.notify(
                     "notifications/message",
