@@ -119,7 +119,8 @@ pub struct Prompt {
     pub qualified_name: String,
     /// The server that lists it.
     pub server: String,
-    /// The prompt as listed.
+    /// The prompt as listed (its `name` is the raw name on its server).
+    #[serde(flatten)]
     pub def: PromptDef,
     /// It comes from the cache: a get waits for its server.
     pub deferred: bool,

@@ -10,6 +10,7 @@ mod support;
 mod bounds;
 mod catalog_traces;
 mod cli;
+mod cli_catalog;
 mod config;
 mod conformance;
 mod core_traces;

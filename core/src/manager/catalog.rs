@@ -608,11 +608,24 @@ impl Manager {
     /// outside a startup round.
     pub(super) fn catalog_ready(&mut self, server: &str, announce: bool) {
         self.sync_prompt_names(server);
-        if announce {
-            let servers = vec![server.to_string()];
+        if !announce {
+            return;
+        }
+        // Only a server that declared (or lists) resources or prompts changes those views.
+        let caps = self.capabilities(server).cloned().unwrap_or_default();
+        let Some(s) = self.servers.get(server) else {
+            return;
+        };
+        let live = &s.catalog.live;
+        let resources = caps.resources || !live.resources.is_empty() || !live.templates.is_empty();
+        let prompts = caps.prompts || !live.prompts.is_empty();
+        let servers = vec![server.to_string()];
+        if resources {
             self.emit(Event::ResourcesChanged {
                 servers: servers.clone(),
             });
+        }
+        if prompts {
             self.emit(Event::PromptsChanged { servers });
         }
     }
