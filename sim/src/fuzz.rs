@@ -354,6 +354,7 @@ pub fn manager_inputs(data: &[u8]) {
             uncached_wait: None,
             double_underscore: false,
             settled: &[],
+            catalog_settled: &[],
             reset_on_progress: false,
             reconnect_off: false,
             health: None,

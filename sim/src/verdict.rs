@@ -58,6 +58,12 @@ pub enum Invariant {
     RefreshReportsItsOwnResult,
     /// 24: an error's stderr tail holds only lines of the attempt it is about.
     StderrTailsBelongToTheirAttempt,
+    /// 25: once nothing of a connected server's resources, templates and prompts is in
+    /// flight, the views show what its lists last said.
+    CatalogSettlesToServerLists,
+    /// 26: every operation completes exactly once, and the manager's operations in flight
+    /// are the embedder's.
+    EveryOperationCompletesOnce,
     /// `Manager::options()` returns the options the manager was built with.
     OptionsEchoed,
     /// The run ends within its step budget.
@@ -78,7 +84,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 20] = [
+    pub const SAFETY: [Invariant; 22] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -99,6 +105,8 @@ impl Invariant {
         Invariant::ServerStateIsCoherent,
         Invariant::PeerInputIsAccountedFor,
         Invariant::HealthPingsKeepComing,
+        Invariant::CatalogSettlesToServerLists,
+        Invariant::EveryOperationCompletesOnce,
     ];
 
     /// How a violation names it in reports and traces (the liveness ones share one word, as
@@ -149,6 +157,10 @@ impl Invariant {
             Invariant::StderrTailsBelongToTheirAttempt => {
                 "24 stderr tails belong to the attempt that wrote them"
             }
+            Invariant::CatalogSettlesToServerLists => {
+                "25 settled resources, templates and prompts show the server's lists"
+            }
+            Invariant::EveryOperationCompletesOnce => "26 every operation completes exactly once",
             Invariant::OptionsEchoed => "options",
             Invariant::NoRunaway
             | Invariant::NoBusyLoop

@@ -48,6 +48,8 @@ pub(super) struct Proc {
     pub(super) deaf_at: Option<Instant>,
     /// How the listing under way behaves (its later pages follow its first).
     pub(super) cur_list: Option<List>,
+    /// Its resources, templates and prompts (`--catalog` servers): what the manager was sent.
+    pub(super) catalog: super::catalog::CatalogProc,
 }
 
 impl Proc {
@@ -329,6 +331,7 @@ impl<'a> World<'a> {
             view_version: None,
             deaf_at: None,
             cur_list: None,
+            catalog: Default::default(),
         };
         match plan.spawn {
             Spawn::Ok { open_ms } => {
