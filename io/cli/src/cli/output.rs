@@ -521,6 +521,8 @@ mod tests {
             server_version: None,
             reconnect_attempt,
             next_attempt_at: Some(Instant::from_millis(5000)),
+            instructions: None,
+            capabilities: None,
         }
     }
 
