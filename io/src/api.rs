@@ -2,6 +2,8 @@
 
 pub use crate::driver::link::Error;
 
+mod catalog;
+
 use crate::cache::ToolCache;
 use crate::call::{Call, CallOptions};
 use crate::driver::link::{ConfigReport, Request, RoundKind, Shared};

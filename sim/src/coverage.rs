@@ -38,6 +38,16 @@ macro_rules! coverage {
 }
 
 coverage! {
+    catalog_operation_faults: "a resources, prompts or completion request failed or went unanswered",
+    catalog_updates_sent: "a server sent resources/updated after a subscription",
+    catalog_list_errors: "a resources, templates or prompts list answered with an error",
+    catalog_list_hangs: "a resources, templates or prompts list never answered",
+    catalog_lists_paged: "a resources, templates or prompts list answered in two pages",
+    catalog_changes_sent: "a server's resources and prompts changed, announced by list_changed",
+    catalog_settled_checks: "a server's settled catalog was compared with its lists",
+    operations_issued: "the embedder read, got a prompt, completed or subscribed",
+    deferred_operations_issued: "an operation aimed at a deferred server's resource or prompt",
+    ambiguous_reads: "a read of a URI several servers list, refused as ambiguous",
     manager_outputs: "outputs the manager emitted (commands, frames and events; a step is one input or timer)",
     spawn_failures: "a process could not be started",
     opens_never_completed: "a transport never finished opening",

@@ -242,6 +242,8 @@ pub struct Observer {
     /// Per server: the reconnect attempt the manager announced (`ReconnectScheduled`) and
     /// when it is due, until `ReconnectStarted`.
     pub announced: BTreeMap<String, (u32, Instant)>,
+    /// Operations (reads, prompt gets, completions, subscriptions) made and not completed.
+    pub ops: BTreeMap<switchboard_core::manager::CallId, ()>,
 }
 
 /// Every how many changes of the view's pairs the qualified-name invariant rebuilds its

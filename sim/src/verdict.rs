@@ -66,6 +66,12 @@ pub enum Invariant {
     DeclaredCapabilitiesHaveHandlers,
     /// 27: nothing is sent to a server for a request it cancelled.
     NothingSentForCancelledRequests,
+    /// 28: once nothing of a connected server's resources, templates and prompts is in
+    /// flight, the views show what its lists last said.
+    CatalogSettlesToServerLists,
+    /// 29: every operation completes exactly once, and the manager's operations in flight
+    /// are the embedder's.
+    EveryOperationCompletesOnce,
     /// `Manager::options()` returns the options the manager was built with.
     OptionsEchoed,
     /// The run ends within its step budget.
@@ -86,7 +92,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 23] = [
+    pub const SAFETY: [Invariant; 25] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -110,6 +116,8 @@ impl Invariant {
         Invariant::PeerRequestsAnsweredOnce,
         Invariant::DeclaredCapabilitiesHaveHandlers,
         Invariant::NothingSentForCancelledRequests,
+        Invariant::CatalogSettlesToServerLists,
+        Invariant::EveryOperationCompletesOnce,
     ];
 
     /// How a violation names it in reports and traces (the liveness ones share one word, as
@@ -169,6 +177,10 @@ impl Invariant {
             Invariant::NothingSentForCancelledRequests => {
                 "27 nothing is sent for a request the server cancelled"
             }
+            Invariant::CatalogSettlesToServerLists => {
+                "28 settled resources, templates and prompts show the server's lists"
+            }
+            Invariant::EveryOperationCompletesOnce => "29 every operation completes exactly once",
             Invariant::OptionsEchoed => "options",
             Invariant::NoRunaway
             | Invariant::NoBusyLoop

@@ -8,7 +8,9 @@ mod sim_snapshots;
 mod support;
 
 mod bounds;
+mod catalog_traces;
 mod cli;
+mod cli_catalog;
 mod config;
 mod conformance;
 mod core_traces;

@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A temporary project with a config file of demo servers.
-struct Project {
+pub(crate) struct Project {
     dir: tempfile::TempDir,
 }
 
 impl Project {
     /// `servers`: (name, mcp-demo-server flags).
-    fn new(servers: &[(&str, &[&str])]) -> Self {
+    pub(crate) fn new(servers: &[(&str, &[&str])]) -> Self {
         let project = Project {
             dir: tempfile::tempdir().unwrap(),
         };
@@ -43,12 +43,12 @@ impl Project {
         path
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Run `switchboard` in the project with its config, a private cache and no discovery.
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.run_with_configs(&["mcp.json"], args)
     }
 
@@ -76,19 +76,19 @@ impl Project {
     }
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn code(o: &Output) -> i32 {
+pub(crate) fn code(o: &Output) -> i32 {
     o.status.code().expect("exited, not killed")
 }
 
-fn json_stdout(o: &Output) -> Value {
+pub(crate) fn json_stdout(o: &Output) -> Value {
     serde_json::from_str(&stdout(o)).unwrap_or_else(|e| {
         panic!(
             "stdout is not one JSON object ({e}):\n{}\nstderr:\n{}",
@@ -99,7 +99,7 @@ fn json_stdout(o: &Output) -> Value {
 }
 
 /// Replace machine- and run-specific values (paths, timings) so the JSON snapshots are stable.
-fn redact(value: &mut Value, project: &Path) {
+pub(crate) fn redact(value: &mut Value, project: &Path) {
     match value {
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
@@ -971,7 +971,18 @@ fn colour_on_a_terminal_and_none_with_no_color() {
 
 #[test]
 fn every_subcommand_documents_its_exit_statuses() {
-    for sub in ["status", "tools", "call", "demo", "watch"] {
+    for sub in [
+        "status",
+        "tools",
+        "call",
+        "demo",
+        "watch",
+        "resources",
+        "read",
+        "prompts",
+        "prompt",
+        "complete",
+    ] {
         let out = Command::new(switchboard_bin())
             .args([sub, "--help"])
             .output()

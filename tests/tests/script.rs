@@ -290,6 +290,7 @@ impl Script {
                 server: server.into(),
                 key,
                 tools: cached.map(tools),
+                catalog: None,
             },
         );
     }

@@ -33,6 +33,7 @@ fn server(name: &str, tools: &[&str]) -> ServerPlan {
         attempts: vec![ok_attempt()],
         call_latency_ms: 20,
         crash_loop: None,
+        catalog: false,
     }
 }
 
@@ -502,4 +503,38 @@ fn sim_peer_requests_are_answered_once_or_withdrawn() {
     );
     assert!(core(&r, "peer_requests_forwarded") >= 2);
     assert!(trace(&r).contains("PeerRequest a p"));
+}
+
+#[test]
+fn sim_catalog_lists_reads_prompts_completions_and_subscriptions() {
+    let mut docs = server("docs", &["search", "fetch"]);
+    docs.catalog = true;
+    docs.alt_tools = vec!["search".into()];
+    let mut wiki = server("wiki", &["page"]);
+    wiki.catalog = true;
+    let actions = [0, 2, 4, 6, 8]
+        .into_iter()
+        .enumerate()
+        .map(|(k, pick)| (400 + 100 * k as u64, call(CallTarget::Live, pick)))
+        .collect();
+    let mut sc = scenario(vec![docs, wiki], actions);
+    sc.mix.chatter_pct = 100;
+    sc.world_seed = 3;
+    let r = run("sim_catalog_operations", &sc);
+    for counter in [
+        "ambiguous_uris",
+        "resources_read",
+        "prompts_got",
+        "completions",
+        "operations_acknowledged",
+        "resource_updates",
+        "resource_lists_applied",
+        "prompt_lists_applied",
+    ] {
+        assert!(
+            core(&r, counter) > 0,
+            "{counter} not reached:\n{}",
+            trace(&r)
+        );
+    }
 }

@@ -99,4 +99,40 @@ pub struct Counters {
     pub roots_list_changed_sent: u64,
     /// `notifications/elicitation/complete` reported for a known URL elicitation.
     pub elicitations_completed: u64,
+    /// `resources/list` pages requested.
+    pub resource_pages_requested: u64,
+    /// `resources/templates/list` pages requested.
+    pub template_pages_requested: u64,
+    /// `prompts/list` pages requested.
+    pub prompt_pages_requested: u64,
+    /// Resource lists applied (first lists and re-lists).
+    pub resource_lists_applied: u64,
+    /// Resource template lists applied.
+    pub template_lists_applied: u64,
+    /// Prompt lists applied.
+    pub prompt_lists_applied: u64,
+    /// Resource, template or prompt lists that failed (the server kept its tools).
+    pub catalog_lists_failed: u64,
+    /// Resource or prompt `list_changed` notifications coalesced into a list under way.
+    pub catalog_relists_coalesced: u64,
+    /// Operations (reads, prompt gets, completions, subscriptions, log levels) started.
+    pub operations_started: u64,
+    /// Operations that waited for a deferred server and went out once it connected.
+    pub deferred_operations_sent: u64,
+    /// Operations that reached their deadline.
+    pub operation_timeouts: u64,
+    /// Operations the embedder cancelled.
+    pub operations_cancelled: u64,
+    /// Resources read.
+    pub resources_read: u64,
+    /// Prompts got.
+    pub prompts_got: u64,
+    /// Completions answered.
+    pub completions: u64,
+    /// Subscriptions, unsubscriptions and log levels the server accepted.
+    pub operations_acknowledged: u64,
+    /// Reads or subscriptions refused because several servers list the URI.
+    pub ambiguous_uris: u64,
+    /// `notifications/resources/updated` received.
+    pub resource_updates: u64,
 }

@@ -192,4 +192,30 @@ pub enum Event {
         /// The elicitation's id, as its request gave it.
         elicitation_id: String,
     },
+    /// These servers' resources or resource templates changed (a re-list after
+    /// `resources/list_changed`, or a server connected after its startup round); read
+    /// [`Manager::resources`](super::Manager::resources).
+    ResourcesChanged {
+        /// The servers, by name.
+        servers: Vec<String>,
+    },
+    /// These servers' prompts changed; read [`Manager::prompts`](super::Manager::prompts).
+    PromptsChanged {
+        /// The servers, by name.
+        servers: Vec<String>,
+    },
+    /// A server said a resource changed (`notifications/resources/updated`).
+    ResourceUpdated {
+        /// The server.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+    },
+    /// An operation (`Input::Operation`) completed (exactly once per operation).
+    OperationCompleted {
+        /// The operation.
+        call: CallId,
+        /// How it ended.
+        outcome: crate::catalog::OperationOutcome,
+    },
 }

@@ -14,11 +14,13 @@
 //! input and timer dispatch, and the getters.
 
 mod calls;
+mod catalog;
 mod counters;
 mod errors;
 mod event;
 mod health;
 mod listing;
+mod operations;
 mod options;
 mod peer;
 mod reconcile;
@@ -30,6 +32,7 @@ mod timers;
 mod types;
 mod view;
 
+pub use catalog::MAX_CATALOG_ITEMS;
 pub use counters::Counters;
 pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerErrorKind};
 pub use event::{CallOutcome, Event, RequestId};
@@ -114,6 +117,8 @@ pub struct Manager {
     view_gen: u64,
     /// Requests of servers waiting for the embedder, and the roots.
     peer: PeerState,
+    /// Prompt names and operations in flight (resources, prompts, completion, logging).
+    catalog: catalog::CatalogState,
 }
 
 impl Manager {
@@ -123,6 +128,7 @@ impl Manager {
             retired: BTreeMap::new(),
             view_gen: 0,
             peer: PeerState::new(opts.roots.clone()),
+            catalog: catalog::CatalogState::new(opts.naming),
             rng: SplitMix64::new(opts.seed),
             names: NameTable::new(opts.naming),
             opts,
@@ -279,7 +285,12 @@ impl Manager {
             }
             Input::RefreshTools { request, server } => self.refresh_request(request, &server),
             Input::Transport { conn, event } => self.on_transport(conn, event),
-            Input::CacheLoaded { server, key, tools } => self.on_cache(&server, key, tools),
+            Input::CacheLoaded {
+                server,
+                key,
+                tools,
+                catalog,
+            } => self.on_cache(&server, key, tools, catalog),
             Input::CallTool {
                 call,
                 tool,
@@ -287,11 +298,16 @@ impl Manager {
                 timeout,
                 progress,
             } => self.call_tool(call, &tool, arguments, timeout, progress),
-            Input::CancelCall { call } => self.cancel_call(call),
+            Input::CancelCall { call } => {
+                if !self.cancel_op(call) {
+                    self.cancel_call(call);
+                }
+            }
             Input::AnswerPeerRequest { request, answer } => {
                 self.answer_peer_request(request, answer)
             }
             Input::SetRoots { roots } => self.set_roots(roots),
+            Input::Operation { call, op, timeout } => self.start_op(call, op, timeout),
         }
         self.check_rounds();
     }
@@ -313,11 +329,19 @@ impl Manager {
             // due at the same instant is reported as that server's error, not as pending.
             TimerReason::UncachedWait { .. } => {}
             TimerReason::Connect { server, conn } => self.on_connect_timeout(&server, conn),
-            TimerReason::Request { conn, id } => self.on_list_timeout(conn, id),
+            TimerReason::Request { conn, id } => {
+                if !self.on_catalog_timeout(conn, id) {
+                    self.on_list_timeout(conn, id);
+                }
+            }
             TimerReason::Reconnect { server, at } => self.on_reconnect_due(&server, at),
             TimerReason::Ping { conn } => self.send_ping(conn),
             TimerReason::PingTimeout { conn, id } => self.on_ping_timeout(conn, id),
-            TimerReason::Call { call } => self.on_call_timeout(call),
+            TimerReason::Call { call } => {
+                if !self.on_op_timeout(call) {
+                    self.on_call_timeout(call);
+                }
+            }
             TimerReason::PeerRequest { key } => self.on_peer_request_timeout(key),
         }
     }

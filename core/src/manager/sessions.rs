@@ -76,6 +76,10 @@ pub(super) enum Req {
     ListTools,
     Call(CallId),
     Ping,
+    /// A page of a resources, templates or prompts list.
+    List(super::catalog::ListKind),
+    /// An operation (`Input::Operation`).
+    Op(CallId),
 }
 
 /// A transport the manager tracks (opening or open), with the requests in flight on it.
@@ -303,6 +307,14 @@ impl Manager {
             }
             // An undeliverable ping counts as unanswered now.
             Req::Ping => self.on_ping_timeout(conn, id),
+            Req::List(kind) => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.tracker.complete(id);
+                }
+                let error = format!("the transport could not deliver it: {error}");
+                self.on_catalog_page(conn, server, id, kind, Err(error));
+            }
+            Req::Op(call) => self.on_op_undelivered(call, error),
         }
     }
 
@@ -405,6 +417,11 @@ impl Manager {
             (Req::Initialize, Answer::Raw(result)) => self.on_initialize(conn, server, result),
             (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
             (Req::Ping, Answer::Raw(_)) => self.on_pong(conn, server),
+            (Req::List(kind), Answer::Raw(result)) => {
+                let result = result.map_err(|e| e.to_string());
+                self.on_catalog_page(conn, server, id, kind, result);
+            }
+            (Req::Op(call), Answer::Raw(result)) => self.on_op_result(call, result),
         }
     }
 
@@ -445,6 +462,9 @@ impl Manager {
                     message,
                 });
             }
+            ServerNotification::ResourcesListChanged => self.on_catalog_list_changed(server, false),
+            ServerNotification::PromptsListChanged => self.on_catalog_list_changed(server, true),
+            ServerNotification::ResourceUpdated { uri } => self.on_resource_updated(server, uri),
             ServerNotification::Cancelled { .. }
             | ServerNotification::Other { .. }
             | ServerNotification::ElicitationComplete { .. } => {}
@@ -499,10 +519,18 @@ impl Manager {
         if let Some(s) = self.servers.get_mut(server) {
             s.init = Some(init);
         }
+        // The first pages of every declared list go out together; the server is ready once
+        // each has its last page.
+        let catalog = self.start_catalog_lists(server, conn);
         if has_tools {
             if let Some(listing) = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new()) {
                 self.set_phase(server, Stage::Listing { conn, listing });
             }
+        } else if catalog {
+            // No tools capability: ready with an empty tool list once the others are in.
+            let listing = super::listing::Listing::settled(self.now);
+            self.set_phase(server, Stage::Listing { conn, listing });
+            self.tools_listed(server, Vec::new());
         } else {
             // No tools capability: ready with an empty list.
             self.tools_ready(server, Vec::new());
@@ -520,7 +548,7 @@ impl Manager {
             self.timers.remove(&t);
         }
         for (id, req) in c.tracker.drain() {
-            if let Req::ListTools = req {
+            if let Req::ListTools | Req::List(_) = req {
                 self.timers.disarm_request(conn, id);
             }
         }

@@ -171,6 +171,9 @@ pub enum Input {
         key: CacheKey,
         /// The cached tools, if any.
         tools: Option<Vec<ToolDef>>,
+        /// The cached resources, templates and prompts (`None` with a miss, or from a cache
+        /// written before it kept them).
+        catalog: Option<crate::catalog::Catalog>,
     },
     /// Call a tool by qualified name. `timeout` defaults to `ManagerOptions::call_timeout`.
     CallTool {
@@ -205,6 +208,17 @@ pub enum Input {
     SetRoots {
         /// The new roots (at most `MAX_ROOTS` are kept).
         roots: Vec<crate::protocol::Root>,
+    },
+    /// An operation on a server's resources, prompts, completions or logging, numbered from
+    /// the same space as calls (`CancelCall` cancels it). Completes with exactly one
+    /// `OperationCompleted`. `timeout` defaults to `ManagerOptions::call_timeout`.
+    Operation {
+        /// The embedder's number for it.
+        call: CallId,
+        /// What to do.
+        op: crate::catalog::Operation,
+        /// Its timeout, instead of the default.
+        timeout: Option<Duration>,
     },
 }
 
@@ -315,6 +329,8 @@ pub enum Output {
         key: CacheKey,
         /// The tools it listed live.
         tools: Vec<ToolDef>,
+        /// Its resources, templates and prompts, listed live.
+        catalog: crate::catalog::Catalog,
     },
     /// Something for the embedder.
     Event(Event),

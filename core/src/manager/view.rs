@@ -89,6 +89,7 @@ impl Manager {
         self.names
             .set_server_tools(server, list.iter().map(|t| t.name.as_str()));
         self.retire(server, before);
+        self.sync_prompt_names(server);
     }
 
     /// Remember the names of `before` that `server`'s slice no longer holds, and forget the
@@ -122,6 +123,7 @@ impl Manager {
             let before = slice_of(&self.names, server);
             self.names.remove_server(server);
             self.retire(server, before);
+            self.sync_prompt_names(server);
             if announce {
                 self.emit(Event::ToolsChanged {
                     servers: vec![server.to_string()],

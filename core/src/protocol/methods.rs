@@ -46,6 +46,8 @@ pub struct InitializeResult {
     pub server_version: Option<String>,
     /// The server's usage instructions for the model, when given.
     pub instructions: Option<String>,
+    /// Everything it declared in `capabilities`.
+    pub capabilities: super::ServerCapabilities,
 }
 
 /// Parse an `initialize` answer (a small object: read as a `Value`).
@@ -80,6 +82,7 @@ pub fn parse_initialize_result(raw: &RawValue) -> Result<InitializeResult, Proto
             .get("instructions")
             .and_then(Value::as_str)
             .map(str::to_string),
+        capabilities: super::ServerCapabilities::parse(v.get("capabilities")),
     })
 }
 

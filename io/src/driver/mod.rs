@@ -99,6 +99,7 @@ enum Internal {
         server: String,
         key: switchboard_core::CacheKey,
         tools: Option<Vec<ToolDef>>,
+        catalog: Option<switchboard_core::catalog::Catalog>,
     },
     Closed(ConnId),
     /// An opening task cancelled by `CloseTransport` is gone. If it had finished, its
@@ -157,6 +158,8 @@ pub(crate) struct Driver {
     local: std::collections::VecDeque<Inbound>,
     /// The running handler of each request of a server's waiting for the embedder.
     peer_tasks: BTreeMap<PeerRequestKey, Task<()>>,
+    /// Operations in the core, with the reply each waits on.
+    ops: BTreeMap<CallId, crate::rt::OneshotSender<switchboard_core::catalog::OperationOutcome>>,
 }
 
 impl Driver {
@@ -194,6 +197,7 @@ impl Driver {
             close_waiters: Vec::new(),
             local: std::collections::VecDeque::new(),
             peer_tasks: BTreeMap::new(),
+            ops: BTreeMap::new(),
         }
     }
 
@@ -328,6 +332,15 @@ impl Driver {
             Request::Shutdown { reply } => self.begin_shutdown(reply),
             Request::Disconnect { server, reply } => self.on_disconnect(server, reply),
             Request::Refresh { server, reply } => self.on_refresh(server, reply),
+            Request::Operation {
+                call,
+                op,
+                timeout,
+                reply,
+            } => {
+                self.ops.insert(call, reply);
+                self.m.handle(now, Input::Operation { call, op, timeout });
+            }
         }
     }
 
@@ -399,9 +412,21 @@ impl Driver {
                 }
                 self.forget_if_gone(conn);
             }
-            Internal::CacheLoaded { server, key, tools } => {
-                self.m
-                    .handle(now, Input::CacheLoaded { server, key, tools });
+            Internal::CacheLoaded {
+                server,
+                key,
+                tools,
+                catalog,
+            } => {
+                self.m.handle(
+                    now,
+                    Input::CacheLoaded {
+                        server,
+                        key,
+                        tools,
+                        catalog,
+                    },
+                );
             }
             Internal::Closed(conn) => {
                 self.closing.remove(&conn);

@@ -8,6 +8,7 @@
 //! This module reads the world only through those observations: the world calls it, never the
 //! other way round.
 
+mod catalog;
 mod lifecycle;
 pub mod liveness;
 pub mod outputs;
@@ -56,6 +57,9 @@ pub struct Ctx<'a> {
     /// Servers whose tool listing settled, with the tools they offer now (`None`: their set
     /// changed and was announced since the last complete listing, and no re-list is under way).
     pub settled: &'a [(usize, Option<&'a [String]>)],
+    /// Servers whose resources, templates and prompts settled (connected, nothing of them in
+    /// flight), with what their lists last told the manager, per kind.
+    pub catalog_settled: &'a [(usize, [Vec<String>; 3])],
     pub reset_on_progress: bool,
     /// The scenario switched automatic reconnects off (`ReconnectPolicy::never()`).
     pub reconnect_off: bool,
@@ -67,7 +71,7 @@ pub struct Ctx<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 23] = [
+pub const SAFETY: [(Invariant, Check); 25] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -144,6 +148,14 @@ pub const SAFETY: [(Invariant, Check); 23] = [
     (
         Invariant::NothingSentForCancelledRequests,
         nothing_sent_for_cancelled_requests,
+    ),
+    (
+        Invariant::CatalogSettlesToServerLists,
+        catalog::catalog_settles_to_server_lists,
+    ),
+    (
+        Invariant::EveryOperationCompletesOnce,
+        catalog::operations_complete_once,
     ),
 ];
 

@@ -244,6 +244,9 @@ fn server_strategy(f: u32) -> impl Strategy<Value = ServerPlan> {
                     cache,
                     cache_latency_ms,
                     attempts,
+                    // Derived from a value already drawn (no draw of its own, so the rest of
+                    // a seed's scenario is what it was before catalogs existed).
+                    catalog: cache_latency_ms % 3 != 0,
                     call_latency_ms: call,
                     crash_loop,
                 }

@@ -136,6 +136,10 @@ pub struct ServerPlan {
     /// Crashes again and again after it is ready (overrides `drop_after_ready_ms`).
     #[serde(default)]
     pub crash_loop: Option<CrashLoop>,
+    /// Also offers resources, a resource template and prompts (derived from its tool names),
+    /// completion and subscriptions, whose lists change with its tools.
+    #[serde(default)]
+    pub catalog: bool,
 }
 
 /// A server that exits `after_ready_ms` after every first tools/list answer: for its first

@@ -459,7 +459,13 @@ impl World<'_> {
                 timeout_ms,
             } => self.call(target, pick, timeout_ms),
             &ActionKind::CancelCall(pick) => {
-                let ids: Vec<CallId> = self.obs.calls.keys().copied().collect();
+                let ids: Vec<CallId> = self
+                    .obs
+                    .calls
+                    .keys()
+                    .chain(self.obs.ops.keys())
+                    .copied()
+                    .collect();
                 let call = if ids.is_empty() {
                     CallId(pick as u64 + 1)
                 } else {
@@ -550,5 +556,6 @@ impl World<'_> {
             },
             |s| s.scope = server,
         );
+        self.maybe_operation(pick, target == CallTarget::Deferred);
     }
 }

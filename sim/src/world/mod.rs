@@ -9,6 +9,7 @@
 //! calls, cancels, and the liveness phase). This module steps them and hands each output to
 //! the one it is for; the invariants module judges each step from the observations.
 
+mod catalog;
 mod embedder;
 mod os;
 mod peer;
@@ -304,6 +305,7 @@ impl<'a> World<'a> {
                 None | Some((_, switchboard_core::manager::TimerReason::Ping { .. }))
             )
             && self.m.calls_in_flight().is_empty()
+            && self.m.operations_in_flight().is_empty()
             && self.m.open_rounds().is_empty()
             && self.m.pending_connections().is_empty()
             && self.m.pending_tool_loads().is_empty()
@@ -491,10 +493,15 @@ impl<'a> World<'a> {
             Output::Send { conn, frame, .. } => self.server_receives(conn, &frame),
             Output::CloseTransport { conn } => self.close_transport(conn),
             Output::LoadCache { server, key } => self.load_cache(server, key),
-            Output::StoreCache { server, key, tools } => self.store_cache(server, key, tools),
+            Output::StoreCache {
+                server, key, tools, ..
+            } => self.store_cache(server, key, tools),
             Output::Event(Event::StartupComplete { report: r }) => self.step.reports.push(r),
             Output::Event(Event::ToolsChanged { servers }) => {
                 self.step.tools_changed.extend(servers)
+            }
+            Output::Event(Event::OperationCompleted { call, outcome }) => {
+                self.operation_completed(call, &outcome)
             }
             Output::Event(Event::CallCompleted { call, outcome }) => {
                 self.call_completed(call, outcome)
@@ -542,6 +549,8 @@ impl<'a> World<'a> {
         let after = View::observe(&self.m, &self.obs.names, Some(&self.view));
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;
+        let catalog_settled = self.catalog_settled();
+        self.cov.catalog_settled_checks += catalog_settled.len() as u64;
         // Completed calls leave the bookkeeping after the isolation check has read it.
         let ctx = Ctx {
             m: &self.m,
@@ -554,6 +563,7 @@ impl<'a> World<'a> {
             uncached_wait: self.sc.options.uncached_wait_ms.map(Duration::from_millis),
             double_underscore: self.sc.options.double_underscore,
             settled: &settled,
+            catalog_settled: &catalog_settled,
             reset_on_progress: self.sc.options.reset_timeout_on_progress,
             reconnect_off: self.sc.options.reconnect == ReconnectMode::Off,
             health: self

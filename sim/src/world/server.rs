@@ -44,6 +44,12 @@ pub(super) enum Tag {
     PeerCancel {
         id: u64,
     },
+    /// An answer to a resources, templates or prompts list request `id`.
+    CatalogAnswer {
+        id: u64,
+    },
+    /// A resources or prompts `list_changed`.
+    CatalogChanged,
 }
 
 /// A frame cut short: not JSON, so the codec rejects it.
@@ -55,6 +61,12 @@ impl World<'_> {
         match tag {
             Tag::None | Tag::RacedOpen => {}
             Tag::PeerCancel { id } => self.peer_cancel_delivered(conn, id),
+            Tag::CatalogAnswer { id } => self.catalog_delivered(conn, id),
+            Tag::CatalogChanged => {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.catalog.changed_in_flight = p.catalog.changed_in_flight.saturating_sub(1);
+                }
+            }
             Tag::ListAnswer { id, kind } => {
                 if let Some(p) = self.procs.get_mut(&conn) {
                     if p.open_lists.remove(&id) {
@@ -100,11 +112,11 @@ impl World<'_> {
     }
 
     /// Schedule a frame from the server `ms` from now (plus jitter), maybe with a frame fault.
-    fn reply(&mut self, conn: ConnId, ms: u64, v: Value) {
+    pub(super) fn reply(&mut self, conn: ConnId, ms: u64, v: Value) {
         self.reply_tagged(conn, ms, v, Tag::None);
     }
 
-    fn reply_tagged(&mut self, conn: ConnId, ms: u64, v: Value, tag: Tag) {
+    pub(super) fn reply_tagged(&mut self, conn: ConnId, ms: u64, v: Value, tag: Tag) {
         let frame = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
         let j = self.jitter();
         let at = self.after_ms(ms + j);
@@ -140,6 +152,11 @@ impl World<'_> {
             if extra_tag == Tag::ListChanged {
                 if let Some(p) = self.procs.get_mut(&conn) {
                     p.changed_in_flight += 1;
+                }
+            }
+            if extra_tag == Tag::CatalogChanged {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.catalog.changed_in_flight += 1;
                 }
             }
             self.push(
@@ -184,6 +201,7 @@ impl World<'_> {
             self.cov.list_changed_sent += 1;
             let v = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
             self.reply_tagged(conn, 1 + j + k as u64, v, Tag::ListChanged);
+            self.catalog_changes(conn, 1 + j + k as u64, flip);
         }
     }
 
@@ -306,11 +324,14 @@ impl World<'_> {
                 }
                 let r = match result {
                     Ok(tools) => {
-                        let caps = if tools {
+                        let mut caps = if tools {
                             json!({"tools": {"listChanged": true}, "logging": {}})
                         } else {
                             json!({"logging": {}})
                         };
+                        if self.sc.servers[i].catalog {
+                            super::catalog::add_capabilities(&mut caps);
+                        }
                         json!({"jsonrpc": "2.0", "id": id, "result": {
                             "protocolVersion": "2025-06-18",
                             "capabilities": caps,
@@ -332,6 +353,9 @@ impl World<'_> {
             (Some("tools/call"), Some(id)) => {
                 self.tool_call(conn, i, &plan, id, &v);
                 self.peer_ask(conn);
+            }
+            (Some(m), Some(id)) if self.sc.servers[i].catalog && super::catalog::handles(m) => {
+                self.catalog_request(conn, i, m, id, &v)
             }
             (Some("ping"), Some(id)) => {
                 let now = self.now;
@@ -370,6 +394,9 @@ impl World<'_> {
                 });
                 if timed_out && was_call {
                     self.cov.call_timeout_with_cancel += 1;
+                }
+                if let Some(r) = rid {
+                    self.catalog_cancelled(conn, r);
                 }
                 // An abandoned listing: the manager keeps what it had (unknown here).
                 if let (Some(r), Some(p)) = (rid, self.procs.get_mut(&conn)) {
