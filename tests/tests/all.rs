@@ -18,6 +18,7 @@ mod demo_server;
 mod discovery;
 mod disk_cache;
 mod embedding;
+mod everything_modes;
 mod http_bench;
 mod http_edge;
 mod http_peers;
