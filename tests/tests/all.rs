@@ -30,6 +30,7 @@ mod peers;
 mod policies;
 mod protocol;
 mod script;
+mod sdk_examples;
 mod secrets;
 mod shell;
 mod shell_policies;

@@ -68,6 +68,16 @@ impl PeerProcess {
         PeerProcess::spawn(cmd, port)
     }
 
+    /// One of the TypeScript SDK's example servers
+    /// (`@modelcontextprotocol/sdk/dist/esm/examples/server/<name>.js`) over HTTP, on `PORT`.
+    pub fn sdk_example(name: &str) -> PeerProcess {
+        let port = free_port();
+        let mut cmd = Command::new("node");
+        cmd.arg(sdk_example_path(name))
+            .env("PORT", port.to_string());
+        PeerProcess::spawn(cmd, port)
+    }
+
     /// tests/peers/fastmcp_server.py over streamable HTTP (path /mcp).
     pub fn fastmcp() -> PeerProcess {
         let port = free_port();
@@ -93,6 +103,13 @@ impl Drop for PeerProcess {
         }
         let _ = self.child.wait();
     }
+}
+
+/// The path of one of the TypeScript SDK's example servers.
+pub fn sdk_example_path(name: &str) -> std::path::PathBuf {
+    repo_root().join(format!(
+        "tests/peers/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/{name}.js"
+    ))
 }
 
 fn sse_spec(name: &str, url: String) -> ServerSpec {
