@@ -27,4 +27,4 @@ pub use manager::{
 };
 pub use names::NamingScheme;
 pub use time::Instant;
-pub use tool::{RawJson, Tool, ToolDef, ToolRef, ToolResult};
+pub use tool::{RawJson, TaskSupport, Tool, ToolDef, ToolRef, ToolResult};

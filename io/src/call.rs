@@ -20,6 +20,9 @@ pub struct CallOptions {
     /// Send a progress token with the call, so the server's progress reaches
     /// [`Call::progress`] (and `Event::Progress` names the call).
     pub progress: bool,
+    /// A `_meta` object sent in the `tools/call` params. With `progress`, its
+    /// `progressToken` is the library's own, whatever this one says.
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A request that did not fit in the request queue yet: sent at the first poll.

@@ -19,6 +19,7 @@ mod embedding;
 mod http_bench;
 mod http_edge;
 mod http_peers;
+mod http_resume;
 mod names;
 mod peers;
 mod policies;

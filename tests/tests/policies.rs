@@ -291,6 +291,7 @@ fn progress_resets_a_call_timeout_but_never_past_the_ceiling() {
             arguments: None,
             timeout: Some(ms(1000)),
             progress: false,
+            meta: None,
         },
     );
     let sent = s.outputs.iter().rev().find_map(|o| match o {

@@ -9,7 +9,7 @@ use super::{CallId, CallOutcome, ConnId, Event, Level, Manager, TimerReason};
 use crate::protocol;
 use crate::time::Instant;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// Where a call is.
@@ -28,6 +28,8 @@ pub(super) struct Call {
     pub(super) tool: String,
     /// Kept only while the call waits; taken when it is sent.
     arguments: Option<Value>,
+    /// The caller's `_meta` for the request; kept only while the call waits.
+    meta: Option<Map<String, Value>>,
     timeout: Duration,
     deadline: Instant,
     started: Instant,
@@ -61,6 +63,7 @@ impl Manager {
         arguments: Option<Value>,
         timeout: Option<Duration>,
         progress: bool,
+        meta: Option<Map<String, Value>>,
     ) {
         if self.calls.contains_key(&call) {
             self.diag(
@@ -93,13 +96,13 @@ impl Manager {
             ref p => Err(p.is_pending()),
         });
         let progress = progress || self.opts.reset_timeout_on_progress;
-        let (state, arguments) = match target {
-            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments, progress) {
-                Some(req) => (CallState::Sent { conn, req }, None),
+        let (state, arguments, meta) = match target {
+            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments, progress, meta) {
+                Some(req) => (CallState::Sent { conn, req }, None, None),
                 None => return,
             },
             // A deferred tool: its server is still connecting, so the call waits for it.
-            Some(Err(true)) => (CallState::Waiting, arguments),
+            Some(Err(true)) => (CallState::Waiting, arguments, meta),
             _ => {
                 let reason = self.servers.get(&server).and_then(|s| s.last_error.clone());
                 self.emit(Event::CallCompleted {
@@ -115,6 +118,7 @@ impl Manager {
                 server,
                 tool: raw,
                 arguments,
+                meta,
                 timeout,
                 deadline,
                 started: self.now,
@@ -132,10 +136,15 @@ impl Manager {
         raw: &str,
         arguments: Option<Value>,
         progress: bool,
+        meta: Option<Map<String, Value>>,
     ) -> Option<u64> {
         let mut params = protocol::call_tool_params(raw, arguments);
+        let mut meta = meta.unwrap_or_default();
         if progress {
-            params["_meta"] = serde_json::json!({ "progressToken": call.0 });
+            meta.insert("progressToken".into(), Value::from(call.0));
+        }
+        if !meta.is_empty() {
+            params["_meta"] = Value::Object(meta);
         }
         self.request(conn, "tools/call", Some(params), Req::Call(call))
     }
@@ -167,8 +176,11 @@ impl Manager {
             }
             let raw = c.tool.clone();
             let progress = c.progress;
-            let args = self.calls.get_mut(&call).and_then(|c| c.arguments.take());
-            if let Some(req) = self.send_call(conn, call, &raw, args, progress) {
+            let (args, meta) = match self.calls.get_mut(&call) {
+                Some(c) => (c.arguments.take(), c.meta.take()),
+                None => (None, None),
+            };
+            if let Some(req) = self.send_call(conn, call, &raw, args, progress, meta) {
                 self.counters.deferred_calls_sent += 1;
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.state = CallState::Sent { conn, req };

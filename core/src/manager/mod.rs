@@ -274,7 +274,8 @@ impl Manager {
                 arguments,
                 timeout,
                 progress,
-            } => self.call_tool(call, &tool, arguments, timeout, progress),
+                meta,
+            } => self.call_tool(call, &tool, arguments, timeout, progress, meta),
             Input::CancelCall { call } => self.cancel_call(call),
         }
         self.check_rounds();

@@ -295,6 +295,7 @@ impl Driver {
                 timeout,
                 progress,
                 reply,
+                meta,
             } => {
                 let wants_progress = progress.is_some();
                 self.calls.insert(call, CallSlot { reply, progress });
@@ -306,6 +307,7 @@ impl Driver {
                         arguments,
                         timeout,
                         progress: wants_progress,
+                        meta,
                     },
                 );
             }

@@ -15,6 +15,7 @@ use futures_lite::future;
 use http::Method;
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::manager::{FrameMeta, TransportEvent};
@@ -27,11 +28,17 @@ pub(super) async fn with_timeout<F: Future>(limit: Duration, fut: F) -> Option<F
     .await
 }
 
+/// The frames the handle queued, and their bytes (what the handle's limit counts).
+pub(super) struct Frames {
+    pub(super) rx: Receiver<(Bytes, FrameMeta)>,
+    pub(super) queued: Arc<AtomicUsize>,
+}
+
 /// The actor: takes frames, starts their POSTs, and tears everything down at the end.
 pub(super) async fn run(
     inner: Arc<Inner>,
     mut mode: Mode,
-    frames: Receiver<(Bytes, FrameMeta)>,
+    frames: Frames,
     close: Receiver<()>,
     internal: Receiver<Internal>,
 ) {
@@ -62,8 +69,11 @@ pub(super) async fn run(
                     }
                 },
                 async {
-                    match frames.recv().await {
-                        Ok((f, meta)) => Wake::Frame(f, meta),
+                    match frames.rx.recv().await {
+                        Ok((f, meta)) => {
+                            frames.queued.fetch_sub(f.len(), Ordering::AcqRel);
+                            Wake::Frame(f, meta)
+                        }
                         Err(_) => Wake::Close,
                     }
                 },
@@ -116,11 +126,16 @@ pub(super) async fn run(
                 inner.emit.end(TransportEvent::Closed { reason }).await;
                 break;
             }
-            Wake::Internal(Internal::Initialized) => {
+            Wake::Internal(Internal::Initialized { ready }) => {
+                // `ready` dropped unused (no new listener) lets its waiter go on at once.
                 let running = listener.as_ref().is_some_and(|t| !t.is_finished());
                 if matches!(mode, Mode::Streamable) && !running {
                     let listening = inner.clone();
-                    listener = Some(inner.spawner.spawn(async move { listening.listen().await }));
+                    listener = Some(
+                        inner
+                            .spawner
+                            .spawn(async move { listening.listen(ready).await }),
+                    );
                 }
             }
             Wake::Internal(Internal::Fallback { frame, info, why }) => {

@@ -18,6 +18,9 @@ use std::time::Duration;
 
 /// How long a POST stream may stay open after it delivered its response.
 const AFTER_RESPONSE_WAIT: Duration = Duration::from_secs(5);
+/// How long the POST of `notifications/initialized` (and so every frame after it) waits for
+/// the server to answer the GET stream.
+const LISTEN_READY_WAIT: Duration = Duration::from_secs(2);
 
 /// How one POST went wrong.
 pub(super) enum PostError {
@@ -209,7 +212,7 @@ impl Inner {
                 // 202 (or any 2xx) for a notification or response: nothing to pass on.
                 let _ = resp.body.read_to_end(IGNORED_BODY_LIMIT).await;
                 if info.method == Some("notifications/initialized") {
-                    let _ = self.internal.try_send(Internal::Initialized);
+                    self.open_listener().await;
                 }
             }
             return Ok(());
@@ -392,21 +395,44 @@ impl Inner {
             return Err(fail(status_error(&mut resp).await));
         }
         let _ = resp.body.read_to_end(IGNORED_BODY_LIMIT).await;
-        let _ = self.internal.try_send(Internal::Initialized);
+        self.open_listener().await;
         // The core re-lists the server's tools: the new session may offer others.
         self.emit.session_renewed().await;
         Ok(())
     }
 
+    /// Asks the actor for the GET stream and waits (at most [`LISTEN_READY_WAIT`]) until the
+    /// server answered it. The caller is the POST of `notifications/initialized`, and every
+    /// later frame waits for that POST: so the stream that carries server-initiated messages
+    /// exists before the first request that could make the server send one, and a server
+    /// that answers a resumed request on "the GET stream" finds ours, not the resumption.
+    pub(super) async fn open_listener(&self) {
+        let (ready, answered) = async_channel::bounded::<()>(1);
+        if self
+            .internal
+            .send(Internal::Initialized { ready })
+            .await
+            .is_err()
+        {
+            return;
+        }
+        // Closed (Err) when the listener has its answer, or at once when none is started.
+        let _ = with_timeout(LISTEN_READY_WAIT, answered.recv()).await;
+    }
+
     /// The server-initiated GET stream, resumed when it breaks, until the server says it has
-    /// none or it fails `max_resume_attempts` times in a row.
-    pub(super) async fn listen(&self) {
+    /// none or it fails `max_resume_attempts` times in a row. `ready` is dropped once the
+    /// first GET has its answer (or failed).
+    pub(super) async fn listen(&self, ready: async_channel::Sender<()>) {
+        let mut ready = Some(ready);
         let mut last_event_id: Option<String> = None;
         let mut retry = self.opts.default_retry;
         let mut failures = 0;
         loop {
             let mut delivered = false;
-            match self.get_stream(last_event_id.as_deref()).await {
+            let answer = self.get_stream(last_event_id.as_deref()).await;
+            drop(ready.take());
+            match answer {
                 Ok(mut resp) if resp.status == StatusCode::METHOD_NOT_ALLOWED => {
                     let _ = resp
                         .body

@@ -260,6 +260,7 @@ impl World<'_> {
                     arguments: None,
                     timeout: Some(timeout),
                     progress: false,
+                    meta: None,
                 },
                 |s| s.scope = Some(i),
             );
@@ -522,6 +523,7 @@ impl World<'_> {
                 timeout: timeout_ms.map(Duration::from_millis),
                 // Every third call asks for progress itself.
                 progress: call.0 % 3 == 0,
+                meta: None,
             },
             |s| s.scope = server,
         );
