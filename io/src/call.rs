@@ -20,8 +20,8 @@ pub struct CallOptions {
     /// Send a progress token with the call, so the server's progress reaches
     /// [`Call::progress`] (and `Event::Progress` names the call).
     pub progress: bool,
-    /// A `_meta` object sent in the `tools/call` params. With `progress`, its
-    /// `progressToken` is the library's own, whatever this one says.
+    /// A `_meta` object sent in the `tools/call` params, except `progressToken`: progress
+    /// tokens are the library's own (set with `progress`).
     pub meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 

@@ -133,8 +133,14 @@ coverage! {
     sessions_renewed: "the transport renewed an HTTP session and the manager listed the tools again",
 }
 
-/// Counters reported but not required (every policy is driven now).
-pub const NOT_DRIVEN_YET: &[&str] = &[];
+/// Counters reported but not required: tool calls run as tasks are exercised by scripted
+/// traces (`tests/tests/tasks.rs`), not yet by the simulated servers.
+pub const NOT_DRIVEN_YET: &[&str] = &[
+    "task_calls",
+    "task_polls",
+    "task_status_notifications",
+    "task_cancels",
+];
 
 /// Add the manager's counters (by their serialized names, so new core counters show up
 /// without a change here).

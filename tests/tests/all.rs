@@ -29,3 +29,4 @@ mod secrets;
 mod shell;
 mod shell_policies;
 mod stdio;
+mod tasks;

@@ -5,6 +5,7 @@
 use super::errors::CallError;
 use super::servers::Stage;
 use super::sessions::Req;
+use super::tasks::TaskRun;
 use super::{CallId, CallOutcome, ConnId, Event, Level, Manager, TimerReason};
 use crate::protocol;
 use crate::time::Instant;
@@ -19,6 +20,8 @@ pub(super) enum CallState {
     Waiting,
     /// Sent as request `req` on `conn`.
     Sent { conn: ConnId, req: u64 },
+    /// Running as a task on `conn` (`tasks.rs`): polled until its result is fetched.
+    Task { conn: ConnId, run: TaskRun },
 }
 
 /// A call in flight.
@@ -36,6 +39,8 @@ pub(super) struct Call {
     /// The call went out with a progress token (its number), so progress names it.
     progress: bool,
     pub(super) state: CallState,
+    /// The `tools/call` went out with a `task` param: its answer may be a task.
+    as_task: bool,
 }
 
 impl Manager {
@@ -50,7 +55,7 @@ impl Manager {
             after: c.timeout,
             waiting_for: match c.state {
                 CallState::Waiting => Some(c.server.clone()),
-                CallState::Sent { .. } => None,
+                CallState::Sent { .. } | CallState::Task { .. } => None,
             },
         };
         self.abort_call(call, "request timed out", CallOutcome::Err(error));
@@ -96,13 +101,13 @@ impl Manager {
             ref p => Err(p.is_pending()),
         });
         let progress = progress || self.opts.reset_timeout_on_progress;
-        let (state, arguments, meta) = match target {
+        let (state, arguments, meta, as_task) = match target {
             Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments, progress, meta) {
-                Some(req) => (CallState::Sent { conn, req }, None, None),
+                Some((req, as_task)) => (CallState::Sent { conn, req }, None, None, as_task),
                 None => return,
             },
             // A deferred tool: its server is still connecting, so the call waits for it.
-            Some(Err(true)) => (CallState::Waiting, arguments, meta),
+            Some(Err(true)) => (CallState::Waiting, arguments, meta, false),
             _ => {
                 let reason = self.servers.get(&server).and_then(|s| s.last_error.clone());
                 self.emit(Event::CallCompleted {
@@ -124,6 +129,7 @@ impl Manager {
                 started: self.now,
                 progress,
                 state,
+                as_task,
             },
         );
         self.timers.arm(deadline, TimerReason::Call { call });
@@ -137,9 +143,15 @@ impl Manager {
         arguments: Option<Value>,
         progress: bool,
         meta: Option<Map<String, Value>>,
-    ) -> Option<u64> {
+    ) -> Option<(u64, bool)> {
         let mut params = protocol::call_tool_params(raw, arguments);
+        let as_task = self.call_as_task(conn, raw);
+        if as_task {
+            params["task"] = Value::Object(Map::new());
+        }
         let mut meta = meta.unwrap_or_default();
+        // Progress tokens are the core's: a caller's own could name another call.
+        meta.remove("progressToken");
         if progress {
             meta.insert("progressToken".into(), Value::from(call.0));
         }
@@ -147,6 +159,7 @@ impl Manager {
             params["_meta"] = Value::Object(meta);
         }
         self.request(conn, "tools/call", Some(params), Req::Call(call))
+            .map(|req| (req, as_task))
     }
 
     pub(super) fn flush_waiting_calls(&mut self, server: &str, conn: ConnId) {
@@ -180,10 +193,11 @@ impl Manager {
                 Some(c) => (c.arguments.take(), c.meta.take()),
                 None => (None, None),
             };
-            if let Some(req) = self.send_call(conn, call, &raw, args, progress, meta) {
+            if let Some((req, as_task)) = self.send_call(conn, call, &raw, args, progress, meta) {
                 self.counters.deferred_calls_sent += 1;
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.state = CallState::Sent { conn, req };
+                    c.as_task = as_task;
                 }
             }
         }
@@ -194,6 +208,16 @@ impl Manager {
         call: CallId,
         result: Result<Box<RawValue>, protocol::RpcError>,
     ) {
+        let created = self.calls.get(&call).is_some_and(|c| {
+            c.as_task && matches!(c.state, CallState::Sent { .. })
+        });
+        if created {
+            if let Ok(v) = &result {
+                if self.on_task_created(call, v) {
+                    return;
+                }
+            }
+        }
         let outcome = match result {
             Ok(v) => match protocol::parse_call_tool_result(&v) {
                 Ok(r) => CallOutcome::Ok(r),
@@ -221,11 +245,19 @@ impl Manager {
         let Some(c) = self.calls.get(&call) else {
             return;
         };
-        if let CallState::Sent { conn, req } = c.state {
-            if let Some(cn) = self.conns.get_mut(&conn) {
-                cn.tracker.forget(req);
-                self.send_cancelled(conn, req, reason);
+        match &c.state {
+            CallState::Sent { conn, req } => {
+                let (conn, req) = (*conn, *req);
+                if let Some(cn) = self.conns.get_mut(&conn) {
+                    cn.tracker.forget(req);
+                    self.send_cancelled(conn, req, reason);
+                }
             }
+            CallState::Task { conn, run } => {
+                let (conn, run) = (*conn, run.clone());
+                self.cancel_task(call, conn, &run, reason);
+            }
+            CallState::Waiting => {}
         }
         self.complete_call(call, outcome);
     }
@@ -236,10 +268,21 @@ impl Manager {
             return;
         };
         self.timers.disarm(c.deadline, TimerReason::Call { call });
-        if let CallState::Sent { conn, req } = c.state {
-            if let Some(cn) = self.conns.get_mut(&conn) {
-                cn.tracker.forget(req);
+        match c.state {
+            CallState::Sent { conn, req } => {
+                if let Some(cn) = self.conns.get_mut(&conn) {
+                    cn.tracker.forget(req);
+                }
             }
+            CallState::Task { conn, run } => {
+                if let Some(at) = run.poll {
+                    self.timers.disarm(at, TimerReason::TaskPoll { call });
+                }
+                if let (Some(req), Some(cn)) = (run.req, self.conns.get_mut(&conn)) {
+                    cn.tracker.forget(req);
+                }
+            }
+            CallState::Waiting => {}
         }
         self.emit(Event::CallCompleted { call, outcome });
     }
@@ -251,7 +294,8 @@ impl Manager {
         let max = self.opts.max_call_time;
         let now = self.now;
         let c = self.calls.get_mut(&call)?;
-        if !c.progress || c.server != server || !matches!(c.state, CallState::Sent { .. }) {
+        let out = matches!(c.state, CallState::Sent { .. } | CallState::Task { .. });
+        if !c.progress || c.server != server || !out {
             return None;
         }
         if !self.opts.reset_timeout_on_progress {

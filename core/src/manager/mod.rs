@@ -24,6 +24,7 @@ mod recovery;
 mod rounds;
 mod servers;
 mod sessions;
+mod tasks;
 mod timers;
 mod types;
 mod view;
@@ -33,6 +34,7 @@ pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerError
 pub use event::{CallOutcome, Event, RequestId};
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
 pub use servers::{Phase, ServerState, ServerStatus};
+pub use tasks::{TASK_POLL_DEFAULT, TASK_POLL_MAX, TASK_POLL_MIN};
 pub use timers::TimerReason;
 pub use types::{
     log_text, CacheKey, CallId, ConnId, FrameKind, FrameMeta, Input, Level, Output, StartupReport,
@@ -303,6 +305,7 @@ impl Manager {
             TimerReason::Ping { conn } => self.send_ping(conn),
             TimerReason::PingTimeout { conn, id } => self.on_ping_timeout(conn, id),
             TimerReason::Call { call } => self.on_call_timeout(call),
+            TimerReason::TaskPoll { call } => self.on_task_poll(call),
         }
     }
 

@@ -76,6 +76,12 @@ pub(super) enum Req {
     ListTools,
     Call(CallId),
     Ping,
+    /// `tasks/get` for the task a call runs as.
+    TaskGet(CallId),
+    /// `tasks/result` for the task a call runs as.
+    TaskResult(CallId),
+    /// `tasks/cancel` of a task nobody waits for; its answer changes nothing.
+    TaskCancel,
 }
 
 /// A transport the manager tracks (opening or open), with the requests in flight on it.
@@ -301,6 +307,15 @@ impl Manager {
             }
             // An undeliverable ping counts as unanswered now.
             Req::Ping => self.on_ping_timeout(conn, id),
+            Req::TaskGet(call) | Req::TaskResult(call) => {
+                let error = ServerError::new(ServerErrorKind::RequestFailed, error);
+                self.complete_call(call, CallOutcome::Err(CallError::Transport(error)));
+            }
+            Req::TaskCancel => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.tracker.complete(id);
+                }
+            }
         }
     }
 
@@ -401,6 +416,9 @@ impl Manager {
             (Req::Initialize, Answer::Raw(result)) => self.on_initialize(conn, server, result),
             (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
             (Req::Ping, Answer::Raw(_)) => self.on_pong(conn, server),
+            (Req::TaskGet(call), Answer::Raw(result)) => self.on_task_status(call, result),
+            (Req::TaskResult(call), Answer::Raw(result)) => self.on_call_result(call, result),
+            (Req::TaskCancel, Answer::Raw(_)) => {}
         }
     }
 
@@ -441,6 +459,7 @@ impl Manager {
                     message,
                 });
             }
+            ServerNotification::TaskStatus { params } => self.on_task_notification(server, &params),
             ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
         }
     }

@@ -58,6 +58,11 @@ pub enum TimerReason {
         /// The JSON-RPC id of the ping.
         id: u64,
     },
+    /// Time to ask `tasks/get` about the task tool call `call` runs as.
+    TaskPoll {
+        /// The call whose task is polled.
+        call: CallId,
+    },
 }
 
 /// The armed timers, earliest first. Arming the same (when, why) twice keeps one; disarming

@@ -185,8 +185,8 @@ pub enum Input {
         /// Send a progress token with the call, so the server's progress reaches the embedder
         /// as `Progress` events naming the call.
         progress: bool,
-        /// A `_meta` object for the `tools/call` params, as given. With `progress`, its
-        /// `progressToken` is the core's own (the call's number), whatever this one says.
+        /// A `_meta` object for the `tools/call` params, as given, except `progressToken`:
+        /// progress tokens are the core's own (the call's number, with `progress`).
         meta: Option<Map<String, Value>>,
     },
     /// Cancel a call in flight: it completes as `Cancelled`, and the server is told if the

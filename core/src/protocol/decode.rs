@@ -279,6 +279,9 @@ fn decode_notification(method: &str, params: &Value) -> ServerNotification {
                 .map(str::to_string),
             data: params.get("data").cloned().unwrap_or(Value::Null),
         },
+        "notifications/tasks/status" => ServerNotification::TaskStatus {
+            params: params.clone(),
+        },
         "notifications/cancelled" => ServerNotification::Cancelled {
             request_id: params.get("requestId").cloned().unwrap_or(Value::Null),
         },
