@@ -399,7 +399,10 @@ mod tests {
             with(json!({"taskSupport": "forbidden"})).task_support(),
             TaskSupport::Forbidden
         );
-        assert_eq!(with(json!({"taskSupport": 3})).task_support(), TaskSupport::Forbidden);
+        assert_eq!(
+            with(json!({"taskSupport": 3})).task_support(),
+            TaskSupport::Forbidden
+        );
         assert_eq!(with(json!([])).task_support(), TaskSupport::Forbidden);
     }
 }

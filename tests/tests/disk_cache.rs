@@ -189,9 +189,15 @@ fn every_tool_field_round_trips_byte_for_byte() {
     cache.store(&k, &[t.clone()], NOW).unwrap();
     let back = cache.load(&k, NOW).unwrap();
     assert_eq!(back, vec![t.clone()]);
-    assert_eq!(back[0].meta.as_ref().unwrap().get(), r#"{"vendor/z":1,"vendor/a":{"n":2.50}}"#);
+    assert_eq!(
+        back[0].meta.as_ref().unwrap().get(),
+        r#"{"vendor/z":1,"vendor/a":{"n":2.50}}"#
+    );
     assert_eq!(back[0].icons, t.icons);
-    assert_eq!(back[0].task_support(), switchboard_core::TaskSupport::Required);
+    assert_eq!(
+        back[0].task_support(),
+        switchboard_core::TaskSupport::Required
+    );
 }
 
 #[test]

@@ -87,10 +87,7 @@ fn resuming_server(state: Arc<Mutex<Resuming>>, retry_ms: u64) -> EdgeServer {
                     let _ = tx.try_send(p.into_bytes());
                 }
                 st.held.push(tx);
-                return Reply::Channel {
-                    headers: sid,
-                    rx,
-                };
+                return Reply::Channel { headers: sid, rx };
             }
             "DELETE" => return empty(200),
             _ => {}
@@ -102,7 +99,10 @@ fn resuming_server(state: Arc<Mutex<Resuming>>, retry_ms: u64) -> EdgeServer {
         if msg["method"] == "tools/call" {
             st.pending = Some(answer);
             let id = format!("p-{}", msg["id"]);
-            return stream(vec![format!("id: {id}\nretry: {retry_ms}\ndata: \n\n")], false);
+            return stream(
+                vec![format!("id: {id}\nretry: {retry_ms}\ndata: \n\n")],
+                false,
+            );
         }
         json_reply(200, sid, &answer)
     }))
@@ -244,18 +244,16 @@ fn a_frame_larger_than_the_write_queue_fails_that_server_with_the_limit() {
     let server = resuming_server(state.clone(), 10);
     let other = resuming_server(Arc::new(Mutex::new(Resuming::default())), 10);
     smol::block_on(async {
-        let (sb, _) = Builder::servers(vec![
-            spec("edge", server.url()),
-            spec("other", other.url()),
-        ])
-        .no_cache()
-        .http_options(HttpOptions {
-            max_write_queue: 4096,
-            ..HttpOptions::default()
-        })
-        .start()
-        .await
-        .unwrap();
+        let (sb, _) =
+            Builder::servers(vec![spec("edge", server.url()), spec("other", other.url())])
+                .no_cache()
+                .http_options(HttpOptions {
+                    max_write_queue: 4096,
+                    ..HttpOptions::default()
+                })
+                .start()
+                .await
+                .unwrap();
         let r = sb
             .call("mcp_edge_echo", json!({"text": "x".repeat(8192)}))
             .await;

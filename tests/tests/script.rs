@@ -407,8 +407,10 @@ pub fn render_input(i: &Input) -> String {
             arguments.as_ref().map_or("null".into(), |a| a.to_string()),
             timeout,
             if *progress { " progress" } else { "" },
-            meta.as_ref()
-                .map_or(String::new(), |m| format!(" _meta={}", serde_json::Value::Object(m.clone())))
+            meta.as_ref().map_or(String::new(), |m| format!(
+                " _meta={}",
+                serde_json::Value::Object(m.clone())
+            ))
         ),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
         other => format!("{other:?}"),

@@ -33,7 +33,11 @@ fn connected(s: &mut Script, tasks: bool) {
     s.connect(0, vec![stdio("a")]);
     s.cache(1, "a", None);
     s.opened(10, "a");
-    let init = if tasks { init_with_tasks() } else { init_result() };
+    let init = if tasks {
+        init_with_tasks()
+    } else {
+        init_result()
+    };
     s.reply(10, "a", "initialize", init);
     s.reply(10, "a", "tools/list", task_tools());
 }
@@ -75,7 +79,12 @@ fn a_task_that_finishes_is_polled_at_its_interval_and_completes_once() {
     connected(&mut s, true);
     s.call(100, 1, "mcp_a_long", json!({}));
     assert_eq!(last_sent(&s, "tools/call").unwrap()["task"], json!({}));
-    s.reply(110, "a", "tools/call", json!({"task": task("working", 500)}));
+    s.reply(
+        110,
+        "a",
+        "tools/call",
+        json!({"task": task("working", 500)}),
+    );
     assert_eq!(
         s.m.next_timer(),
         Some((
@@ -84,22 +93,35 @@ fn a_task_that_finishes_is_polled_at_its_interval_and_completes_once() {
         ))
     );
     s.advance_to(610);
-    assert_eq!(last_sent(&s, "tasks/get").unwrap(), json!({"taskId": "t-1"}));
+    assert_eq!(
+        last_sent(&s, "tasks/get").unwrap(),
+        json!({"taskId": "t-1"})
+    );
     s.reply(620, "a", "tasks/get", task("working", 1000));
     s.advance_to(1619);
-    assert_eq!(sent_count(&s, "tasks/get"), 1, "the next poll waits its interval");
+    assert_eq!(
+        sent_count(&s, "tasks/get"),
+        1,
+        "the next poll waits its interval"
+    );
     s.advance_to(1620);
     assert_eq!(sent_count(&s, "tasks/get"), 2);
     s.reply(1630, "a", "tasks/get", task("completed", 1000));
-    assert_eq!(last_sent(&s, "tasks/result").unwrap(), json!({"taskId": "t-1"}));
+    assert_eq!(
+        last_sent(&s, "tasks/result").unwrap(),
+        json!({"taskId": "t-1"})
+    );
     assert!(s.outcome(1).is_empty());
     s.reply(1640, "a", "tasks/result", text_result("done"));
     assert_eq!(ok_text(&s, 1).as_deref(), Some("done"));
-    assert_eq!(s.m.calls_in_flight(), 0);
+    assert!(s.m.calls_in_flight().is_empty());
     assert_eq!(s.m.counters().task_calls, 1);
     assert_eq!(s.m.counters().task_polls, 2);
     // Nothing of the task is left: no poll timer, only the server's own timers.
-    assert!(!matches!(s.m.next_timer(), Some((_, TimerReason::TaskPoll { .. }))));
+    assert!(!matches!(
+        s.m.next_timer(),
+        Some((_, TimerReason::TaskPoll { .. }))
+    ));
     with_snapshots(|| insta::assert_snapshot!("tasks_finish", s.finish()));
 }
 
@@ -149,7 +171,10 @@ fn poll_intervals_are_bounded_and_a_status_notification_fetches_the_result_early
                "params": task("completed", 1000)}),
     );
     assert_eq!(sent_count(&s, "tasks/result"), 1);
-    assert!(!matches!(s.m.next_timer(), Some((_, TimerReason::TaskPoll { .. }))));
+    assert!(!matches!(
+        s.m.next_timer(),
+        Some((_, TimerReason::TaskPoll { .. }))
+    ));
     s.reply(floor + 60, "a", "tasks/result", text_result("early"));
     assert_eq!(ok_text(&s, 1).as_deref(), Some("early"));
     assert_eq!(s.m.counters().task_status_notifications, 1);
@@ -187,16 +212,27 @@ fn a_stalled_task_times_out_once_and_is_cancelled_on_the_server() {
             meta: None,
         },
     );
-    s.reply(110, "a", "tools/call", json!({"task": task("working", 500)}));
+    s.reply(
+        110,
+        "a",
+        "tools/call",
+        json!({"task": task("working", 500)}),
+    );
     s.advance_to(610);
     // The poll is never answered; the call's deadline still holds.
     s.advance_to(2100);
     assert!(
-        matches!(s.outcome(1)[..], [CallOutcome::Err(CallError::Timeout { .. })]),
+        matches!(
+            s.outcome(1)[..],
+            [CallOutcome::Err(CallError::Timeout { .. })]
+        ),
         "{:?}",
         s.outcome(1)
     );
-    assert_eq!(last_sent(&s, "tasks/cancel").unwrap(), json!({"taskId": "t-1"}));
+    assert_eq!(
+        last_sent(&s, "tasks/cancel").unwrap(),
+        json!({"taskId": "t-1"})
+    );
     // The unanswered tasks/get was cancelled too.
     assert_eq!(sent_count(&s, "notifications/cancelled"), 1);
     // Late answers change nothing: still one outcome.
@@ -213,15 +249,23 @@ fn a_cancelled_task_call_completes_cancelled_once() {
     let mut s = Script::new();
     connected(&mut s, true);
     s.call(100, 1, "mcp_a_long", json!({}));
-    s.reply(110, "a", "tools/call", json!({"task": task("working", 500)}));
+    s.reply(
+        110,
+        "a",
+        "tools/call",
+        json!({"task": task("working", 500)}),
+    );
     s.at(300, Input::CancelCall { call: CallId(1) });
     assert!(matches!(s.outcome(1)[..], [CallOutcome::Cancelled]));
-    assert_eq!(last_sent(&s, "tasks/cancel").unwrap(), json!({"taskId": "t-1"}));
+    assert_eq!(
+        last_sent(&s, "tasks/cancel").unwrap(),
+        json!({"taskId": "t-1"})
+    );
     // No poll is left behind, and none goes out.
     s.advance_to(5000);
     assert_eq!(sent_count(&s, "tasks/get"), 0);
     assert_eq!(s.outcome(1).len(), 1);
-    assert_eq!(s.m.calls_in_flight(), 0);
+    assert!(s.m.calls_in_flight().is_empty());
 }
 
 #[test]
@@ -229,7 +273,12 @@ fn a_task_answer_without_a_valid_task_is_a_protocol_error() {
     let mut s = Script::new();
     connected(&mut s, true);
     s.call(100, 1, "mcp_a_long", json!({}));
-    s.reply(110, "a", "tools/call", json!({"task": {"status": "working"}}));
+    s.reply(
+        110,
+        "a",
+        "tools/call",
+        json!({"task": {"status": "working"}}),
+    );
     assert!(
         matches!(s.outcome(1)[..], [CallOutcome::Err(CallError::Protocol(_))]),
         "{:?}",

@@ -208,9 +208,10 @@ impl Manager {
         call: CallId,
         result: Result<Box<RawValue>, protocol::RpcError>,
     ) {
-        let created = self.calls.get(&call).is_some_and(|c| {
-            c.as_task && matches!(c.state, CallState::Sent { .. })
-        });
+        let created = self
+            .calls
+            .get(&call)
+            .is_some_and(|c| c.as_task && matches!(c.state, CallState::Sent { .. }));
         if created {
             if let Ok(v) = &result {
                 if self.on_task_created(call, v) {

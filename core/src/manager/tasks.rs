@@ -201,8 +201,7 @@ impl Manager {
     }
 
     fn set_task_req(&mut self, call: CallId, req: Option<u64>) {
-        if let Some(CallState::Task { run, .. }) = self.calls.get_mut(&call).map(|c| &mut c.state)
-        {
+        if let Some(CallState::Task { run, .. }) = self.calls.get_mut(&call).map(|c| &mut c.state) {
             run.req = req;
         }
     }
@@ -323,10 +322,16 @@ mod tests {
         assert_eq!(poll_delay(Some(Duration::from_secs(3600))), TASK_POLL_MAX);
         assert_eq!(poll_delay(None), TASK_POLL_DEFAULT);
         assert_eq!(parse_task(&json!({"taskId": 3, "status": "working"})), None);
-        assert_eq!(parse_task(&json!({"taskId": "", "status": "working"})), None);
+        assert_eq!(
+            parse_task(&json!({"taskId": "", "status": "working"})),
+            None
+        );
         assert_eq!(parse_task(&json!({"taskId": "x"})), None);
         let long = "x".repeat(MAX_TASK_ID_LEN + 1);
-        assert_eq!(parse_task(&json!({"taskId": long, "status": "working"})), None);
+        assert_eq!(
+            parse_task(&json!({"taskId": long, "status": "working"})),
+            None
+        );
         for (word, ready) in [
             ("working", false),
             ("input_required", true),

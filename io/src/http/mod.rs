@@ -43,7 +43,12 @@
 //!   core re-lists the tools) and retries the request. Concurrent 404s share one
 //!   re-initialization.
 //! - After `notifications/initialized` is accepted, a GET stream listens for server-initiated
-//!   messages (`405`: the server has none), resumed with `Last-Event-ID` when it breaks.
+//!   messages (`405`: the server has none), resumed with `Last-Event-ID` when it breaks. The
+//!   frames after the `initialized` wait (at most 2 s) until the server answered that GET, so
+//!   a message about a later request (even the response of a resumed one, which some servers
+//!   send on "the" GET stream) finds it open.
+//! - Outgoing frames wait in a bounded queue (`max_write_queue` bytes, 4,096 frames); a
+//!   transport that stops taking them fails that server with an error saying so.
 //! - `notifications/cancelled` for a request in flight also aborts that request's POST, so a
 //!   response stream that never ends does not linger; every POST also has a ceiling
 //!   (`max_request_duration`).

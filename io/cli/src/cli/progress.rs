@@ -60,7 +60,10 @@ fn new_bar(tool: &str) -> ProgressBar {
 
 /// `{spinner} tool [bar] 3/10: message` with a total, `{spinner} tool 3: message` without.
 fn draw(bar: &ProgressBar, p: &Progress) {
-    let note = p.message.as_deref().map_or(String::new(), |m| format!(": {m}"));
+    let note = p
+        .message
+        .as_deref()
+        .map_or(String::new(), |m| format!(": {m}"));
     match p.total.filter(|t| *t > 0.0 && t.is_finite()) {
         Some(total) => {
             if bar.length() != Some(STEPS) {
