@@ -186,7 +186,7 @@ fn every_tool_field_round_trips_byte_for_byte() {
         execution: raw(r#"{"taskSupport":"required"}"#),
         ..ToolDef::named("t")
     };
-    cache.store(&k, &[t.clone()], NOW).unwrap();
+    cache.store(&k, std::slice::from_ref(&t), NOW).unwrap();
     let back = cache.load(&k, NOW).unwrap();
     assert_eq!(back, vec![t.clone()]);
     assert_eq!(

@@ -159,7 +159,7 @@ fn poll_intervals_are_bounded_and_a_status_notification_fetches_the_result_early
     s.reply(floor, "a", "tasks/get", task("working", 3_600_000));
     let ceiling = floor + TASK_POLL_MAX.as_millis() as u64;
     assert_eq!(
-        s.m.next_timer().map(|(at, _)| at.as_millis() as u64),
+        s.m.next_timer().map(|(at, _)| at.as_millis()),
         Some(ceiling)
     );
     // The server says it is done before that: the result is fetched now, the poll dropped.
