@@ -221,6 +221,10 @@ pub struct Observer {
     /// Per server: the reconnect attempt the manager announced (`ReconnectScheduled`) and
     /// when it is due, until `ReconnectStarted`.
     pub announced: BTreeMap<String, (u32, Instant)>,
+    /// When each task (attempt, task id) was last polled with `tasks/get`.
+    pub task_polls: BTreeMap<(ConnId, String), Instant>,
+    /// Tasks whose `tasks/result` was asked for.
+    pub task_results_asked: BTreeSet<(ConnId, String)>,
 }
 
 /// Every how many changes of the view's pairs the qualified-name invariant rebuilds its

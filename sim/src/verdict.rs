@@ -74,11 +74,14 @@ pub enum Invariant {
     StartupRetriesFollowPolicy,
     /// Two runs of one scenario give the same trace.
     Determinism,
+    /// A task is polled no more often than the core's floor, and never after its result was
+    /// asked for.
+    TaskPollsAreBounded,
 }
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 20] = [
+    pub const SAFETY: [Invariant; 21] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -99,6 +102,7 @@ impl Invariant {
         Invariant::ServerStateIsCoherent,
         Invariant::PeerInputIsAccountedFor,
         Invariant::HealthPingsKeepComing,
+        Invariant::TaskPollsAreBounded,
     ];
 
     /// How a violation names it in reports and traces (the liveness ones share one word, as
@@ -157,6 +161,7 @@ impl Invariant {
             | Invariant::TeardownLeavesNothing
             | Invariant::StartupRetriesFollowPolicy => "liveness",
             Invariant::Determinism => "determinism",
+            Invariant::TaskPollsAreBounded => "25 task polls are bounded",
         }
     }
 }

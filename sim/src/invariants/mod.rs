@@ -13,6 +13,7 @@ pub mod liveness;
 pub mod outputs;
 mod policy;
 mod registry;
+pub mod tasks;
 
 pub use crate::verdict::{Invariant, Violation};
 pub use lifecycle::{
@@ -62,7 +63,7 @@ pub struct Ctx<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 20] = [
+pub const SAFETY: [(Invariant, Check); 21] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -128,6 +129,10 @@ pub const SAFETY: [(Invariant, Check); 20] = [
         rejected_frames_are_counted,
     ),
     (Invariant::HealthPingsKeepComing, health_pings_keep_coming),
+    (
+        Invariant::TaskPollsAreBounded,
+        tasks::task_polls_are_bounded,
+    ),
 ];
 
 /// Run every safety check on one step; the first broken invariant, with what was seen.

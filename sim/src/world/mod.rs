@@ -13,6 +13,7 @@ mod embedder;
 mod os;
 mod requests;
 mod server;
+mod tasks;
 
 pub use crate::verdict::{Invariant, Violation};
 pub use embedder::config_for;

@@ -95,7 +95,7 @@ impl World<'_> {
     }
 
     /// Schedule a frame from the server `ms` from now (plus jitter), maybe with a frame fault.
-    fn reply(&mut self, conn: ConnId, ms: u64, v: Value) {
+    pub(super) fn reply(&mut self, conn: ConnId, ms: u64, v: Value) {
         self.reply_tagged(conn, ms, v, Tag::None);
     }
 
@@ -300,11 +300,15 @@ impl World<'_> {
                 }
                 let r = match result {
                     Ok(tools) => {
-                        let caps = if tools {
+                        let mut caps = if tools {
                             json!({"tools": {"listChanged": true}, "logging": {}})
                         } else {
                             json!({"logging": {}})
                         };
+                        if self.sc.mix.task_pct > 0 {
+                            caps["tasks"] =
+                                json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
+                        }
                         json!({"jsonrpc": "2.0", "id": id, "result": {
                             "protocolVersion": "2025-06-18",
                             "capabilities": caps,
@@ -323,7 +327,18 @@ impl World<'_> {
                 }
                 self.list(conn, i, &plan, id, &v);
             }
+            (Some("tools/call"), Some(id)) if v.pointer("/params/task").is_some() => {
+                let tool = v.pointer("/params/name").and_then(Value::as_str);
+                let tool = tool.unwrap_or("").to_string();
+                self.task_call(conn, i, id, tool);
+            }
             (Some("tools/call"), Some(id)) => self.tool_call(conn, i, &plan, id, &v),
+            (Some(m @ ("tasks/get" | "tasks/result" | "tasks/cancel")), Some(id))
+                if self.sc.mix.task_pct > 0 =>
+            {
+                let m = m.to_string();
+                self.task_request(conn, &m, id, &v);
+            }
             (Some("ping"), Some(id)) => {
                 let now = self.now;
                 let deaf = !self.healed
@@ -467,10 +482,17 @@ impl World<'_> {
                 p.cur_list = Some(behaviour.clone());
             }
         }
+        let task_pct = self.sc.mix.task_pct;
         let page_json = |names: &[String]| -> Vec<Value> {
             names
                 .iter()
-                .map(|n| json!({"name": n, "description": format!("{n} tool"), "inputSchema": {"type": "object"}}))
+                .map(|n| {
+                    let mut t = json!({"name": n, "description": format!("{n} tool"), "inputSchema": {"type": "object"}});
+                    if super::tasks::task_required(n, task_pct) {
+                        t["execution"] = json!({"taskSupport": "required"});
+                    }
+                    t
+                })
                 .collect()
         };
         match behaviour {
