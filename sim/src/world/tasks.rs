@@ -148,7 +148,7 @@ impl World<'_> {
                     }
                     return;
                 };
-                let wait = at.as_millis().saturating_sub(now.as_millis()) as u64;
+                let wait = at.as_millis().saturating_sub(now.as_millis());
                 let r = match end {
                     TaskEnd::Completes => json!({"jsonrpc": "2.0", "id": id, "result": {
                         "content": [{"type": "text", "text": format!("ok:{tool}")}],
