@@ -9,6 +9,7 @@ mod support;
 
 mod bounds;
 mod cli;
+mod cli_progress;
 mod config;
 mod conformance;
 mod core_traces;
