@@ -167,6 +167,7 @@ fn pump(m: &mut Manager, answers: &Answers, queue: &mut VecDeque<Input>) -> Vec<
                     server,
                     key,
                     tools: None,
+                    catalog: None,
                 }),
                 Output::Send { conn, frame, .. } => {
                     let Some(id) = frame_id(&frame) else {

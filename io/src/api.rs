@@ -2,6 +2,8 @@
 
 pub use crate::driver::link::Error;
 
+mod catalog;
+
 use crate::cache::ToolCache;
 use crate::call::{Call, CallOptions};
 use crate::driver::link::{ConfigReport, Request, RoundKind, Shared};
@@ -47,6 +49,8 @@ pub struct Builder {
     max_frame_len: Option<usize>,
     spawner: Spawner,
     queues: QueueOptions,
+    adopt_orphans: bool,
+    peer: crate::driver::PeerHandlers,
 }
 
 /// The bounds of the queues between the handle, the driver and the transports. `Default`
@@ -111,6 +115,8 @@ impl Builder {
             max_frame_len: None,
             spawner: Spawner::default(),
             queues: QueueOptions::default(),
+            adopt_orphans: false,
+            peer: crate::driver::PeerHandlers::default(),
         }
     }
 
@@ -168,9 +174,33 @@ impl Builder {
         self
     }
 
-    /// Roots answered to `roots/list`.
+    /// Roots answered to `roots/list`: declares the `roots` capability (with
+    /// `listChanged`; [`Switchboard::set_roots`] replaces them later). Default: none, and the
+    /// capability is not declared.
     pub fn roots(mut self, roots: Vec<Root>) -> Self {
         self.options.roots = roots;
+        self.options.client_features.roots = true;
+        self
+    }
+
+    /// Answer servers' `elicitation/create` requests with `handler`: declares the
+    /// `elicitation` capability, in the modes the handler offers
+    /// ([`ElicitationHandler::form_mode`](crate::ElicitationHandler::form_mode),
+    /// [`url_mode`](crate::ElicitationHandler::url_mode)). Without one, elicitation is not
+    /// offered and such requests are refused.
+    pub fn elicitation_handler(mut self, handler: Arc<dyn crate::ElicitationHandler>) -> Self {
+        self.options.client_features.elicitation_form = handler.form_mode();
+        self.options.client_features.elicitation_url = handler.url_mode();
+        self.peer.elicitation = Some(handler);
+        self
+    }
+
+    /// Answer servers' `sampling/createMessage` requests with `handler`: declares the
+    /// `sampling` capability. Without one, sampling is not offered and such requests are
+    /// refused.
+    pub fn sampling_handler(mut self, handler: Arc<dyn crate::SamplingHandler>) -> Self {
+        self.options.client_features.sampling = true;
+        self.peer.sampling = Some(handler);
         self
     }
 
@@ -289,6 +319,18 @@ impl Builder {
         self
     }
 
+    /// Make this process a child subreaper and end every escaped descendant (Linux; off by
+    /// default): a server's grandchild that left its process group with `setsid` is
+    /// reparented to this process when its parent exits, and is killed and reaped after
+    /// each server closes and at shutdown. Every child of this process that the library did
+    /// not start counts as escaped, so turn this on only in a program that starts no
+    /// children of its own (the `switchboard` command line does). See
+    /// [`process`](crate::process).
+    pub fn adopt_orphans(mut self, on: bool) -> Self {
+        self.adopt_orphans = on;
+        self
+    }
+
     /// Full access to the core's policies.
     pub fn manager_options(mut self, f: impl FnOnce(&mut ManagerOptions)) -> Self {
         f(&mut self.options);
@@ -301,6 +343,11 @@ impl Builder {
     /// ([`StartupReport::config_errors`], invalid entries under their server's name in
     /// `errors` too) and shadowed entries ([`StartupReport::shadowed`]).
     pub async fn start(mut self) -> Result<(Switchboard, StartupReport), Error> {
+        if self.adopt_orphans {
+            if let Err(e) = crate::process::become_subreaper() {
+                tracing::warn!(target: "switchboard", "cannot adopt orphaned descendants: {e}");
+            }
+        }
         if let Some(dir) = &self.project_dir {
             self.stdio.default_cwd = Some(dir.clone());
             if let ServerSource::Discover(o) = &mut self.source {
@@ -358,6 +405,7 @@ impl Builder {
                 registry: registry.clone(),
                 spawner: self.spawner.clone(),
                 inbound_capacity: queues.inbound,
+                peer: self.peer,
             },
             shared.clone(),
             subscribers.clone(),
@@ -672,6 +720,18 @@ impl Switchboard {
         if let Some(task) = task {
             task.await;
         }
+        crate::process::sweep_after_close().await;
+    }
+
+    /// Replace the roots answered to `roots/list`; every initialized server is sent
+    /// `notifications/roots/list_changed` (when the `roots` capability was declared, see
+    /// [`Builder::roots`]).
+    pub async fn set_roots(&self, roots: Vec<Root>) -> Result<(), Error> {
+        self.inner
+            .requests
+            .send(Request::Input(switchboard_core::Input::SetRoots { roots }))
+            .await
+            .map_err(|_| Error::Stopped)
     }
 
     /// Process ids of every live child process group (for tests and `status`).

@@ -24,6 +24,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use switchboard_core::catalog::Catalog;
 use switchboard_core::manager::CacheKey;
 use switchboard_core::tool::ToolDef;
 
@@ -50,6 +51,10 @@ struct Entry {
     config_hash: String,
     written_at_unix_ms: u64,
     tools: Vec<ToolDef>,
+    /// Resources, templates and prompts; absent in entries written before they were kept
+    /// (those still load, with no catalog).
+    #[serde(default)]
+    catalog: Option<Catalog>,
 }
 
 /// The current wall-clock time in milliseconds since the Unix epoch (0 if the clock is before
@@ -123,6 +128,16 @@ impl ToolCache {
     /// The cached tools for `key`, if a valid, fresh entry exists. Never fails: every problem
     /// is a miss.
     pub fn load(&self, key: &CacheKey, now_unix_ms: u64) -> Option<Vec<ToolDef>> {
+        self.load_entry(key, now_unix_ms).map(|(tools, _)| tools)
+    }
+
+    /// The cached tools and catalog (resources, templates, prompts) for `key`, as
+    /// [`ToolCache::load`] finds them; the catalog is `None` in an entry written without one.
+    pub fn load_entry(
+        &self,
+        key: &CacheKey,
+        now_unix_ms: u64,
+    ) -> Option<(Vec<ToolDef>, Option<Catalog>)> {
         let path = self.path_for(key);
         let text = match read_bounded(&path) {
             Ok(text) => text,
@@ -166,12 +181,23 @@ impl ToolCache {
             tracing::debug!(server = %key.server, path = %path.display(), age_s = age.as_secs(), "tool cache entry expired");
             return None;
         }
-        Some(entry.tools)
+        Some((entry.tools, entry.catalog))
     }
 
     /// Writes `tools` as `key`'s entry, atomically. Concurrent writers (threads or processes)
     /// never leave a torn file: the last rename wins.
     pub fn store(&self, key: &CacheKey, tools: &[ToolDef], now_unix_ms: u64) -> io::Result<()> {
+        self.store_entry(key, tools, None, now_unix_ms)
+    }
+
+    /// Writes `tools` and `catalog` as `key`'s entry, atomically, as [`ToolCache::store`].
+    pub fn store_entry(
+        &self,
+        key: &CacheKey,
+        tools: &[ToolDef],
+        catalog: Option<&Catalog>,
+        now_unix_ms: u64,
+    ) -> io::Result<()> {
         #[derive(Serialize)]
         struct EntryRef<'a> {
             version: u32,
@@ -179,6 +205,8 @@ impl ToolCache {
             config_hash: &'a str,
             written_at_unix_ms: u64,
             tools: &'a [ToolDef],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            catalog: Option<&'a Catalog>,
         }
         let bytes = serde_json::to_vec(&EntryRef {
             version: CACHE_VERSION,
@@ -186,6 +214,7 @@ impl ToolCache {
             config_hash: &key.config_hash,
             written_at_unix_ms: now_unix_ms,
             tools,
+            catalog,
         })
         .map_err(io::Error::other)?;
 

@@ -249,7 +249,7 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
 
 /// The file's text; `None` when it does not exist (and was not asked for explicitly).
 fn read(path: &Path, explicit: bool) -> Result<Option<String>, String> {
-    match std::fs::read(path) {
+    match crate::files::read_regular(path, crate::files::MAX_CONFIG_BYTES) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|e| format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to())),

@@ -66,8 +66,11 @@ mod call;
 mod discovery;
 mod driver;
 mod events;
+mod files;
 mod http;
+mod peer;
 mod proc;
+pub mod process;
 mod rt;
 mod secrets;
 mod stdio;
@@ -79,6 +82,10 @@ pub use discovery::{discover, Discovered, DiscoveryOptions};
 pub use driver::link::Progress;
 pub use events::{Events, RecvError, EVENT_QUEUE_LEN};
 pub use http::HttpOptions;
+pub use peer::{
+    form_defaults, ElicitationHandler, PeerAnswer, PeerFuture, PeerRequest, PeerRequestKind,
+    SamplingHandler,
+};
 pub use rt::TaskFuture;
 pub use secrets::CredentialProvider;
 pub use stdio::StdioOptions;

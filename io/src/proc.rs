@@ -43,9 +43,11 @@ pub(crate) struct Child {
 }
 
 impl Child {
-    /// Spawns `command` (its stdio as the caller configured it) and wraps its pipes.
-    pub(crate) fn spawn(command: &mut Command) -> io::Result<Child> {
-        let mut child = command.spawn()?;
+    /// Spawns `command` (its stdio as the caller configured it) and wraps its pipes. The
+    /// child is forked by the library's spawn thread and dies with this process (see
+    /// [`crate::process`]).
+    pub(crate) fn spawn(command: Command) -> io::Result<Child> {
+        let mut child = crate::process::spawn(command)?;
         let wrap = |child: &mut std::process::Child| -> io::Result<_> {
             let stdin = child.stdin.take().map(Async::new).transpose()?;
             let stdout = child.stdout.take().map(Async::new).transpose()?;
@@ -58,6 +60,7 @@ impl Child {
                 // Never leave a process behind because its pipes could not be registered.
                 let _ = child.kill();
                 let _ = child.wait();
+                crate::process::reaped(child.id());
                 return Err(e);
             }
         };
@@ -86,6 +89,9 @@ impl Child {
             return Ok(None);
         };
         let status = child.try_wait()?;
+        if status.is_some() {
+            crate::process::reaped(child.id());
+        }
         self.status = status;
         Ok(status)
     }
@@ -107,41 +113,63 @@ impl Child {
         }
     }
 
-    /// Reads stdout and stderr to their ends (each up to `max_bytes`; more is an error) while
-    /// waiting for the exit: what a short-lived helper command printed.
+    /// What a short-lived helper command printed: stdout and stderr read (each up to
+    /// `max_bytes`; more is an error) while waiting for the exit. The command is done when it
+    /// exits: pipes still held open by a process it left behind are read for
+    /// [`EXIT_DRAIN_WAIT`] more, not until that process ends.
     pub(crate) async fn output(&mut self, max_bytes: usize) -> io::Result<Output> {
         let stdout = self.stdout.take();
         let stderr = self.stderr.take();
-        let read_out = read_capped(stdout, max_bytes);
-        let read_err = read_capped(stderr, max_bytes);
-        let (stdout, stderr) = future::zip(read_out, read_err).await;
-        let status = self.status().await?;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut status = None;
+        let reads = future::zip(
+            read_capped(stdout, max_bytes, &mut out),
+            read_capped(stderr, max_bytes, &mut err),
+        );
+        let exited = async {
+            status = Some(self.status().await);
+            Timer::after(EXIT_DRAIN_WAIT).await;
+            (Ok(()), Ok(()))
+        };
+        let (read_out, read_err) = future::or(reads, exited).await;
+        let status = match status {
+            Some(status) => status?,
+            None => self.status().await?,
+        };
+        read_out?;
+        read_err?;
         Ok(Output {
             status,
-            stdout: stdout?,
-            stderr: stderr?,
+            stdout: out,
+            stderr: err,
         })
     }
 }
 
+/// How long a helper's pipes are still read after it exited (see [`Child::output`]).
+const EXIT_DRAIN_WAIT: Duration = Duration::from_millis(100);
+
 async fn read_capped<R: futures_lite::AsyncRead + Unpin>(
     pipe: Option<R>,
     max_bytes: usize,
-) -> io::Result<Vec<u8>> {
-    let Some(pipe) = pipe else {
-        return Ok(Vec::new());
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let Some(mut pipe) = pipe else {
+        return Ok(());
     };
-    let mut out = Vec::new();
-    let limit = u64::try_from(max_bytes)
-        .unwrap_or(u64::MAX)
-        .saturating_add(1);
-    pipe.take(limit).read_to_end(&mut out).await?;
-    if out.len() > max_bytes {
-        return Err(io::Error::other(format!(
-            "it printed more than {max_bytes} bytes"
-        )));
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = pipe.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        if out.len() + n > max_bytes {
+            return Err(io::Error::other(format!(
+                "it printed more than {max_bytes} bytes"
+            )));
+        }
+        out.extend_from_slice(&buf[..n]);
     }
-    Ok(out)
 }
 
 impl Drop for Child {
@@ -153,6 +181,7 @@ impl Drop for Child {
             return;
         };
         if let Ok(Some(_)) = child.try_wait() {
+            crate::process::reaped(child.id());
             return;
         }
         let _ = child.kill();
@@ -162,6 +191,7 @@ impl Drop for Child {
             .name("switchboard-reap".into())
             .spawn(move || {
                 let _ = child.wait();
+                crate::process::reaped(child.id());
             });
         if reaped.is_err() {
             tracing::debug!(target: "switchboard::server", "could not start a thread to reap a killed child");
@@ -200,11 +230,39 @@ mod tests {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
-            let mut child = Child::spawn(&mut cmd).unwrap();
+            let mut child = Child::spawn(cmd).unwrap();
             let output = child.output(1024).await.unwrap();
             assert_eq!(output.status.code(), Some(3));
             assert_eq!(output.stdout, b"out\n");
             assert_eq!(output.stderr, b"err\n");
+        });
+    }
+
+    #[test]
+    fn a_helper_is_done_when_it_exits_even_if_its_child_keeps_stdout_open() {
+        use std::os::unix::process::CommandExt;
+        smol::block_on(async {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "sleep 60 & echo value"])
+                .process_group(0)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let mut child = Child::spawn(cmd).unwrap();
+            let pgid = child.id() as libc::pid_t;
+            // Without the exit ending the read, it would wait for `sleep`: a minute.
+            let output = future::or(async { Some(child.output(1024).await) }, async {
+                Timer::after(Duration::from_secs(20)).await;
+                None
+            })
+            .await;
+            // SAFETY: kill the test's own process group (the `sleep`).
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            let output = output
+                .expect("output() waited for the child's child")
+                .unwrap();
+            assert!(output.status.success());
+            assert_eq!(output.stdout, b"value\n");
         });
     }
 
@@ -216,7 +274,7 @@ mod tests {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null());
-            let mut child = Child::spawn(&mut cmd).unwrap();
+            let mut child = Child::spawn(cmd).unwrap();
             let err = child.output(1000).await.unwrap_err();
             assert!(err.to_string().contains("more than 1000 bytes"), "{err}");
         });
@@ -226,7 +284,7 @@ mod tests {
     fn a_dropped_child_is_killed_and_reaped() {
         let mut cmd = Command::new("sleep");
         cmd.arg("30").stdin(Stdio::null());
-        let child = Child::spawn(&mut cmd).unwrap();
+        let child = Child::spawn(cmd).unwrap();
         let pid = child.id() as libc::pid_t;
         drop(child);
         // Killed and then reaped by the background thread: kill(pid, 0) fails with ESRCH.

@@ -231,8 +231,8 @@ async fn run_secret_command(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // Killed when dropped before it was reaped (on timeout or cancellation).
-    let mut child = crate::proc::Child::spawn(&mut std_cmd)
-        .map_err(|e| fail(format!("could not run sh: {e}")))?;
+    let mut child =
+        crate::proc::Child::spawn(std_cmd).map_err(|e| fail(format!("could not run sh: {e}")))?;
     // Kills the group (grandchildren included) on timeout, on cancellation, and after the
     // command finished (stragglers).
     let _guard = GroupGuard::new(registry, child.id());

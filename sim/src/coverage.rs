@@ -38,6 +38,16 @@ macro_rules! coverage {
 }
 
 coverage! {
+    catalog_operation_faults: "a resources, prompts or completion request failed or went unanswered",
+    catalog_updates_sent: "a server sent resources/updated after a subscription",
+    catalog_list_errors: "a resources, templates or prompts list answered with an error",
+    catalog_list_hangs: "a resources, templates or prompts list never answered",
+    catalog_lists_paged: "a resources, templates or prompts list answered in two pages",
+    catalog_changes_sent: "a server's resources and prompts changed, announced by list_changed",
+    catalog_settled_checks: "a server's settled catalog was compared with its lists",
+    operations_issued: "the embedder read, got a prompt, completed or subscribed",
+    deferred_operations_issued: "an operation aimed at a deferred server's resource or prompt",
+    ambiguous_reads: "a read of a URI several servers list, refused as ambiguous",
     manager_outputs: "outputs the manager emitted (commands, frames and events; a step is one input or timer)",
     spawn_failures: "a process could not be started",
     opens_never_completed: "a transport never finished opening",
@@ -136,6 +146,10 @@ coverage! {
     task_polls_answered: "a server answered tasks/get",
     task_cancels_received: "a server received tasks/cancel",
     task_results_sent: "a server answered tasks/result",
+    peer_client_requests_sent: "a server asked the client for sampling or an elicitation",
+    peer_client_answers_checked: "a server checked the client's answer to its sampling or elicitation request",
+    peer_cancels_delivered: "a server's cancellation of a request still waiting reached the manager",
+    peer_never_answered: "the embedder never answered a server's request (the timeout answered it)",
 }
 
 /// Counters reported but not required (every policy is driven now).

@@ -238,6 +238,7 @@ pub fn manager_inputs(data: &[u8]) {
                     },
                     server: name,
                     tools: hit.then(|| vec![ToolDef::named("cached")]),
+                    catalog: None,
                 })
             }
             Op::Call { tool, timeout } => {
@@ -354,6 +355,7 @@ pub fn manager_inputs(data: &[u8]) {
             uncached_wait: None,
             double_underscore: false,
             settled: &[],
+            catalog_settled: &[],
             reset_on_progress: false,
             reconnect_off: false,
             health: None,

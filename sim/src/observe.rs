@@ -12,6 +12,7 @@ use switchboard_core::manager::{
     CallId, CallOutcome, ConnId, Level, Manager, ServerStatus, StartupReport,
 };
 use switchboard_core::names::NameTable;
+use switchboard_core::tool::ToolRef;
 use switchboard_core::Instant;
 
 /// One tool of the view, as observed (the definition itself is not needed).
@@ -31,6 +32,8 @@ pub struct View {
     /// Shared with the previous step's view while the tool view is unchanged, so most steps
     /// neither copy it nor compare it twice.
     pub tools: Arc<Vec<ViewTool>>,
+    /// The manager's `view_generation()` when `tools` was read.
+    pub tools_gen: u64,
     pub calls: Vec<CallId>,
     pub conns: Vec<ConnId>,
     pub rounds: Vec<u64>,
@@ -38,38 +41,56 @@ pub struct View {
 
 impl View {
     /// What the getters show now; `prev` is the view of the step before (its tool list is
-    /// reused when the manager's `tool_refs()` still equal it field by field).
+    /// reused when the manager's `view_generation()` has not moved, or when its `tool_refs()`
+    /// still equal it field by field).
     pub fn observe(m: &Manager, names: &[String], prev: Option<&View>) -> View {
-        let refs = m.tool_refs();
-        let same = |p: &View| {
-            p.tools.len() == refs.len()
-                && p.tools.iter().zip(&refs).all(|(a, b)| {
-                    a.qualified == b.qualified_name
-                        && a.server == b.server
-                        && a.raw == b.def.name
-                        && a.deferred == b.deferred
-                })
-        };
+        let gen = m.view_generation();
         let tools = match prev {
-            Some(p) if same(p) => Arc::clone(&p.tools),
-            _ => Arc::new(
-                refs.iter()
-                    .map(|t| ViewTool {
-                        qualified: t.qualified_name.to_string(),
-                        server: t.server.to_string(),
-                        raw: t.def.name.clone(),
-                        deferred: t.deferred,
-                    })
-                    .collect(),
-            ),
+            // The manager says its view cannot have changed: keep the list without reading
+            // it (debug builds, the tests among them, check that promise every step).
+            Some(p) if p.tools_gen == gen => {
+                debug_assert!(
+                    Self::same_tools(&p.tools, &m.tool_refs()),
+                    "the tool view changed but view_generation() did not"
+                );
+                Arc::clone(&p.tools)
+            }
+            _ => {
+                let refs = m.tool_refs();
+                match prev {
+                    Some(p) if Self::same_tools(&p.tools, &refs) => Arc::clone(&p.tools),
+                    _ => Arc::new(
+                        refs.iter()
+                            .map(|t| ViewTool {
+                                qualified: t.qualified_name.to_string(),
+                                server: t.server.to_string(),
+                                raw: t.def.name.clone(),
+                                deferred: t.deferred,
+                            })
+                            .collect(),
+                    ),
+                }
+            }
         };
         View {
             status: names.iter().map(|n| m.status(n)).collect(),
             tools,
+            tools_gen: gen,
             calls: m.calls_in_flight(),
             conns: m.open_conns(),
             rounds: m.open_rounds(),
         }
+    }
+
+    /// Whether an observed tool list equals the manager's view field by field.
+    fn same_tools(tools: &[ViewTool], refs: &[ToolRef<'_>]) -> bool {
+        tools.len() == refs.len()
+            && tools.iter().zip(refs).all(|(a, b)| {
+                a.qualified == b.qualified_name
+                    && a.server == b.server
+                    && a.raw == b.def.name
+                    && a.deferred == b.deferred
+            })
     }
 
     /// Whether one server has the same (server, raw tool) pairs, in the same order, in both
@@ -225,6 +246,8 @@ pub struct Observer {
     pub task_polls: BTreeMap<(ConnId, String), Instant>,
     /// Tasks whose `tasks/result` was asked for.
     pub task_results_asked: BTreeSet<(ConnId, String)>,
+    /// Operations (reads, prompt gets, completions, subscriptions) made and not completed.
+    pub ops: BTreeMap<switchboard_core::manager::CallId, ()>,
 }
 
 /// Every how many changes of the view's pairs the qualified-name invariant rebuilds its

@@ -2,6 +2,7 @@
 //! ordered collections appear, so the same scenario gives a byte-identical trace.
 
 use crate::scenario::Scenario;
+use switchboard_core::catalog::{Catalog, OperationOutcome, OperationResult};
 use switchboard_core::config::ServerSpec;
 use switchboard_core::manager::{CallOutcome, Event, Input, Output, TransportEvent};
 
@@ -12,6 +13,11 @@ fn frame_text(frame: &[u8]) -> String {
         return format!("<{} bytes>", frame.len());
     }
     String::from_utf8_lossy(frame).into_owned()
+}
+
+/// A value as one line of JSON.
+fn json_text(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 fn names(servers: &[ServerSpec]) -> String {
@@ -85,6 +91,16 @@ pub fn input(i: &Input) -> String {
             ..
         } => format!("CallTool c{} {tool} timeout={timeout:?}", call.0),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
+        Input::AnswerPeerRequest { request, answer } => {
+            format!("AnswerPeerRequest p{} {}", request.0, json_text(answer))
+        }
+        Input::SetRoots { roots } => format!(
+            "SetRoots {:?}",
+            roots.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>()
+        ),
+        Input::Operation { call, op, timeout } => {
+            format!("Operation c{} {op:?} timeout={timeout:?}", call.0)
+        }
         other => format!("{other:?}"),
     }
 }
@@ -95,9 +111,15 @@ pub fn output(o: &Output) -> String {
         Output::Send { conn, frame, .. } => format!("Send #{} {}", conn.0, frame_text(frame)),
         Output::CloseTransport { conn } => format!("CloseTransport #{}", conn.0),
         Output::LoadCache { server, .. } => format!("LoadCache {server}"),
-        Output::StoreCache { server, tools, .. } => format!(
-            "StoreCache {server} {:?}",
-            tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
+        Output::StoreCache {
+            server,
+            tools,
+            catalog,
+            ..
+        } => format!(
+            "StoreCache {server} {:?}{}",
+            tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            catalog_text(catalog)
         ),
         Output::Event(Event::StartupComplete { report: r }) => format!(
             "StartupComplete round={} elapsed={:?} tools={:?} errors={:?} connected={:?} deferred={:?} pending={:?} skipped={:?}{}",
@@ -195,6 +217,68 @@ pub fn output(o: &Output) -> String {
             format!("RequestFailed r{}: {error}", request.0)
         }
         Output::Event(Event::SessionRenewed { server }) => format!("SessionRenewed {server}"),
+        Output::Event(Event::PeerRequest {
+            server,
+            request,
+            kind,
+        }) => format!("PeerRequest {server} p{} {}", request.0, json_text(kind)),
+        Output::Event(Event::PeerRequestWithdrawn {
+            server,
+            request,
+            reason,
+        }) => format!("PeerRequestWithdrawn {server} p{} {reason:?}", request.0),
+        Output::Event(Event::ElicitationComplete {
+            server,
+            elicitation_id,
+        }) => format!("ElicitationComplete {server} {elicitation_id:?}"),
+        Output::Event(Event::ResourcesChanged { servers }) => {
+            format!("ResourcesChanged {servers:?}")
+        }
+        Output::Event(Event::PromptsChanged { servers }) => format!("PromptsChanged {servers:?}"),
+        Output::Event(Event::ResourceUpdated { server, uri }) => {
+            format!("ResourceUpdated {server} {uri}")
+        }
+        Output::Event(Event::OperationCompleted { call, outcome }) => match outcome {
+            OperationOutcome::Ok(r) => format!("OperationCompleted c{} ok {}", call.0, result_text(r)),
+            OperationOutcome::Err(e) => {
+                format!("OperationCompleted c{} err {:?}", call.0, e.to_string())
+            }
+            OperationOutcome::Cancelled => format!("OperationCompleted c{} cancelled", call.0),
+            _ => format!("OperationCompleted c{} {outcome:?}", call.0),
+        },
+        other => format!("{other:?}"),
+    }
+}
+
+/// A stored catalog, when there is one: its resources, templates and prompts by name.
+fn catalog_text(c: &Catalog) -> String {
+    if c == &Catalog::default() {
+        return String::new();
+    }
+    format!(
+        " resources={:?} templates={:?} prompts={:?}",
+        c.resources
+            .iter()
+            .map(|r| r.uri.as_str())
+            .collect::<Vec<_>>(),
+        c.templates
+            .iter()
+            .map(|t| t.uri_template.as_str())
+            .collect::<Vec<_>>(),
+        c.prompts
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+    )
+}
+
+/// An operation's result in a few words.
+fn result_text(r: &OperationResult) -> String {
+    match r {
+        OperationResult::Read(r) => format!("read {} from {}", r.contents.len(), r.server),
+        OperationResult::Prompt(p) => format!("prompt of {} from {}", p.messages.len(), p.server),
+        OperationResult::Completion(c) => format!("{:?} from {}", c.values, c.server),
+        OperationResult::Done { server } => format!("done by {server}"),
         other => format!("{other:?}"),
     }
 }

@@ -58,6 +58,20 @@ pub enum Invariant {
     RefreshReportsItsOwnResult,
     /// 24: an error's stderr tail holds only lines of the attempt it is about.
     StderrTailsBelongToTheirAttempt,
+    /// 25: every sampling or elicitation request of a server's is answered on the wire at
+    /// most once, and (after the heal) at least once while its connection lives.
+    PeerRequestsAnsweredOnce,
+    /// 26: a declared capability always has a handler (its requests reach the embedder), and
+    /// an undeclared one is refused.
+    DeclaredCapabilitiesHaveHandlers,
+    /// 27: nothing is sent to a server for a request it cancelled.
+    NothingSentForCancelledRequests,
+    /// 28: once nothing of a connected server's resources, templates and prompts is in
+    /// flight, the views show what its lists last said.
+    CatalogSettlesToServerLists,
+    /// 29: every operation completes exactly once, and the manager's operations in flight
+    /// are the embedder's.
+    EveryOperationCompletesOnce,
     /// `Manager::options()` returns the options the manager was built with.
     OptionsEchoed,
     /// The run ends within its step budget.
@@ -81,7 +95,7 @@ pub enum Invariant {
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 21] = [
+    pub const SAFETY: [Invariant; 26] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -103,6 +117,11 @@ impl Invariant {
         Invariant::PeerInputIsAccountedFor,
         Invariant::HealthPingsKeepComing,
         Invariant::TaskPollsAreBounded,
+        Invariant::PeerRequestsAnsweredOnce,
+        Invariant::DeclaredCapabilitiesHaveHandlers,
+        Invariant::NothingSentForCancelledRequests,
+        Invariant::CatalogSettlesToServerLists,
+        Invariant::EveryOperationCompletesOnce,
     ];
 
     /// How a violation names it in reports and traces (the liveness ones share one word, as
@@ -153,6 +172,19 @@ impl Invariant {
             Invariant::StderrTailsBelongToTheirAttempt => {
                 "24 stderr tails belong to the attempt that wrote them"
             }
+            Invariant::PeerRequestsAnsweredOnce => {
+                "25 every server request to the client is answered exactly once"
+            }
+            Invariant::DeclaredCapabilitiesHaveHandlers => {
+                "26 a declared capability always has a handler"
+            }
+            Invariant::NothingSentForCancelledRequests => {
+                "27 nothing is sent for a request the server cancelled"
+            }
+            Invariant::CatalogSettlesToServerLists => {
+                "28 settled resources, templates and prompts show the server's lists"
+            }
+            Invariant::EveryOperationCompletesOnce => "29 every operation completes exactly once",
             Invariant::OptionsEchoed => "options",
             Invariant::NoRunaway
             | Invariant::NoBusyLoop

@@ -99,7 +99,7 @@ pub(crate) fn json_stdout(o: &Output) -> Value {
 }
 
 /// Replace machine- and run-specific values (paths, timings) so the JSON snapshots are stable.
-fn redact(value: &mut Value, project: &Path) {
+pub(crate) fn redact(value: &mut Value, project: &Path) {
     match value {
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
@@ -971,7 +971,18 @@ fn colour_on_a_terminal_and_none_with_no_color() {
 
 #[test]
 fn every_subcommand_documents_its_exit_statuses() {
-    for sub in ["status", "tools", "call", "demo", "watch"] {
+    for sub in [
+        "status",
+        "tools",
+        "call",
+        "demo",
+        "watch",
+        "resources",
+        "read",
+        "prompts",
+        "prompt",
+        "complete",
+    ] {
         let out = Command::new(switchboard_bin())
             .args([sub, "--help"])
             .output()

@@ -5,6 +5,7 @@
 //! errors' wording lives.
 
 mod codec;
+mod peer;
 mod requests;
 
 use crate::script::*;

@@ -578,3 +578,68 @@ mod with_the_shell {
         });
     }
 }
+
+/// `!command` is Switchboard's own syntax: in another client's file a value with a leading
+/// `!` is that client's literal text (a password, a header), and it reaches the server as
+/// such; only Switchboard's own files run it. End to end: the command line starts a server
+/// from each kind of file, and only the one from `.switchboard/mcp.json` runs its command.
+#[test]
+fn bang_commands_run_only_from_switchboard_files() {
+    let d = dirs();
+    let ran = d.project.join("ran");
+    let demo = crate::support::demo_server_bin();
+    let entry = |name: &str, marker: &str| {
+        serde_json::json!({"command": demo.to_string_lossy(), "args": ["--name", name],
+            "env": {"SECRET": format!("!touch '{}/{marker}'; echo v", ran.display())}})
+    };
+    fs::create_dir_all(&ran).unwrap();
+    for (rel, marker) in [
+        (".mcp.json", "claude"),
+        (".cursor/mcp.json", "cursor"),
+        (".vscode/mcp.json", "vscode"),
+        (".switchboard/mcp.json", "switchboard"),
+    ] {
+        let key = if rel == ".vscode/mcp.json" {
+            "servers"
+        } else {
+            "mcpServers"
+        };
+        let doc = serde_json::json!({ key: { marker: entry(marker, marker) } });
+        write(&d.project, rel, &doc.to_string());
+    }
+    let found = discover(&options(&d));
+    let secret = |name: &str| {
+        let s = found.servers.iter().find(|s| s.name == name).unwrap();
+        s.config.env["SECRET"].clone()
+    };
+    assert!(
+        secret("claude").starts_with("!!touch"),
+        "{}",
+        secret("claude")
+    );
+    assert!(secret("switchboard").starts_with("!touch"));
+
+    let out = std::process::Command::new(crate::support::switchboard_bin())
+        .current_dir(&d.project)
+        .env("HOME", &d.home)
+        .env("XDG_CACHE_HOME", d.home.join("cache"))
+        .env_remove("RUST_LOG")
+        .args(["status", "--json", "--no-cache"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut markers: Vec<String> = fs::read_dir(&ran)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    markers.sort();
+    assert_eq!(
+        markers,
+        ["switchboard"],
+        "only Switchboard's own file runs `!` commands"
+    );
+}

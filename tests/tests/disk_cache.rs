@@ -346,3 +346,47 @@ fn stale_temp_files_of_dead_writers_are_removed_and_live_ones_kept() {
         0
     );
 }
+
+#[test]
+fn the_catalog_is_kept_beside_the_tools_and_entries_without_one_still_load() {
+    use switchboard_core::catalog::{Catalog, PromptArgument, PromptDef, ResourceDef};
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    let k = key("docs", HASH_A);
+    let catalog = Catalog {
+        resources: vec![ResourceDef {
+            uri: "file:///readme".into(),
+            name: "readme".into(),
+            title: Some("Read me".into()),
+            description: None,
+            mime_type: Some("text/plain".into()),
+            size: Some(12),
+            annotations: Some(RawJson::from_value(&serde_json::json!({"priority": 1}))),
+        }],
+        templates: Vec::new(),
+        prompts: vec![PromptDef {
+            name: "greet".into(),
+            title: None,
+            description: Some("Say hello".into()),
+            arguments: vec![PromptArgument {
+                name: "who".into(),
+                title: None,
+                description: None,
+                required: true,
+            }],
+        }],
+    };
+    let stored = tools(&["search"]);
+    cache.store_entry(&k, &stored, Some(&catalog), NOW).unwrap();
+    assert_eq!(
+        cache.load_entry(&k, NOW + 1),
+        Some((stored.clone(), Some(catalog)))
+    );
+    // `load` still reads the tools of such an entry.
+    assert_eq!(cache.load(&k, NOW + 1), Some(stored.clone()));
+    // An entry written without a catalog (by `store`, as before it was kept) loads with none.
+    cache.store(&k, &stored, NOW).unwrap();
+    let text = std::fs::read_to_string(cache.path_for(&k)).unwrap();
+    assert!(!text.contains("catalog"), "{text}");
+    assert_eq!(cache.load_entry(&k, NOW + 1), Some((stored, None)));
+}

@@ -158,3 +158,121 @@ fn fastmcp_python_server_over_stdio_lists_and_calls() {
         assert!(sb.live_processes().is_empty());
     });
 }
+
+#[test]
+fn server_everything_over_stdio_lists_reads_gets_completes_and_subscribes() {
+    if !peers_enabled("server_everything_catalog") {
+        return;
+    }
+    use std::collections::BTreeMap;
+    use switchboard::core::catalog::CompletionRef;
+    use switchboard::core::Event;
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![everything()])
+            .no_cache()
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["everything"], "{report:?}");
+        let state = sb.server_state("everything").unwrap();
+        let caps = state.capabilities.clone().unwrap();
+        assert!(
+            caps.resources && caps.resources_subscribe && caps.prompts,
+            "{caps:?}"
+        );
+        assert!(caps.completions && caps.logging, "{caps:?}");
+        assert!(state.instructions.is_some());
+        // Every resource, template and prompt the pinned server offers.
+        let docs = [
+            "architecture.md",
+            "extension.md",
+            "features.md",
+            "how-it-works.md",
+            "instructions.md",
+            "startup.md",
+            "structure.md",
+        ];
+        let uris: Vec<String> = sb.resources().iter().map(|r| r.def.uri.clone()).collect();
+        let want: Vec<String> = docs
+            .iter()
+            .map(|d| format!("demo://resource/static/document/{d}"))
+            .collect();
+        assert_eq!(uris, want);
+        let templates: Vec<String> = sb
+            .resource_templates()
+            .iter()
+            .map(|t| t.def.uri_template.clone())
+            .collect();
+        assert_eq!(
+            templates,
+            [
+                "demo://resource/dynamic/blob/{resourceId}",
+                "demo://resource/dynamic/text/{resourceId}"
+            ]
+        );
+        let prompts: Vec<String> = sb
+            .prompts()
+            .iter()
+            .map(|p| p.qualified_name.clone())
+            .collect();
+        assert_eq!(
+            prompts,
+            [
+                "mcp_everything_args_prompt",
+                "mcp_everything_completable_prompt",
+                "mcp_everything_resource_prompt",
+                "mcp_everything_simple_prompt"
+            ]
+        );
+        // One read of a listed resource (no server named: the one that lists it).
+        let r = sb.read_resource(&want[2], None).await.unwrap();
+        assert_eq!(r.server, "everything");
+        assert!(r.contents[0].text.as_deref().is_some_and(|t| !t.is_empty()));
+        // One prompt with an argument.
+        let args = BTreeMap::from([("city".to_string(), "Paris".to_string())]);
+        let p = sb
+            .get_prompt("mcp_everything_args_prompt", args)
+            .await
+            .unwrap();
+        let text = p.messages[0].content["text"].as_str().unwrap_or_default();
+        assert!(text.contains("Paris"), "{p:?}");
+        // One completion.
+        let reference = CompletionRef::Prompt {
+            name: "mcp_everything_completable_prompt".into(),
+        };
+        let c = sb
+            .complete(reference, "department", "", BTreeMap::new())
+            .await
+            .unwrap();
+        assert!(c.values.contains(&"Engineering".to_string()), "{c:?}");
+        // A subscription: the server says the resource was updated.
+        let events = sb.events();
+        assert_eq!(sb.subscribe(&want[0], None).await.unwrap(), "everything");
+        sb.call("mcp_everything_toggle_subscriber_updates", json!({}))
+            .await
+            .unwrap();
+        let updated = futures_lite::future::or(
+            async {
+                loop {
+                    match events.recv().await {
+                        Ok(Event::ResourceUpdated { server, uri }) => break Some((server, uri)),
+                        Ok(_) => {}
+                        Err(_) => break None,
+                    }
+                }
+            },
+            async {
+                async_io::Timer::after(Duration::from_secs(30)).await;
+                None
+            },
+        )
+        .await;
+        assert_eq!(updated, Some(("everything".to_string(), want[0].clone())));
+        assert_eq!(sb.unsubscribe(&want[0], None).await.unwrap(), "everything");
+        sb.set_log_level("everything", switchboard::core::catalog::LogLevel::Error)
+            .await
+            .unwrap();
+        sb.shutdown().await;
+        assert!(sb.live_processes().is_empty());
+    });
+}

@@ -290,6 +290,7 @@ impl Script {
                 server: server.into(),
                 key,
                 tools: cached.map(tools),
+                catalog: None,
             },
         );
     }
@@ -413,7 +414,8 @@ pub fn render_input(i: &Input) -> String {
             ))
         ),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
-        other => format!("{other:?}"),
+        // The rest render as in the simulator's traces.
+        other => switchboard_sim::trace::input(other),
     }
 }
 

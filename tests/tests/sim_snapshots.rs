@@ -33,6 +33,7 @@ fn server(name: &str, tools: &[&str]) -> ServerPlan {
         attempts: vec![ok_attempt()],
         call_latency_ms: 20,
         crash_loop: None,
+        catalog: false,
     }
 }
 
@@ -83,6 +84,7 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             max_call_time_ms: 600_000,
             reconnect: ReconnectMode::On,
             max_tool_pages: None,
+            peer: None,
         },
         mix: calm(),
         servers,
@@ -493,4 +495,75 @@ fn sim_tasks_are_polled_fetched_and_cancelled_with_one_outcome_each() {
     assert!(core(&r, "task_calls") >= 2, "{}", trace(&r));
     assert!(core(&r, "task_polls") >= 1, "{}", trace(&r));
     assert!(trace(&r).contains("tasks/result"), "{}", trace(&r));
+}
+
+#[test]
+fn sim_peer_requests_are_answered_once_or_withdrawn() {
+    // Two servers ask for sampling and elicitation when initialized and on every call; the
+    // embedder offers sampling and forms (not URL mode), answers some, declines, fails,
+    // answers late or twice, never answers others; servers cancel some requests.
+    let mut sc = scenario(
+        vec![server("a", &["echo"]), server("b", &["fetch"])],
+        vec![
+            (400, call(CallTarget::Live, 0)),
+            (450, call(CallTarget::Live, 1)),
+            (900, call(CallTarget::Live, 0)),
+            (1_400, call(CallTarget::Live, 1)),
+        ],
+    );
+    sc.options.roots = true;
+    sc.options.peer = Some(switchboard_sim::scenario::PeerPlan {
+        sampling: true,
+        form: true,
+        url: false,
+        timeout_ms: 300,
+        max_waiting: 2,
+        ask_pct: 100,
+        cancel_pct: 30,
+        answers: [2, 1, 1, 1, 1, 1],
+        set_roots_pct: 50,
+    });
+    sc.world_seed = 5;
+    let r = run("sim_peer_requests", &sc);
+    assert!(
+        r.coverage.peer_client_answers_checked >= 4,
+        "{:?}",
+        r.coverage
+    );
+    assert!(core(&r, "peer_requests_forwarded") >= 2);
+    assert!(trace(&r).contains("PeerRequest a p"));
+}
+
+#[test]
+fn sim_catalog_lists_reads_prompts_completions_and_subscriptions() {
+    let mut docs = server("docs", &["search", "fetch"]);
+    docs.catalog = true;
+    docs.alt_tools = vec!["search".into()];
+    let mut wiki = server("wiki", &["page"]);
+    wiki.catalog = true;
+    let actions = [0, 2, 4, 6, 8]
+        .into_iter()
+        .enumerate()
+        .map(|(k, pick)| (400 + 100 * k as u64, call(CallTarget::Live, pick)))
+        .collect();
+    let mut sc = scenario(vec![docs, wiki], actions);
+    sc.mix.chatter_pct = 100;
+    sc.world_seed = 3;
+    let r = run("sim_catalog_operations", &sc);
+    for counter in [
+        "ambiguous_uris",
+        "resources_read",
+        "prompts_got",
+        "completions",
+        "operations_acknowledged",
+        "resource_updates",
+        "resource_lists_applied",
+        "prompt_lists_applied",
+    ] {
+        assert!(
+            core(&r, counter) > 0,
+            "{counter} not reached:\n{}",
+            trace(&r)
+        );
+    }
 }

@@ -22,6 +22,10 @@ pub struct Source {
     pub errors: Vec<ConfigError>,
 }
 
+/// The provider of Switchboard's own config files (and of files named on the command line),
+/// the only ones whose `!command` values run.
+pub const OWN_PROVIDER: &str = "switchboard";
+
 impl Source {
     /// A source of entries that all parsed (or were built in code).
     pub fn new(meta: SourceMeta, servers: Vec<(String, ServerConfig)>) -> Self {
@@ -33,10 +37,21 @@ impl Source {
     }
 
     /// A source holding a parsed document: its entries and its per-entry errors.
+    ///
+    /// `!command` values (run by the shell at connect time) are Switchboard's own syntax: in
+    /// a file of another client ([`SourceMeta::provider`] other than `switchboard`), where
+    /// that client would pass the value on as it is, a leading `!` is kept as text (written
+    /// `!!`, the escape for a literal `!`), so nothing in such a file is ever executed.
     pub fn from_document(meta: SourceMeta, document: ParsedDocument) -> Self {
+        let mut servers = document.servers;
+        if meta.provider != OWN_PROVIDER {
+            for (_, config) in &mut servers {
+                config.keep_commands_as_text();
+            }
+        }
         Source {
             meta,
-            servers: document.servers,
+            servers,
             errors: document.errors,
         }
     }

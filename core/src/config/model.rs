@@ -212,6 +212,18 @@ pub enum TransportConfig {
     },
 }
 
+impl ServerConfig {
+    /// Every `env` and header value that would run as a `!command` is made the literal text
+    /// it is (a leading `!` doubled: `!!` is the escape for a literal `!`).
+    pub fn keep_commands_as_text(&mut self) {
+        for value in self.env.values_mut().chain(self.headers.values_mut()) {
+            if value.starts_with('!') {
+                value.insert(0, '!');
+            }
+        }
+    }
+}
+
 /// A configuration error. `Display` gives the message a user sees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 pub enum ConfigError {

@@ -81,4 +81,66 @@ pub struct Counters {
     pub task_status_notifications: u64,
     /// Tasks cancelled on their server because the caller gave up (timeout, cancel).
     pub task_cancels: u64,
+    /// Sampling or elicitation requests of servers handed to the embedder.
+    pub peer_requests_forwarded: u64,
+    /// Those the embedder answered with a result (or an accepted elicitation).
+    pub peer_answered: u64,
+    /// Those the embedder declined or cancelled.
+    pub peer_declined: u64,
+    /// Those the embedder answered with an error (or an answer that did not fit).
+    pub peer_answered_error: u64,
+    /// Those the embedder did not answer in time: the server got a timeout error.
+    pub peer_timed_out: u64,
+    /// Those the server cancelled before the embedder answered.
+    pub peer_cancelled_by_server: u64,
+    /// Those withdrawn because their connection ended.
+    pub peer_withdrawn_on_close: u64,
+    /// Requests refused at once because the client does not offer that feature.
+    pub peer_refused_off: u64,
+    /// Requests refused at once because their params were malformed.
+    pub peer_refused_invalid: u64,
+    /// Requests refused at once because too many of that server's were waiting.
+    pub peer_refused_full: u64,
+    /// Answers ignored: a second answer, or one for a request withdrawn or never issued.
+    pub peer_answers_ignored: u64,
+    /// `notifications/roots/list_changed` sent (one per server told).
+    pub roots_list_changed_sent: u64,
+    /// `notifications/elicitation/complete` reported for a known URL elicitation.
+    pub elicitations_completed: u64,
+    /// `resources/list` pages requested.
+    pub resource_pages_requested: u64,
+    /// `resources/templates/list` pages requested.
+    pub template_pages_requested: u64,
+    /// `prompts/list` pages requested.
+    pub prompt_pages_requested: u64,
+    /// Resource lists applied (first lists and re-lists).
+    pub resource_lists_applied: u64,
+    /// Resource template lists applied.
+    pub template_lists_applied: u64,
+    /// Prompt lists applied.
+    pub prompt_lists_applied: u64,
+    /// Resource, template or prompt lists that failed (the server kept its tools).
+    pub catalog_lists_failed: u64,
+    /// Resource or prompt `list_changed` notifications coalesced into a list under way.
+    pub catalog_relists_coalesced: u64,
+    /// Operations (reads, prompt gets, completions, subscriptions, log levels) started.
+    pub operations_started: u64,
+    /// Operations that waited for a deferred server and went out once it connected.
+    pub deferred_operations_sent: u64,
+    /// Operations that reached their deadline.
+    pub operation_timeouts: u64,
+    /// Operations the embedder cancelled.
+    pub operations_cancelled: u64,
+    /// Resources read.
+    pub resources_read: u64,
+    /// Prompts got.
+    pub prompts_got: u64,
+    /// Completions answered.
+    pub completions: u64,
+    /// Subscriptions, unsubscriptions and log levels the server accepted.
+    pub operations_acknowledged: u64,
+    /// Reads or subscriptions refused because several servers list the URI.
+    pub ambiguous_uris: u64,
+    /// `notifications/resources/updated` received.
+    pub resource_updates: u64,
 }

@@ -136,6 +136,45 @@ pub enum CallError {
         /// The server.
         server: String,
     },
+    /// An operation named a server that is not known.
+    UnknownServer {
+        /// The name given.
+        server: String,
+    },
+    /// No server in the view lists this resource (or template); name the server to read
+    /// one it does not list.
+    UnknownResource {
+        /// The URI given.
+        uri: String,
+    },
+    /// More than one server lists this URI: name the server.
+    AmbiguousResource {
+        /// The URI given.
+        uri: String,
+        /// The servers that list it, by name.
+        servers: Vec<String>,
+    },
+    /// The name is not in the prompt view (or left its server's list).
+    UnknownPrompt {
+        /// The qualified name given.
+        name: String,
+    },
+    /// The server did not declare the capability this method needs.
+    Unsupported {
+        /// The server.
+        server: String,
+        /// The method it does not offer.
+        method: String,
+    },
+    /// An operation (a read, a prompt, a completion, ...) reached its deadline.
+    OperationTimeout {
+        /// The method it sent (or would have sent).
+        method: String,
+        /// Its timeout.
+        after: Duration,
+        /// The server it was still waiting to connect, if it never went out.
+        waiting_for: Option<String>,
+    },
 }
 
 impl fmt::Display for CallError {
@@ -189,6 +228,37 @@ impl fmt::Display for CallError {
             CallError::Transport(error) => write!(f, "MCP error: {error}"),
             CallError::Disconnected { server } => {
                 write!(f, "MCP error: server \"{server}\" was disconnected")
+            }
+            CallError::UnknownServer { server } => {
+                write!(f, "MCP error: no server named \"{server}\"")
+            }
+            CallError::UnknownResource { uri } => write!(
+                f,
+                "MCP error: no server lists resource \"{uri}\" (name the server to read it)"
+            ),
+            CallError::AmbiguousResource { uri, servers } => write!(
+                f,
+                "MCP error: resource \"{uri}\" is listed by several servers ({}); name one",
+                servers.join(", ")
+            ),
+            CallError::UnknownPrompt { name } => write!(
+                f,
+                "MCP error: unknown prompt \"{name}\" (not in the current prompt view)"
+            ),
+            CallError::Unsupported { server, method } => write!(
+                f,
+                "MCP error: server \"{server}\" does not offer {method}"
+            ),
+            CallError::OperationTimeout {
+                method,
+                after,
+                waiting_for,
+            } => {
+                write!(f, "MCP error: {method} timed out after {} ms", after.as_millis())?;
+                if let Some(server) = waiting_for {
+                    write!(f, " waiting for server \"{server}\" to connect")?;
+                }
+                Ok(())
             }
         }
     }

@@ -163,4 +163,59 @@ pub enum Event {
         /// The server.
         server: String,
     },
+    /// A server asks the embedder for something (sampling, or an elicitation in form or URL
+    /// mode): answer with `Input::AnswerPeerRequest` naming `request`, once. Until then it
+    /// waits, bounded by `peer_request_timeout`; `PeerRequestWithdrawn` says when it is gone.
+    PeerRequest {
+        /// The server that asks.
+        server: String,
+        /// The core's key for the request.
+        request: super::PeerRequestKey,
+        /// What it asks for.
+        kind: crate::protocol::PeerRequestKind,
+    },
+    /// A request of a server's no longer takes an answer: the server cancelled it, its
+    /// connection ended, or it timed out (the server was told). An answer now is ignored.
+    PeerRequestWithdrawn {
+        /// The server that asked.
+        server: String,
+        /// The core's key for the request.
+        request: super::PeerRequestKey,
+        /// Why.
+        reason: super::WithdrawReason,
+    },
+    /// A server says an out-of-band interaction a URL-mode elicitation of its started is done
+    /// (`notifications/elicitation/complete`).
+    ElicitationComplete {
+        /// The server.
+        server: String,
+        /// The elicitation's id, as its request gave it.
+        elicitation_id: String,
+    },
+    /// These servers' resources or resource templates changed (a re-list after
+    /// `resources/list_changed`, or a server connected after its startup round); read
+    /// [`Manager::resources`](super::Manager::resources).
+    ResourcesChanged {
+        /// The servers, by name.
+        servers: Vec<String>,
+    },
+    /// These servers' prompts changed; read [`Manager::prompts`](super::Manager::prompts).
+    PromptsChanged {
+        /// The servers, by name.
+        servers: Vec<String>,
+    },
+    /// A server said a resource changed (`notifications/resources/updated`).
+    ResourceUpdated {
+        /// The server.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+    },
+    /// An operation (`Input::Operation`) completed (exactly once per operation).
+    OperationCompleted {
+        /// The operation.
+        call: CallId,
+        /// How it ended.
+        outcome: crate::catalog::OperationOutcome,
+    },
 }

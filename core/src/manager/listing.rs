@@ -22,6 +22,20 @@ pub(super) struct Listing {
     deadline: Instant,
 }
 
+impl Listing {
+    /// A listing with nothing under way: the tool list of a server without the tools
+    /// capability, while its other first lists are.
+    pub(super) fn settled(now: Instant) -> Listing {
+        Listing {
+            req: u64::MAX,
+            pages: 0,
+            cursors: BTreeSet::new(),
+            acc: Vec::new(),
+            deadline: now,
+        }
+    }
+}
+
 impl Manager {
     /// A `tools/list` page went unanswered: cancel it, then fail a first listing or keep the
     /// previous list of a refresh.
@@ -145,7 +159,7 @@ impl Manager {
             self.end_refresh(server, outcome);
         } else {
             match outcome {
-                Ok(tools) => self.tools_ready(server, tools),
+                Ok(tools) => self.tools_listed(server, tools),
                 // A server whose tools/list fails is not left "connected" with no tools: it
                 // fails, and its transport is closed.
                 Err(e) => {
@@ -165,6 +179,7 @@ impl Manager {
             return;
         };
         s.tools = dedupe(tools).into();
+        self.view_gen += 1;
         s.ready_at = Some(self.now);
         s.last_error = None;
         s.ping_misses = 0;
@@ -189,21 +204,26 @@ impl Manager {
             },
         );
         self.expose(server, false);
+        let catalog = self.live_catalog(server);
+        self.catalog_stored(server);
         self.out.push_back(Output::StoreCache {
             server: server.to_string(),
             key,
             tools: stored,
+            catalog,
         });
         if !in_open_round {
             self.emit(Event::ToolsChanged {
                 servers: vec![server.to_string()],
             });
         }
+        self.catalog_ready(server, !in_open_round);
         if let Some(h) = &self.opts.health {
             let at = self.now + h.interval;
             self.arm_ping(conn, at, TimerReason::Ping { conn });
         }
         self.flush_waiting_calls(server, conn);
+        self.flush_waiting_ops(server, conn);
         // Refreshes asked while the server was connecting: its first list is their answer.
         self.answer_refreshes(server, |gen| gen.is_none(), || Ok(()));
         let relist = self
@@ -368,15 +388,19 @@ impl Manager {
                 let tools = dedupe(tools);
                 s.tools = tools.as_slice().into();
                 s.cache = CacheState::Hit(s.tools.clone());
+                self.view_gen += 1;
                 let key = CacheKey {
                     server: server.to_string(),
                     config_hash: s.hash.clone(),
                 };
                 self.expose(server, false);
+                let catalog = self.live_catalog(server);
+                self.catalog_stored(server);
                 self.out.push_back(Output::StoreCache {
                     server: server.to_string(),
                     key,
                     tools,
+                    catalog,
                 });
                 self.emit(Event::ToolsChanged {
                     servers: vec![server.to_string()],
@@ -394,7 +418,13 @@ impl Manager {
         }
     }
 
-    pub(super) fn on_cache(&mut self, server: &str, key: CacheKey, tools: Option<Vec<ToolDef>>) {
+    pub(super) fn on_cache(
+        &mut self,
+        server: &str,
+        key: CacheKey,
+        tools: Option<Vec<ToolDef>>,
+        catalog: Option<crate::catalog::Catalog>,
+    ) {
         let Some(s) = self.servers.get_mut(server) else {
             self.counters.stale_events += 1;
             return;
@@ -406,10 +436,13 @@ impl Manager {
             self.counters.stale_events += 1;
             return;
         }
+        let hit = tools.is_some();
         s.cache = match tools {
             Some(t) => CacheState::Hit(dedupe(t).into()),
             None => CacheState::Miss,
         };
+        self.view_gen += 1;
+        self.catalog_cached(server, catalog.filter(|_| hit));
     }
 }
 

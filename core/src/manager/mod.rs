@@ -8,17 +8,21 @@
 //! transport, `initialize`, reading frames, answering the server's requests), `listing`
 //! (`tools/list` pages, `list_changed`, refreshes, the tool cache), `calls` (tool calls and
 //! their deadlines), `recovery` (failures, the reconnect ladder and its breaker), `health`
-//! (pings), `reconcile` (`Connect`, `Reload`, `Sync`, `Disconnect`), `view` (the tool view,
-//! its names and the names it retired) and `counters`. This module holds the struct, the
+//! (pings), `peer` (requests of servers to the client, and the roots), `reconcile`
+//! (`Connect`, `Reload`, `Sync`, `Disconnect`), `view` (the tool view, its names and the
+//! names it retired) and `counters`. This module holds the struct, the
 //! input and timer dispatch, and the getters.
 
 mod calls;
+mod catalog;
 mod counters;
 mod errors;
 mod event;
 mod health;
 mod listing;
+mod operations;
 mod options;
+mod peer;
 mod reconcile;
 mod recovery;
 mod rounds;
@@ -29,10 +33,12 @@ mod timers;
 mod types;
 mod view;
 
+pub use catalog::MAX_CATALOG_ITEMS;
 pub use counters::Counters;
 pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerErrorKind};
 pub use event::{CallOutcome, Event, RequestId};
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
+pub use peer::{PeerRequestKey, WithdrawReason, MAX_ROOTS};
 pub use servers::{Phase, ServerState, ServerStatus};
 pub use tasks::{TASK_POLL_DEFAULT, TASK_POLL_MAX, TASK_POLL_MIN};
 pub use timers::TimerReason;
@@ -46,6 +52,7 @@ use crate::names::NameTable;
 use crate::rng::SplitMix64;
 use crate::time::Instant;
 use calls::Call;
+use peer::PeerState;
 use rounds::Rounds;
 use servers::{Server, Stage};
 use sessions::Conn;
@@ -106,6 +113,14 @@ pub struct Manager {
     /// tool, a withdrawal), with the pair they named: a call to one is told why it failed.
     /// An entry goes when its name is minted again.
     retired: BTreeMap<String, (String, String)>,
+    /// Bumped by every change that may alter the tool view (a slice exposed or withdrawn, a
+    /// server's live or cached list replaced, a server forgotten): see
+    /// [`Manager::view_generation`].
+    view_gen: u64,
+    /// Requests of servers waiting for the embedder, and the roots.
+    peer: PeerState,
+    /// Prompt names and operations in flight (resources, prompts, completion, logging).
+    catalog: catalog::CatalogState,
 }
 
 impl Manager {
@@ -113,6 +128,9 @@ impl Manager {
     pub fn new(opts: ManagerOptions, now: Instant) -> Self {
         Manager {
             retired: BTreeMap::new(),
+            view_gen: 0,
+            peer: PeerState::new(opts.roots.clone()),
+            catalog: catalog::CatalogState::new(opts.naming),
             rng: SplitMix64::new(opts.seed),
             names: NameTable::new(opts.naming),
             opts,
@@ -269,7 +287,12 @@ impl Manager {
             }
             Input::RefreshTools { request, server } => self.refresh_request(request, &server),
             Input::Transport { conn, event } => self.on_transport(conn, event),
-            Input::CacheLoaded { server, key, tools } => self.on_cache(&server, key, tools),
+            Input::CacheLoaded {
+                server,
+                key,
+                tools,
+                catalog,
+            } => self.on_cache(&server, key, tools, catalog),
             Input::CallTool {
                 call,
                 tool,
@@ -278,7 +301,16 @@ impl Manager {
                 progress,
                 meta,
             } => self.call_tool(call, &tool, arguments, timeout, progress, meta),
-            Input::CancelCall { call } => self.cancel_call(call),
+            Input::CancelCall { call } => {
+                if !self.cancel_op(call) {
+                    self.cancel_call(call);
+                }
+            }
+            Input::AnswerPeerRequest { request, answer } => {
+                self.answer_peer_request(request, answer)
+            }
+            Input::SetRoots { roots } => self.set_roots(roots),
+            Input::Operation { call, op, timeout } => self.start_op(call, op, timeout),
         }
         self.check_rounds();
     }
@@ -300,11 +332,20 @@ impl Manager {
             // due at the same instant is reported as that server's error, not as pending.
             TimerReason::UncachedWait { .. } => {}
             TimerReason::Connect { server, conn } => self.on_connect_timeout(&server, conn),
-            TimerReason::Request { conn, id } => self.on_list_timeout(conn, id),
+            TimerReason::Request { conn, id } => {
+                if !self.on_catalog_timeout(conn, id) {
+                    self.on_list_timeout(conn, id);
+                }
+            }
             TimerReason::Reconnect { server, at } => self.on_reconnect_due(&server, at),
             TimerReason::Ping { conn } => self.send_ping(conn),
             TimerReason::PingTimeout { conn, id } => self.on_ping_timeout(conn, id),
-            TimerReason::Call { call } => self.on_call_timeout(call),
+            TimerReason::Call { call } => {
+                if !self.on_op_timeout(call) {
+                    self.on_call_timeout(call);
+                }
+            }
+            TimerReason::PeerRequest { key } => self.on_peer_request_timeout(key),
             TimerReason::TaskPoll { call } => self.on_task_poll(call),
         }
     }

@@ -4,7 +4,7 @@
 //! it lacks are opt-in, except reconnecting, which is on.
 
 use crate::names::NamingScheme;
-use crate::protocol::{self, Root};
+use crate::protocol::{self, ClientFeatures, Root};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -26,7 +26,8 @@ pub struct ManagerOptions {
     pub request_timeout: Duration,
     /// Variables for `${VAR}` expansion (the shell passes the process environment).
     pub env: BTreeMap<String, String>,
-    /// Roots answered to `roots/list`; the `roots` capability is declared when non-empty.
+    /// The roots answered to `roots/list` at first (`Input::SetRoots` replaces them); the
+    /// `roots` capability is declared when non-empty (or `client_features.roots` is on).
     pub roots: Vec<Root>,
     /// The largest frame read from a server (default 16 MiB); a larger one fails the
     /// connection.
@@ -47,6 +48,15 @@ pub struct ManagerOptions {
     /// The connect timeout of servers whose config sets no `timeout` (default 30 s). Not part
     /// of any cache key, unlike a config's own `timeout`.
     pub default_connect_timeout: Duration,
+    /// The requests of a server's the client takes (sampling, elicitation, roots), and so the
+    /// capabilities `initialize` declares (all off by default).
+    pub client_features: ClientFeatures,
+    /// How long a server's sampling or elicitation request waits for the embedder's answer
+    /// before the server is answered with a timeout error (default 10 min: a person answers).
+    pub peer_request_timeout: Duration,
+    /// Most requests of one server's that may wait for the embedder at once (default 16); one
+    /// more is answered with an error at once.
+    pub max_peer_requests: usize,
 }
 
 /// Reconnect with backoff: after an unexpected close of a connected server, attempts follow
@@ -144,6 +154,9 @@ impl Default for ManagerOptions {
             reset_timeout_on_progress: false,
             max_call_time: Duration::from_secs(600),
             default_connect_timeout: crate::config::DEFAULT_CONNECT_TIMEOUT,
+            client_features: ClientFeatures::default(),
+            peer_request_timeout: Duration::from_secs(600),
+            max_peer_requests: 16,
         }
     }
 }

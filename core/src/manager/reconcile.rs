@@ -86,6 +86,7 @@ impl Manager {
         self.stop_attempt(server, true, &error);
         // Forgotten entirely, pending or not: its source metadata goes too.
         self.servers.remove(server);
+        self.view_gen += 1;
         closed
     }
 

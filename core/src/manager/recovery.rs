@@ -232,6 +232,7 @@ impl Manager {
             };
             self.complete_call(call, CallOutcome::Err(e));
         }
+        self.drop_ops(server, error, keep_waiting);
         let waiting = self.servers.get(server).map_or(0, |s| s.refreshes.len());
         self.counters.refreshes_lost += waiting as u64;
         self.answer_refreshes(server, |_| true, || Err(RefreshError::Lost(error.clone())));

@@ -109,6 +109,10 @@ pub struct ServerState {
     pub reconnect_attempt: u32,
     /// When the next reconnect attempt starts, while one is scheduled.
     pub next_attempt_at: Option<Instant>,
+    /// The server's usage instructions for the model (`initialize`), when given.
+    pub instructions: Option<String>,
+    /// What the server declared in `initialize`, once it has answered.
+    pub capabilities: Option<crate::protocol::ServerCapabilities>,
 }
 
 /// What the tool cache said about a server's current config.
@@ -227,6 +231,8 @@ pub(super) struct Server {
     pub(super) refreshes: Vec<(RequestId, Option<u64>)>,
     /// Re-lists started on the current connection so far; the one under way has this number.
     pub(super) list_gen: u64,
+    /// Its resources, templates and prompts, and their lists under way.
+    pub(super) catalog: super::catalog::ServerCatalog,
 }
 
 impl Server {
@@ -252,6 +258,7 @@ impl Server {
             relist_when_ready: false,
             refreshes: Vec::new(),
             list_gen: 0,
+            catalog: Default::default(),
         }
     }
 
@@ -290,6 +297,8 @@ impl Server {
                 Stage::Backoff { at } => Some(at),
                 _ => None,
             },
+            instructions: self.init.as_ref().and_then(|i| i.instructions.clone()),
+            capabilities: self.init.as_ref().map(|i| i.capabilities.clone()),
         }
     }
 }

@@ -82,6 +82,10 @@ pub(super) enum Req {
     TaskResult(CallId),
     /// `tasks/cancel` of a task nobody waits for; its answer changes nothing.
     TaskCancel,
+    /// A page of a resources, templates or prompts list.
+    List(super::catalog::ListKind),
+    /// An operation (`Input::Operation`).
+    Op(CallId),
 }
 
 /// A transport the manager tracks (opening or open), with the requests in flight on it.
@@ -144,6 +148,7 @@ impl Manager {
             .or_insert_with(|| Server::new(spec.clone(), hash.clone(), transport));
         if s.hash != hash {
             s.cache = CacheState::Unknown;
+            self.view_gen += 1;
         }
         s.spec = spec;
         s.hash = hash.clone();
@@ -171,6 +176,7 @@ impl Manager {
         let need_cache = matches!(s.cache, CacheState::Unknown);
         if need_cache {
             s.cache = CacheState::Loading;
+            self.view_gen += 1;
         }
         let conn = ConnId(self.next_conn);
         self.next_conn += 1;
@@ -234,7 +240,7 @@ impl Manager {
                     }
                     let params = protocol::initialize_params(
                         &self.opts.client_version,
-                        !self.opts.roots.is_empty(),
+                        self.client_capabilities(),
                     );
                     self.request(conn, "initialize", Some(params), Req::Initialize);
                     self.set_phase(&server, Stage::Initializing { conn, deadline });
@@ -316,6 +322,14 @@ impl Manager {
                     c.tracker.complete(id);
                 }
             }
+            Req::List(kind) => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.tracker.complete(id);
+                }
+                let error = format!("the transport could not deliver it: {error}");
+                self.on_catalog_page(conn, server, id, kind, Err(error));
+            }
+            Req::Op(call) => self.on_op_undelivered(call, error),
         }
     }
 
@@ -364,14 +378,16 @@ impl Manager {
         let (id, answer) = match msg {
             Incoming::Response { id, result } => (id, Answer::Raw(result)),
             Incoming::ToolsPage { id, page } => (Some(id), Answer::Page(page)),
-            Incoming::Request { id, method, .. } => {
-                self.counters.peer_requests_answered += 1;
-                let answer = protocol::answer_peer_request(&id, &method, &self.opts.roots);
-                let meta = FrameMeta {
-                    kind: FrameKind::Response,
-                    method: None,
-                };
-                self.send(conn, answer, meta);
+            Incoming::Request { id, method, params } => {
+                self.on_peer_request(conn, server, id, &method, &params);
+                return;
+            }
+            Incoming::Notification(ServerNotification::Cancelled { request_id }) => {
+                self.on_peer_cancelled(conn, &request_id);
+                return;
+            }
+            Incoming::Notification(ServerNotification::ElicitationComplete { elicitation_id }) => {
+                self.on_elicitation_complete(conn, server, elicitation_id);
                 return;
             }
             Incoming::Notification(n) => {
@@ -419,6 +435,11 @@ impl Manager {
             (Req::TaskGet(call), Answer::Raw(result)) => self.on_task_status(call, result),
             (Req::TaskResult(call), Answer::Raw(result)) => self.on_call_result(call, result),
             (Req::TaskCancel, Answer::Raw(_)) => {}
+            (Req::List(kind), Answer::Raw(result)) => {
+                let result = result.map_err(|e| e.to_string());
+                self.on_catalog_page(conn, server, id, kind, result);
+            }
+            (Req::Op(call), Answer::Raw(result)) => self.on_op_result(call, result),
         }
     }
 
@@ -460,7 +481,12 @@ impl Manager {
                 });
             }
             ServerNotification::TaskStatus { params } => self.on_task_notification(server, &params),
-            ServerNotification::Cancelled { .. } | ServerNotification::Other { .. } => {}
+            ServerNotification::ResourcesListChanged => self.on_catalog_list_changed(server, false),
+            ServerNotification::PromptsListChanged => self.on_catalog_list_changed(server, true),
+            ServerNotification::ResourceUpdated { uri } => self.on_resource_updated(server, uri),
+            ServerNotification::Cancelled { .. }
+            | ServerNotification::Other { .. }
+            | ServerNotification::ElicitationComplete { .. } => {}
         }
     }
 
@@ -512,10 +538,18 @@ impl Manager {
         if let Some(s) = self.servers.get_mut(server) {
             s.init = Some(init);
         }
+        // The first pages of every declared list go out together; the server is ready once
+        // each has its last page.
+        let catalog = self.start_catalog_lists(server, conn);
         if has_tools {
             if let Some(listing) = self.start_list(conn, None, 0, BTreeSet::new(), Vec::new()) {
                 self.set_phase(server, Stage::Listing { conn, listing });
             }
+        } else if catalog {
+            // No tools capability: ready with an empty tool list once the others are in.
+            let listing = super::listing::Listing::settled(self.now);
+            self.set_phase(server, Stage::Listing { conn, listing });
+            self.tools_listed(server, Vec::new());
         } else {
             // No tools capability: ready with an empty list.
             self.tools_ready(server, Vec::new());
@@ -528,11 +562,12 @@ impl Manager {
         let Some(mut c) = self.conns.remove(&conn) else {
             return false;
         };
+        self.withdraw_peer_requests(conn);
         if let Some(t) = c.ping_timer.take() {
             self.timers.remove(&t);
         }
         for (id, req) in c.tracker.drain() {
-            if let Req::ListTools = req {
+            if let Req::ListTools | Req::List(_) = req {
                 self.timers.disarm_request(conn, id);
             }
         }

@@ -2,7 +2,7 @@
 //! for, so a trace names the reason of each wake-up, and a handled or disarmed timer leaves
 //! nothing behind: `poll_timeout` is always the earliest deadline still meaningful.
 
-use super::{CallId, ConnId};
+use super::{CallId, ConnId, PeerRequestKey};
 use crate::time::Instant;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -62,6 +62,12 @@ pub enum TimerReason {
     TaskPoll {
         /// The call whose task is polled.
         call: CallId,
+    },
+    /// A request of a server's (`key`) went unanswered by the embedder for
+    /// `peer_request_timeout`.
+    PeerRequest {
+        /// The core's key for the request.
+        key: PeerRequestKey,
     },
 }
 

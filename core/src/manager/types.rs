@@ -171,6 +171,9 @@ pub enum Input {
         key: CacheKey,
         /// The cached tools, if any.
         tools: Option<Vec<ToolDef>>,
+        /// The cached resources, templates and prompts (`None` with a miss, or from a cache
+        /// written before it kept them).
+        catalog: Option<crate::catalog::Catalog>,
     },
     /// Call a tool by qualified name. `timeout` defaults to `ManagerOptions::call_timeout`.
     CallTool {
@@ -194,6 +197,31 @@ pub enum Input {
     CancelCall {
         /// The call to cancel.
         call: CallId,
+    },
+    /// The embedder's answer to a request of a server's (`Event::PeerRequest`). Each request
+    /// takes one answer; another, or one for a request withdrawn, is ignored.
+    AnswerPeerRequest {
+        /// The core's key for the request.
+        request: super::PeerRequestKey,
+        /// The answer.
+        answer: crate::protocol::PeerAnswer,
+    },
+    /// Replace the roots answered to `roots/list`; every initialized server is sent
+    /// `notifications/roots/list_changed` (when the `roots` capability was declared).
+    SetRoots {
+        /// The new roots (at most `MAX_ROOTS` are kept).
+        roots: Vec<crate::protocol::Root>,
+    },
+    /// An operation on a server's resources, prompts, completions or logging, numbered from
+    /// the same space as calls (`CancelCall` cancels it). Completes with exactly one
+    /// `OperationCompleted`. `timeout` defaults to `ManagerOptions::call_timeout`.
+    Operation {
+        /// The embedder's number for it.
+        call: CallId,
+        /// What to do.
+        op: crate::catalog::Operation,
+        /// Its timeout, instead of the default.
+        timeout: Option<Duration>,
     },
 }
 
@@ -304,6 +332,8 @@ pub enum Output {
         key: CacheKey,
         /// The tools it listed live.
         tools: Vec<ToolDef>,
+        /// Its resources, templates and prompts, listed live.
+        catalog: crate::catalog::Catalog,
     },
     /// Something for the embedder.
     Event(Event),

@@ -52,6 +52,13 @@ impl Manager {
         out
     }
 
+    /// A number that is the same as at an earlier call only if the tool view
+    /// ([`Manager::tool_refs`]) cannot have changed since: an observer that keeps a copy of
+    /// the view can skip rebuilding it. (It may change without the view changing.)
+    pub fn view_generation(&self) -> u64 {
+        self.view_gen
+    }
+
     /// Number of tools in the view.
     pub fn tool_count(&self) -> usize {
         self.names.len()
@@ -75,12 +82,14 @@ impl Manager {
             &s.tools
         };
         s.exposed = Some(deferred);
+        self.view_gen += 1;
         let before = slice_of(&self.names, server);
         // Only this server's slice changes, found by identity, not by name prefix: another
         // server whose name shares the prefix keeps its tools.
         self.names
             .set_server_tools(server, list.iter().map(|t| t.name.as_str()));
         self.retire(server, before);
+        self.sync_prompt_names(server);
     }
 
     /// Remember the names of `before` that `server`'s slice no longer holds, and forget the
@@ -109,10 +118,12 @@ impl Manager {
             return;
         };
         if s.exposed.take().is_some() {
+            self.view_gen += 1;
             let announce = s.round.is_none();
             let before = slice_of(&self.names, server);
             self.names.remove_server(server);
             self.retire(server, before);
+            self.sync_prompt_names(server);
             if announce {
                 self.emit(Event::ToolsChanged {
                     servers: vec![server.to_string()],

@@ -282,8 +282,27 @@ fn decode_notification(method: &str, params: &Value) -> ServerNotification {
         "notifications/tasks/status" => ServerNotification::TaskStatus {
             params: params.clone(),
         },
+        "notifications/elicitation/complete" => {
+            match params.get("elicitationId").and_then(Value::as_str) {
+                Some(id) => ServerNotification::ElicitationComplete {
+                    elicitation_id: id.to_string(),
+                },
+                None => ServerNotification::Other {
+                    method: method.to_string(),
+                },
+            }
+        }
         "notifications/cancelled" => ServerNotification::Cancelled {
             request_id: params.get("requestId").cloned().unwrap_or(Value::Null),
+        },
+        "notifications/resources/list_changed" => ServerNotification::ResourcesListChanged,
+        "notifications/prompts/list_changed" => ServerNotification::PromptsListChanged,
+        "notifications/resources/updated" => ServerNotification::ResourceUpdated {
+            uri: params
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
         },
         other => ServerNotification::Other {
             method: other.to_string(),

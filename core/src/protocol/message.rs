@@ -142,6 +142,21 @@ pub enum ServerNotification {
         /// The notification's params (the task object).
         params: Value,
     },
+    /// `notifications/elicitation/complete`: an out-of-band interaction a URL-mode
+    /// elicitation started is done.
+    ElicitationComplete {
+        /// The id the `elicitation/create` request gave it.
+        elicitation_id: String,
+    },
+    /// `notifications/resources/list_changed`: list its resources and templates again.
+    ResourcesListChanged,
+    /// `notifications/prompts/list_changed`: list its prompts again.
+    PromptsListChanged,
+    /// `notifications/resources/updated`: a subscribed resource changed.
+    ResourceUpdated {
+        /// The resource's URI (empty when the server sent none).
+        uri: String,
+    },
 }
 
 /// Why a frame could not be decoded.

@@ -10,10 +10,10 @@ use super::{
 use crate::tool::{RawJson, ToolResult};
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// A root the client exposes to servers (`roots/list`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Root {
     /// The root's URI, a `file://` URI for a directory.
     pub uri: String,
@@ -21,15 +21,12 @@ pub struct Root {
     pub name: Option<String>,
 }
 
-/// `initialize` params: our client info, protocol version and capabilities.
-pub fn initialize_params(client_version: &str, roots: bool) -> Value {
-    let mut caps = Map::new();
-    if roots {
-        caps.insert("roots".into(), json!({"listChanged": false}));
-    }
+/// `initialize` params: our client info, protocol version and capabilities (see
+/// [`client_capabilities`](super::client_capabilities)).
+pub fn initialize_params(client_version: &str, capabilities: Value) -> Value {
     json!({
         "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": Value::Object(caps),
+        "capabilities": capabilities,
         "clientInfo": {"name": "switchboard", "version": client_version},
     })
 }
@@ -51,6 +48,8 @@ pub struct InitializeResult {
     pub instructions: Option<String>,
     /// The server takes `tools/call` as a task (`capabilities.tasks.requests.tools.call`).
     pub tasks_tool_call: bool,
+    /// Everything it declared in `capabilities`.
+    pub capabilities: super::ServerCapabilities,
 }
 
 /// Parse an `initialize` answer (a small object: read as a `Value`).
@@ -88,6 +87,7 @@ pub fn parse_initialize_result(raw: &RawValue) -> Result<InitializeResult, Proto
         tasks_tool_call: v
             .pointer("/capabilities/tasks/requests/tools/call")
             .is_some_and(|c| !c.is_null()),
+        capabilities: super::ServerCapabilities::parse(v.get("capabilities")),
     })
 }
 
@@ -117,16 +117,7 @@ pub fn parse_call_tool_result(raw: &RawValue) -> Result<ToolResult, ProtocolErro
 pub fn answer_peer_request(id: &PeerRequestId, method: &str, roots: &[Root]) -> Bytes {
     match method {
         "ping" => encode_result(id, json!({})),
-        "roots/list" => {
-            let list: Vec<Value> = roots
-                .iter()
-                .map(|r| match &r.name {
-                    Some(n) => json!({"uri": r.uri, "name": n}),
-                    None => json!({"uri": r.uri}),
-                })
-                .collect();
-            encode_result(id, json!({ "roots": list }))
-        }
+        "roots/list" => encode_result(id, super::roots_result(roots)),
         other => encode_error(
             id,
             codes::METHOD_NOT_FOUND,

@@ -9,16 +9,26 @@
 //! the errors); frame decoding, which reads the JSON-RPC envelope in one pass and can read a
 //! `tools/list` answer as it goes; the streaming `tools/list` page reader; the encoding of
 //! outgoing frames; the params and results of the MCP methods the client uses (`initialize`,
-//! `tools/list`, `tools/call`, and the server's `ping` and `roots/list`); and the tracker of
+//! `tools/list`, `tools/call`, the resources, prompts, completion and logging methods, and the
+//! server's `ping` and `roots/list`); the server's sampling and elicitation requests and the
+//! client capabilities that offer them; and the tracker of
 //! outstanding requests.
 
+mod client_requests;
 mod decode;
 mod encode;
 mod message;
 mod methods;
+mod prompts;
+mod resources;
 mod tools_list;
 mod tracker;
 
+pub use client_requests::{
+    client_capabilities, encode_peer_answer, enum_values, form_defaults, parse_client_request,
+    property_default, roots_result, AnswerClass, ClientFeatures, PeerAnswer, PeerRequestKind,
+    Refusal, MAX_ELICIT_TEXT, REQUEST_TIMEOUT, USER_REJECTED,
+};
 pub use decode::{decode, decode_expecting, Expect};
 pub use encode::{
     encode_cancelled, encode_error, encode_notification, encode_request, encode_result,
@@ -29,6 +39,14 @@ pub use message::{
 pub use methods::{
     answer_peer_request, call_tool_params, initialize_params, list_tools_params,
     parse_call_tool_result, parse_initialize_result, InitializeResult, Root,
+};
+pub use prompts::{
+    complete_params, get_prompt_params, parse_completion_result, parse_prompt_result,
+    set_level_params, WireRef, MAX_COMPLETION_VALUES, MAX_PROMPT_MESSAGES,
+};
+pub use resources::{
+    list_params, parse_catalog_page, parse_empty_result, parse_read_result, uri_params,
+    CatalogPage, ServerCapabilities, MAX_READ_CONTENTS,
 };
 pub use tools_list::{parse_list_tools_result, ToolsPage};
 pub use tracker::RequestTracker;

@@ -220,3 +220,153 @@ fn tracker_matches_each_response_once() {
     assert_eq!(t.complete(b), None);
     assert!(t.was_issued(a) && !t.was_issued(7));
 }
+
+fn all_on() -> ClientFeatures {
+    ClientFeatures {
+        sampling: true,
+        elicitation_form: true,
+        elicitation_url: true,
+        roots: true,
+    }
+}
+
+#[test]
+fn client_requests_parse_into_what_the_embedder_answers() {
+    let f = all_on();
+    let form = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}});
+    assert_eq!(
+        parse_client_request("elicitation/create", &form, &f),
+        Ok(Some(PeerRequestKind::ElicitForm {
+            message: "m".into(),
+            requested_schema: json!({"type": "object", "properties": {}}),
+        }))
+    );
+    let url = json!({"mode": "url", "message": "m", "url": "https://x", "elicitationId": "e"});
+    assert_eq!(
+        parse_client_request("elicitation/create", &url, &f),
+        Ok(Some(PeerRequestKind::ElicitUrl {
+            message: "m".into(),
+            url: "https://x".into(),
+            elicitation_id: "e".into(),
+        }))
+    );
+    let sampling = json!({"messages": [], "maxTokens": 1});
+    assert!(matches!(
+        parse_client_request("sampling/createMessage", &sampling, &f),
+        Ok(Some(PeerRequestKind::Sampling { .. }))
+    ));
+    assert_eq!(parse_client_request("ping", &Value::Null, &f), Ok(None));
+    // Malformed: the embedder never sees them.
+    for (method, params) in [
+        ("sampling/createMessage", json!({})),
+        ("elicitation/create", json!({"requestedSchema": {}})),
+        ("elicitation/create", json!({"message": "m"})),
+        (
+            "elicitation/create",
+            json!({"mode": "url", "message": "m", "url": "u"}),
+        ),
+        ("elicitation/create", json!({"mode": "sms", "message": "m"})),
+    ] {
+        let r = parse_client_request(method, &params, &f);
+        assert!(
+            matches!(&r, Err(e) if e.code == codes::INVALID_PARAMS && !e.off),
+            "{params}: {r:?}"
+        );
+    }
+    // Off: method not found; a mode not offered: invalid params.
+    let off = ClientFeatures::default();
+    let r = parse_client_request("elicitation/create", &form, &off).unwrap_err();
+    assert!(r.off && r.code == codes::METHOD_NOT_FOUND);
+    let form_only = ClientFeatures {
+        elicitation_form: true,
+        ..Default::default()
+    };
+    let r = parse_client_request("elicitation/create", &url, &form_only).unwrap_err();
+    assert!(r.off && r.code == codes::INVALID_PARAMS);
+}
+
+#[test]
+fn peer_answers_encode_per_kind() {
+    let id = PeerRequestId(json!(4));
+    let form = PeerRequestKind::ElicitForm {
+        message: "m".into(),
+        requested_schema: json!({}),
+    };
+    let sampling = PeerRequestKind::Sampling { params: json!({}) };
+    let enc = |kind: &PeerRequestKind, a: PeerAnswer| {
+        let (frame, class) = encode_peer_answer(&id, kind, &a);
+        (serde_json::from_slice::<Value>(&frame).unwrap(), class)
+    };
+    let mut content = serde_json::Map::new();
+    content.insert("a".into(), json!(1));
+    let (v, c) = enc(
+        &form,
+        PeerAnswer::Accept {
+            content: Some(content),
+        },
+    );
+    assert_eq!(
+        (v["result"].clone(), c),
+        (
+            json!({"action": "accept", "content": {"a": 1}}),
+            AnswerClass::Answered
+        )
+    );
+    let (v, c) = enc(&form, PeerAnswer::Decline);
+    assert_eq!(
+        (v["result"].clone(), c),
+        (json!({"action": "decline"}), AnswerClass::Declined)
+    );
+    let (v, c) = enc(&sampling, PeerAnswer::Cancel);
+    assert_eq!(
+        (v["error"]["code"].clone(), c),
+        (json!(USER_REJECTED), AnswerClass::Declined)
+    );
+    let (v, c) = enc(&sampling, PeerAnswer::Accept { content: None });
+    assert_eq!(
+        (v["error"]["code"].clone(), c),
+        (json!(codes::INTERNAL_ERROR), AnswerClass::Failed)
+    );
+    let (v, c) = enc(
+        &sampling,
+        PeerAnswer::Result {
+            result: json!("text"),
+        },
+    );
+    assert_eq!(
+        (v["error"]["code"].clone(), c),
+        (json!(codes::INTERNAL_ERROR), AnswerClass::Failed)
+    );
+    assert_eq!(client_capabilities(&ClientFeatures::default()), json!({}));
+    assert_eq!(
+        client_capabilities(&all_on()),
+        json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {"form": {}, "url": {}}})
+    );
+}
+
+#[test]
+fn elicitation_complete_decodes_with_its_id() {
+    let n = decode(
+        &frame(
+            json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "e-1"}}),
+        ),
+        1 << 20,
+    );
+    assert_eq!(
+        n,
+        Ok(Incoming::Notification(
+            ServerNotification::ElicitationComplete {
+                elicitation_id: "e-1".into()
+            }
+        ))
+    );
+    // Without an id it is just another notification.
+    let n = decode(
+        &frame(json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete"})),
+        1 << 20,
+    );
+    assert!(matches!(
+        n,
+        Ok(Incoming::Notification(ServerNotification::Other { .. }))
+    ));
+}

@@ -8,6 +8,7 @@ use crate::driver::link::{Error, Progress};
 use crate::rt::OneshotSender;
 use async_channel::Sender;
 use std::sync::Arc;
+use switchboard_core::catalog::OperationOutcome;
 use switchboard_core::manager::{CallOutcome, Event, Level, RequestError, StartupReport};
 
 /// What one drain of the core's outputs changed, published together at its end.
@@ -22,6 +23,9 @@ pub(super) struct Batch {
     subscribed: bool,
     replies: Vec<(Sender<Option<StartupReport>>, Option<StartupReport>)>,
     call_replies: Vec<(OneshotSender<CallOutcome>, CallOutcome)>,
+    op_replies: Vec<(OneshotSender<OperationOutcome>, OperationOutcome)>,
+    /// The resources, templates and prompts changed (or may have, with the tool view).
+    refresh_catalog: bool,
     /// Refresh and refusal answers: sent after the snapshot, so a caller that reads the view
     /// once `refresh_tools` returned sees the new list.
     answers: Vec<(Sender<Answer>, Answer)>,
@@ -39,6 +43,8 @@ impl Batch {
             subscribed: driver.subscribers.any(),
             replies: Vec::new(),
             call_replies: Vec::new(),
+            op_replies: Vec::new(),
+            refresh_catalog: false,
             answers: Vec::new(),
         }
     }
@@ -140,6 +146,17 @@ impl Driver {
                 }
                 batch.publish(Event::CallCompleted { call, outcome });
             }
+            Event::OperationCompleted { call, outcome } => {
+                if let Some(reply) = self.ops.remove(&call) {
+                    if batch.subscribed {
+                        batch.op_replies.push((reply, outcome.clone()));
+                    } else {
+                        batch.op_replies.push((reply, outcome));
+                        return;
+                    }
+                }
+                batch.publish(Event::OperationCompleted { call, outcome });
+            }
             Event::Progress {
                 server,
                 call,
@@ -171,6 +188,13 @@ impl Driver {
                         batch.refresh_tools = true;
                     }
                     Event::StatusChanged { .. } => batch.refresh = true,
+                    Event::PeerRequest { .. } | Event::PeerRequestWithdrawn { .. } => {
+                        self.on_peer_event(&ev)
+                    }
+                    Event::ResourcesChanged { .. } | Event::PromptsChanged { .. } => {
+                        batch.refresh = true;
+                        batch.refresh_catalog = true;
+                    }
                     _ => {}
                 }
                 log_event(&ev);
@@ -187,13 +211,21 @@ impl Driver {
             events,
             replies,
             call_replies,
+            op_replies,
             answers,
+            refresh_catalog,
             ..
         } = batch;
         if refresh {
             if let Ok(mut s) = self.shared.lock() {
                 if refresh_tools {
                     s.tools = Arc::new(self.m.tools());
+                }
+                // The catalog is shown exactly when the tools are: it changes with them.
+                if refresh_tools || refresh_catalog {
+                    s.resources = Arc::new(self.m.resources());
+                    s.templates = Arc::new(self.m.resource_templates());
+                    s.prompts = Arc::new(self.m.prompts());
                 }
                 s.servers = self.m.servers();
             }
@@ -202,6 +234,9 @@ impl Driver {
             let _ = w.try_send(report);
         }
         for (reply, outcome) in call_replies {
+            let _ = reply.send(outcome);
+        }
+        for (reply, outcome) in op_replies {
             let _ = reply.send(outcome);
         }
         for (reply, answer) in answers {

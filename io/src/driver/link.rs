@@ -98,6 +98,14 @@ pub(crate) enum Request {
         server: String,
         reply: Sender<Result<(), Error>>,
     },
+    /// An operation on resources, prompts, completions or logging; answered on `reply`
+    /// when it completes.
+    Operation {
+        call: CallId,
+        op: switchboard_core::catalog::Operation,
+        timeout: Option<Duration>,
+        reply: OneshotSender<switchboard_core::catalog::OperationOutcome>,
+    },
 }
 
 /// Which round-opening request a [`Request::Round`] is.
@@ -150,4 +158,7 @@ pub(crate) struct Shared {
     pub tools: Arc<Vec<Tool>>,
     pub servers: Vec<ServerState>,
     pub stopped: bool,
+    pub resources: Arc<Vec<switchboard_core::catalog::Resource>>,
+    pub templates: Arc<Vec<switchboard_core::catalog::ResourceTemplate>>,
+    pub prompts: Arc<Vec<switchboard_core::catalog::Prompt>>,
 }

@@ -9,9 +9,12 @@
 //! - `perform`: the core's commands, carried out.
 //! - `events`: the core's events, delivered: replies, the shared snapshot, subscribers.
 //! - `waiters`: requests, numbered, and answered from the core's completion events.
+//! - `peer`: the handlers of what servers ask of the embedder (sampling, elicitation).
 
 mod events;
 pub(crate) mod link;
+pub(crate) use peer::PeerHandlers;
+mod peer;
 mod perform;
 mod waiters;
 
@@ -35,7 +38,7 @@ use switchboard_core::manager::{
     CallId, ConnId, FrameMeta, Input, Manager, RequestId, TransportEvent,
 };
 use switchboard_core::tool::ToolDef;
-use switchboard_core::Instant;
+use switchboard_core::{Instant, PeerRequestKey};
 use waiters::{CallSlot, CloseWaiter, Waiter};
 
 /// Most inputs handled in one turn before outputs are performed and other sources get a look;
@@ -96,11 +99,14 @@ enum Internal {
         server: String,
         key: switchboard_core::CacheKey,
         tools: Option<Vec<ToolDef>>,
+        catalog: Option<switchboard_core::catalog::Catalog>,
     },
     Closed(ConnId),
     /// An opening task cancelled by `CloseTransport` is gone. If it had finished, its
     /// `Opened`/`OpenFailed` came before this (same channel).
     Aborted(ConnId),
+    /// A handler answered a request of a server's.
+    PeerAnswered(PeerRequestKey, switchboard_core::protocol::PeerAnswer),
 }
 
 pub(crate) struct DriverConfig {
@@ -112,6 +118,8 @@ pub(crate) struct DriverConfig {
     pub spawner: Spawner,
     /// Capacity of the inbound channel (transport events and task completions).
     pub inbound_capacity: usize,
+    /// The embedder's handlers of servers' sampling and elicitation requests.
+    pub peer: peer::PeerHandlers,
 }
 
 pub(crate) struct Driver {
@@ -148,6 +156,10 @@ pub(crate) struct Driver {
     /// What the driver tells itself (a failed send, a cache miss without a cache): handled
     /// before waiting again, never through the bounded inbound channel it must not block on.
     local: std::collections::VecDeque<Inbound>,
+    /// The running handler of each request of a server's waiting for the embedder.
+    peer_tasks: BTreeMap<PeerRequestKey, Task<()>>,
+    /// Operations in the core, with the reply each waits on.
+    ops: BTreeMap<CallId, crate::rt::OneshotSender<switchboard_core::catalog::OperationOutcome>>,
 }
 
 impl Driver {
@@ -184,6 +196,8 @@ impl Driver {
             aborting: BTreeMap::new(),
             close_waiters: Vec::new(),
             local: std::collections::VecDeque::new(),
+            peer_tasks: BTreeMap::new(),
+            ops: BTreeMap::new(),
         }
     }
 
@@ -320,6 +334,15 @@ impl Driver {
             Request::Shutdown { reply } => self.begin_shutdown(reply),
             Request::Disconnect { server, reply } => self.on_disconnect(server, reply),
             Request::Refresh { server, reply } => self.on_refresh(server, reply),
+            Request::Operation {
+                call,
+                op,
+                timeout,
+                reply,
+            } => {
+                self.ops.insert(call, reply);
+                self.m.handle(now, Input::Operation { call, op, timeout });
+            }
         }
     }
 
@@ -391,9 +414,21 @@ impl Driver {
                 }
                 self.forget_if_gone(conn);
             }
-            Internal::CacheLoaded { server, key, tools } => {
-                self.m
-                    .handle(now, Input::CacheLoaded { server, key, tools });
+            Internal::CacheLoaded {
+                server,
+                key,
+                tools,
+                catalog,
+            } => {
+                self.m.handle(
+                    now,
+                    Input::CacheLoaded {
+                        server,
+                        key,
+                        tools,
+                        catalog,
+                    },
+                );
             }
             Internal::Closed(conn) => {
                 self.closing.remove(&conn);
@@ -403,6 +438,7 @@ impl Driver {
                 self.aborting.remove(&conn);
                 self.forget_if_gone(conn);
             }
+            Internal::PeerAnswered(key, answer) => self.on_peer_answered(key, answer),
         }
     }
 }

@@ -54,9 +54,19 @@ impl Driver {
                         let tx = self.inbound_tx.clone();
                         self.background.push(self.cfg.spawner.spawn(async move {
                             let k = key.clone();
-                            let tools =
-                                blocking::unblock(move || cache.load(&k, now_unix_ms())).await;
-                            let loaded = Internal::CacheLoaded { server, key, tools };
+                            let entry =
+                                blocking::unblock(move || cache.load_entry(&k, now_unix_ms()))
+                                    .await;
+                            let (tools, catalog) = match entry {
+                                Some((tools, catalog)) => (Some(tools), catalog),
+                                None => (None, None),
+                            };
+                            let loaded = Internal::CacheLoaded {
+                                server,
+                                key,
+                                tools,
+                                catalog,
+                            };
                             let _ = tx.send(Inbound::Internal(loaded)).await;
                         }));
                     }
@@ -66,14 +76,20 @@ impl Driver {
                             server,
                             key,
                             tools: None,
+                            catalog: None,
                         })),
                 },
-                Output::StoreCache { key, tools, .. } => {
+                Output::StoreCache {
+                    key,
+                    tools,
+                    catalog,
+                    ..
+                } => {
                     if let Some(cache) = &self.cfg.cache {
                         let cache = cache.clone();
                         self.background.push(self.cfg.spawner.spawn(async move {
                             let _ = blocking::unblock(move || {
-                                if let Err(e) = cache.store(&key, &tools, now_unix_ms()) {
+                                if let Err(e) = cache.store_entry(&key, &tools, Some(&catalog), now_unix_ms()) {
                                     tracing::warn!(target: "switchboard", server = %key.server, "could not write the tool cache: {e}");
                                 }
                             })

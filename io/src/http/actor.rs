@@ -20,6 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::manager::{FrameMeta, TransportEvent};
 
+/// The longest a request waits for the GET stream's first attempt to be answered.
+const LISTEN_WAIT: Duration = Duration::from_secs(2);
+
 pub(super) async fn with_timeout<F: Future>(limit: Duration, fut: F) -> Option<F::Output> {
     future::or(async { Some(fut.await) }, async {
         Timer::after(limit).await;
@@ -53,6 +56,14 @@ pub(super) async fn run(
     let mut listener: Option<Task<()>> = None;
     // Closed when every notification/response sent so far was accepted.
     let mut barrier: Option<Receiver<()>> = None;
+    // Closed once the GET stream's first attempt was answered (or failed): a server sends
+    // requests of its own that belong to no request of ours (an elicitation while it runs a
+    // tool, say) only on that stream, and drops them while it is not open, so requests wait
+    // for it (bounded by `LISTEN_WAIT`).
+    let mut listening: Option<Receiver<()>> = None;
+    // The sending half of `listening`'s gate, until the GET stream that closes it starts
+    // (dropped unused when no stream will: the gate then opens at once).
+    let mut listen_ready: Option<Sender<()>> = None;
     let mut closed_by_client = false;
     loop {
         let wake = future::or(
@@ -98,7 +109,21 @@ pub(super) async fn run(
                 if let Some(id) = info.request_id {
                     by_request.insert(id, n);
                 }
-                let wait_for = barrier.clone();
+                let running = listener.as_ref().is_some_and(|t| !t.is_finished());
+                if info.method == Some("notifications/initialized")
+                    && matches!(mode, Mode::Streamable)
+                    && !running
+                {
+                    // The GET stream opens once this is accepted; every request from here on
+                    // (the first `tools/list` included) waits for its first attempt.
+                    let (ready, gate) = async_channel::bounded::<()>(1);
+                    listening = Some(gate);
+                    listen_ready = Some(ready);
+                }
+                let wait_for = Wait {
+                    sent: barrier.clone(),
+                    listening: listening.clone().filter(|_| info.is_request()),
+                };
                 let done_signal = if info.is_request() {
                     None
                 } else {
@@ -126,15 +151,23 @@ pub(super) async fn run(
                 inner.emit.end(TransportEvent::Closed { reason }).await;
                 break;
             }
-            Wake::Internal(Internal::Initialized { ready }) => {
-                // `ready` dropped unused (no new listener) lets its waiter go on at once.
+            Wake::Internal(Internal::Initialized) => {
                 let running = listener.as_ref().is_some_and(|t| !t.is_finished());
                 if matches!(mode, Mode::Streamable) && !running {
-                    let listening = inner.clone();
+                    let listen = inner.clone();
+                    let ready = match listen_ready.take() {
+                        Some(ready) => ready,
+                        // A renewed session: a new stream, and a new gate for it.
+                        None => {
+                            let (ready, gate) = async_channel::bounded::<()>(1);
+                            listening = Some(gate);
+                            ready
+                        }
+                    };
                     listener = Some(
                         inner
                             .spawner
-                            .spawn(async move { listening.listen(ready).await }),
+                            .spawn(async move { listen.listen(Some(ready)).await }),
                     );
                 }
             }
@@ -169,9 +202,13 @@ pub(super) async fn run(
                         // Reaches the embedder as a warning Diagnostic of this server.
                         inner.emit.notice(note).await;
                         mode = Mode::Legacy(legacy);
+                        // No GET stream in the legacy protocol: nothing to wait for.
+                        listen_ready = None;
+                        listening = None;
                         let n = next;
                         next += 1;
-                        let task = spawn_post(inner.clone(), &mode, frame, info, n, None, None);
+                        let task =
+                            spawn_post(inner.clone(), &mode, frame, info, n, Wait::none(), None);
                         tasks.insert(n, task);
                     }
                 }
@@ -229,6 +266,23 @@ pub(super) async fn run(
     }
 }
 
+/// What a frame's POST waits for before it starts.
+pub(super) struct Wait {
+    /// Every notification and response sent before it was accepted.
+    sent: Option<Receiver<()>>,
+    /// The GET stream's first attempt settled (requests only).
+    listening: Option<Receiver<()>>,
+}
+
+impl Wait {
+    pub(super) fn none() -> Self {
+        Wait {
+            sent: None,
+            listening: None,
+        }
+    }
+}
+
 /// Starts the POST of one frame in `mode`; it reports `Done(n)` when finished.
 pub(super) fn spawn_post(
     inner: Arc<Inner>,
@@ -236,7 +290,7 @@ pub(super) fn spawn_post(
     frame: Bytes,
     info: FrameInfo,
     n: u64,
-    wait_for: Option<Receiver<()>>,
+    wait_for: Wait,
     done_signal: Option<Sender<()>>,
 ) -> Task<()> {
     let endpoint = match mode {
@@ -245,9 +299,14 @@ pub(super) fn spawn_post(
     };
     let spawner = inner.spawner.clone();
     spawner.spawn(async move {
-        if let Some(rx) = wait_for {
+        if let Some(rx) = wait_for.sent {
             // Closed (Err) once the earlier notifications were answered.
             let _ = rx.recv().await;
+        }
+        if let Some(rx) = wait_for.listening {
+            // Closed once the GET stream's first attempt settled; bounded, so a slow stream
+            // does not hold requests.
+            let _ = with_timeout(LISTEN_WAIT, rx.recv()).await;
         }
         let limit = inner.opts.max_request_duration;
         let result = with_timeout(limit, async {

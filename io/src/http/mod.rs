@@ -258,9 +258,8 @@ enum Internal {
     Fatal(String),
     /// The legacy SSE stream ended.
     Ended(String),
-    /// `notifications/initialized` was accepted: time to open the GET stream. `ready` is
-    /// dropped once that stream has the server's answer (or when no stream is opened).
-    Initialized { ready: Sender<()> },
+    /// `notifications/initialized` was accepted: time to open the GET stream.
+    Initialized,
     /// The first POST says this is not a Streamable HTTP server.
     Fallback {
         frame: Bytes,

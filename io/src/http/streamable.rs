@@ -18,9 +18,6 @@ use std::time::Duration;
 
 /// How long a POST stream may stay open after it delivered its response.
 const AFTER_RESPONSE_WAIT: Duration = Duration::from_secs(5);
-/// How long the POST of `notifications/initialized` (and so every frame after it) waits for
-/// the server to answer the GET stream.
-const LISTEN_READY_WAIT: Duration = Duration::from_secs(2);
 
 /// How one POST went wrong.
 pub(super) enum PostError {
@@ -401,36 +398,22 @@ impl Inner {
         Ok(())
     }
 
-    /// Asks the actor for the GET stream and waits (at most [`LISTEN_READY_WAIT`]) until the
-    /// server answered it. The caller is the POST of `notifications/initialized`, and every
-    /// later frame waits for that POST: so the stream that carries server-initiated messages
-    /// exists before the first request that could make the server send one, and a server
-    /// that answers a resumed request on "the GET stream" finds ours, not the resumption.
+    /// Asks the actor for the GET stream (waiting while its queue is full, so the request is
+    /// never lost). Requests wait for the stream's first attempt in the actor.
     pub(super) async fn open_listener(&self) {
-        let (ready, answered) = async_channel::bounded::<()>(1);
-        if self
-            .internal
-            .send(Internal::Initialized { ready })
-            .await
-            .is_err()
-        {
-            return;
-        }
-        // Closed (Err) when the listener has its answer, or at once when none is started.
-        let _ = with_timeout(LISTEN_READY_WAIT, answered.recv()).await;
+        let _ = self.internal.send(Internal::Initialized).await;
     }
 
     /// The server-initiated GET stream, resumed when it breaks, until the server says it has
-    /// none or it fails `max_resume_attempts` times in a row. `ready` is dropped once the
-    /// first GET has its answer (or failed).
-    pub(super) async fn listen(&self, ready: async_channel::Sender<()>) {
-        let mut ready = Some(ready);
+    /// none or it fails `max_resume_attempts` times in a row.
+    pub(super) async fn listen(&self, mut ready: Option<async_channel::Sender<()>>) {
         let mut last_event_id: Option<String> = None;
         let mut retry = self.opts.default_retry;
         let mut failures = 0;
         loop {
             let mut delivered = false;
             let answer = self.get_stream(last_event_id.as_deref()).await;
+            // The first attempt settled: requests held for it may go.
             drop(ready.take());
             match answer {
                 Ok(mut resp) if resp.status == StatusCode::METHOD_NOT_ALLOWED => {

@@ -19,6 +19,9 @@ const SIGKILL_WAIT: Duration = Duration::from_secs(5);
 /// How long to wait for stderr to reach EOF once the group is gone (a process outside the
 /// group may still hold the pipe).
 const STDERR_DRAIN_WAIT: Duration = Duration::from_secs(1);
+/// After the server's main process exited: how long its stdout may take to reach EOF (what
+/// it wrote before exiting is read first) before the connection is closed without it.
+const EXIT_DRAIN_WAIT: Duration = Duration::from_millis(250);
 /// Poll interval while waiting for a process group to empty.
 const GROUP_POLL: Duration = Duration::from_millis(25);
 
@@ -89,6 +92,13 @@ async fn timeout<F: Future>(limit: Duration, fut: F) -> Option<F::Output> {
     .await
 }
 
+/// What ended the wait for the server: its stdout, our close, or its main process's exit.
+enum End {
+    Stdout(StdoutEnd),
+    CloseRequested,
+    LeaderExited,
+}
+
 /// How the process group ended during a shutdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ended {
@@ -130,13 +140,40 @@ impl Supervisor {
             writer,
             mut stderr,
         } = tasks;
-        // `None`: close requested.
-        let end = future::or(async { Some((&mut reader).await) }, async {
-            let _ = close_requests.recv().await;
-            None
-        })
+        let first = future::or(
+            async { End::Stdout((&mut reader).await) },
+            future::or(
+                async {
+                    let _ = close_requests.recv().await;
+                    End::CloseRequested
+                },
+                async {
+                    // The leader's exit ends the connection even when a descendant still
+                    // holds its stdout open (then no EOF would ever come).
+                    match self.child.status().await {
+                        Ok(status) => self.status = Some(status),
+                        Err(_) => future::pending::<()>().await,
+                    }
+                    End::LeaderExited
+                },
+            ),
+        )
         .await;
-        if end.is_none() {
+        let mut orphaned_pipes = false;
+        // `None`: close requested.
+        let end = match first {
+            End::Stdout(end) => Some(end),
+            End::CloseRequested => None,
+            End::LeaderExited => match timeout(EXIT_DRAIN_WAIT, &mut reader).await {
+                // What it wrote before exiting has been read; the pipe closed with it.
+                Some(end) => Some(end),
+                None => {
+                    orphaned_pipes = true;
+                    Some(StdoutEnd::Eof)
+                }
+            },
+        };
+        if end.is_none() || orphaned_pipes {
             // Nobody wants frames any more; dropping stdout also tells the server.
             reader.cancel().await;
         }
@@ -148,6 +185,9 @@ impl Supervisor {
             stderr.cancel().await;
         }
         self.registry.take(self.pid);
+        // A descendant that left the group (setsid) was reparented to us if we adopt
+        // orphans: end it before saying the server is gone.
+        crate::process::sweep_after_close().await;
         drop(group_gone);
 
         let event = match end {
@@ -162,6 +202,12 @@ impl Supervisor {
                 return;
             }
             Some(StdoutEnd::EventsGone) => return,
+            Some(StdoutEnd::Eof) if orphaned_pipes => StdioEvent::Closed {
+                reason: format!(
+                    "{}; its other processes kept its pipes open and were stopped",
+                    self.describe_exit(Ended::ByItself)
+                ),
+            },
             Some(StdoutEnd::Eof) => StdioEvent::Closed {
                 reason: self.describe_exit(ended),
             },

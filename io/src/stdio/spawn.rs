@@ -86,7 +86,7 @@ impl StdioTransport {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // Killed when dropped before it was reaped (the group is killed separately).
-        let mut child = crate::proc::Child::spawn(&mut std_cmd)
+        let mut child = crate::proc::Child::spawn(std_cmd)
             .map_err(|e| spawn_error(server, &cmd.command, &e))?;
         let pid = child.id();
         let pgid = pid_to_pgid(pid);

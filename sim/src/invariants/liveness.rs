@@ -39,6 +39,7 @@ pub fn work_finished(
     budget: Instant,
 ) -> Result<(), String> {
     let work_left = !m.calls_in_flight().is_empty()
+        || !m.operations_in_flight().is_empty()
         || !m.open_rounds().is_empty()
         || !m.pending_connections().is_empty()
         || !m.pending_tool_loads().is_empty();
@@ -158,7 +159,9 @@ pub fn registries_empty(m: &Manager) -> Result<(), String> {
         || m.tool_count() != 0
         || !m.open_conns().is_empty()
         || !m.calls_in_flight().is_empty()
+        || !m.operations_in_flight().is_empty()
         || !m.sources().is_empty()
+        || !m.pending_peer_requests().is_empty()
     {
         return Err("a registry is not empty after the final DisconnectAll".into());
     }

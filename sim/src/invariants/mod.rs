@@ -8,9 +8,11 @@
 //! This module reads the world only through those observations: the world calls it, never the
 //! other way round.
 
+mod catalog;
 mod lifecycle;
 pub mod liveness;
 pub mod outputs;
+mod peer;
 mod policy;
 mod registry;
 pub mod tasks;
@@ -20,6 +22,10 @@ pub use lifecycle::{
     calls_complete_once_and_correctly, client_speaks_valid_json_rpc,
     disconnect_withdraws_by_identity, every_open_is_closed_exactly_once, failures_are_isolated,
     late_failures_logged_once, stale_events_change_nothing, startup_complete_once_and_on_time,
+};
+pub use peer::{
+    declared_capabilities_have_handlers, nothing_sent_for_cancelled_requests,
+    peer_requests_answered_once,
 };
 pub use policy::{
     backoff_follows_the_ladder, breaker_trips_exactly_past_the_limit,
@@ -52,6 +58,9 @@ pub struct Ctx<'a> {
     /// Servers whose tool listing settled, with the tools they offer now (`None`: their set
     /// changed and was announced since the last complete listing, and no re-list is under way).
     pub settled: &'a [(usize, Option<&'a [String]>)],
+    /// Servers whose resources, templates and prompts settled (connected, nothing of them in
+    /// flight), with what their lists last told the manager, per kind.
+    pub catalog_settled: &'a [(usize, [Vec<String>; 3])],
     pub reset_on_progress: bool,
     /// The scenario switched automatic reconnects off (`ReconnectPolicy::never()`).
     pub reconnect_off: bool,
@@ -63,7 +72,7 @@ pub struct Ctx<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 21] = [
+pub const SAFETY: [(Invariant, Check); 26] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -132,6 +141,26 @@ pub const SAFETY: [(Invariant, Check); 21] = [
     (
         Invariant::TaskPollsAreBounded,
         tasks::task_polls_are_bounded,
+    ),
+    (
+        Invariant::PeerRequestsAnsweredOnce,
+        peer_requests_answered_once,
+    ),
+    (
+        Invariant::DeclaredCapabilitiesHaveHandlers,
+        declared_capabilities_have_handlers,
+    ),
+    (
+        Invariant::NothingSentForCancelledRequests,
+        nothing_sent_for_cancelled_requests,
+    ),
+    (
+        Invariant::CatalogSettlesToServerLists,
+        catalog::catalog_settles_to_server_lists,
+    ),
+    (
+        Invariant::EveryOperationCompletesOnce,
+        catalog::operations_complete_once,
     ),
 ];
 

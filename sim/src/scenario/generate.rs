@@ -244,6 +244,9 @@ fn server_strategy(f: u32) -> impl Strategy<Value = ServerPlan> {
                     cache,
                     cache_latency_ms,
                     attempts,
+                    // Derived from a value already drawn (no draw of its own, so the rest of
+                    // a seed's scenario is what it was before catalogs existed).
+                    catalog: cache_latency_ms % 3 != 0,
                     call_latency_ms: call,
                     crash_loop,
                 }
@@ -354,9 +357,46 @@ fn options_strategy() -> impl Strategy<Value = SimOptions> {
                     max_call_time_ms,
                     reconnect: ReconnectMode::On,
                     max_tool_pages: None,
+                    peer: None,
                 }
             },
         )
+}
+
+fn peer_strategy() -> impl Strategy<Value = Option<PeerPlan>> {
+    let plan = (
+        (any::<bool>(), any::<bool>(), any::<bool>()),
+        prop_oneof![1 => 100u64..600, 2 => 600u64..4_000],
+        1usize..4,
+        5u8..60,
+        prop_oneof![1 => Just(0u8), 2 => 5u8..40],
+        [1u8..8, 0u8..4, 0u8..3, 0u8..3, 0u8..3, 0u8..3],
+        prop_oneof![1 => Just(0u8), 1 => 5u8..30],
+    )
+        .prop_map(
+            |(
+                (sampling, form, url),
+                timeout_ms,
+                max_waiting,
+                ask_pct,
+                cancel_pct,
+                answers,
+                set_roots_pct,
+            )| {
+                PeerPlan {
+                    sampling,
+                    form,
+                    url,
+                    timeout_ms,
+                    max_waiting,
+                    ask_pct,
+                    cancel_pct,
+                    answers,
+                    set_roots_pct,
+                }
+            },
+        );
+    prop_oneof![2 => Just(None), 3 => plan.prop_map(Some)]
 }
 
 fn mix_strategy() -> impl Strategy<Value = FaultMix> {
@@ -415,12 +455,13 @@ pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
                         1 => Just(ReconnectMode::RetryStartup),
                     ],
                     prop_oneof![5 => Just(None), 1 => (2usize..=3).prop_map(Some)],
+                    peer_strategy(),
                 ),
             )
         })
         .prop_map(
             |(mix, mut options, names, mut servers, actions, world_seed, late)| {
-                (options.reconnect, options.max_tool_pages) = late;
+                (options.reconnect, options.max_tool_pages, options.peer) = late;
                 for (s, n) in servers.iter_mut().zip(names) {
                     s.name = n.to_string();
                 }

@@ -53,6 +53,35 @@ pub struct SimOptions {
     /// `max_tool_pages` (`None`: the default, far above any simulated listing).
     #[serde(default)]
     pub max_tool_pages: Option<usize>,
+    /// Requests of servers to the client (sampling, elicitation): which features the
+    /// embedder offers, how servers ask and cancel, how the embedder answers. `None`: off,
+    /// and servers send none.
+    #[serde(default)]
+    pub peer: Option<PeerPlan>,
+}
+
+/// How a run exercises servers' requests to the client. Percentages are per opportunity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerPlan {
+    /// The embedder offers sampling.
+    pub sampling: bool,
+    /// The embedder offers form-mode elicitation.
+    pub form: bool,
+    /// The embedder offers URL-mode elicitation.
+    pub url: bool,
+    /// `peer_request_timeout` in ms.
+    pub timeout_ms: u64,
+    /// `max_peer_requests`.
+    pub max_waiting: usize,
+    /// Percent of chances (initialized, each call) a server takes to ask something.
+    pub ask_pct: u8,
+    /// Percent of its requests a server cancels a little later.
+    pub cancel_pct: u8,
+    /// Weights of the embedder's answers: promptly, decline, with an error, late (past the
+    /// timeout), never, twice.
+    pub answers: [u8; 6],
+    /// Percent of embedder actions followed by a `SetRoots`.
+    pub set_roots_pct: u8,
 }
 
 /// Which `ReconnectPolicy` a scenario runs with.
@@ -111,6 +140,10 @@ pub struct ServerPlan {
     /// Crashes again and again after it is ready (overrides `drop_after_ready_ms`).
     #[serde(default)]
     pub crash_loop: Option<CrashLoop>,
+    /// Also offers resources, a resource template and prompts (derived from its tool names),
+    /// completion and subscriptions, whose lists change with its tools.
+    #[serde(default)]
+    pub catalog: bool,
 }
 
 /// A server that exits `after_ready_ms` after every first tools/list answer: for its first

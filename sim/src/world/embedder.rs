@@ -62,6 +62,27 @@ pub(super) fn manager_options(sc: &Scenario) -> ManagerOptions {
                 ..ReconnectPolicy::default()
             },
         },
+        client_features: match &o.peer {
+            Some(p) => switchboard_core::protocol::ClientFeatures {
+                sampling: p.sampling,
+                elicitation_form: p.form,
+                elicitation_url: p.url,
+                roots: o.roots,
+            },
+            None => Default::default(),
+        },
+        peer_request_timeout: o
+            .peer
+            .as_ref()
+            .map_or(ManagerOptions::default().peer_request_timeout, |p| {
+                Duration::from_millis(p.timeout_ms)
+            }),
+        max_peer_requests: o
+            .peer
+            .as_ref()
+            .map_or(ManagerOptions::default().max_peer_requests, |p| {
+                p.max_waiting
+            }),
         ..ManagerOptions::default()
     }
 }
@@ -103,6 +124,10 @@ impl World<'_> {
         let idle = self.m.poll_timeout().is_none() && self.queue.is_empty();
         if let Err(d) = liveness::work_finished(&self.m, &self.obs, idle, budget) {
             self.fail(Invariant::WorkFinishes, d);
+            return;
+        }
+        if let Err(d) = self.peer_requests_settled() {
+            self.fail(Invariant::PeerRequestsAnsweredOnce, d);
             return;
         }
         self.reconnect_healed();
@@ -435,7 +460,13 @@ impl World<'_> {
                 timeout_ms,
             } => self.call(target, pick, timeout_ms),
             &ActionKind::CancelCall(pick) => {
-                let ids: Vec<CallId> = self.obs.calls.keys().copied().collect();
+                let ids: Vec<CallId> = self
+                    .obs
+                    .calls
+                    .keys()
+                    .chain(self.obs.ops.keys())
+                    .copied()
+                    .collect();
                 let call = if ids.is_empty() {
                     CallId(pick as u64 + 1)
                 } else {
@@ -527,5 +558,6 @@ impl World<'_> {
             },
             |s| s.scope = server,
         );
+        self.maybe_operation(pick, target == CallTarget::Deferred);
     }
 }

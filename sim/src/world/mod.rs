@@ -9,8 +9,10 @@
 //! calls, cancels, and the liveness phase). This module steps them and hands each output to
 //! the one it is for; the invariants module judges each step from the observations.
 
+mod catalog;
 mod embedder;
 mod os;
+mod peer;
 mod requests;
 mod server;
 mod tasks;
@@ -65,6 +67,11 @@ enum Ev {
         tools: Option<Vec<ToolDef>>,
     },
     Heal,
+    /// The embedder answers a request of a server's.
+    PeerAnswer {
+        request: switchboard_core::PeerRequestKey,
+        answer: switchboard_core::protocol::PeerAnswer,
+    },
 }
 
 struct Queued {
@@ -125,6 +132,9 @@ pub struct World<'a> {
     session_lost: Vec<bool>,
     /// The embedder's requests in flight, and what must complete them.
     requests: requests::Requests,
+    /// Draws for servers' requests to the client and the embedder's answers only, so runs
+    /// without them draw as before.
+    peer_rng: SplitMix64,
 }
 
 impl<'a> World<'a> {
@@ -195,6 +205,7 @@ impl<'a> World<'a> {
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
             session_lost: vec![false; n],
             requests: requests::Requests::default(),
+            peer_rng: SplitMix64::new(sc.world_seed ^ 0x7065_6572),
         }
     }
 
@@ -295,6 +306,7 @@ impl<'a> World<'a> {
                 None | Some((_, switchboard_core::manager::TimerReason::Ping { .. }))
             )
             && self.m.calls_in_flight().is_empty()
+            && self.m.operations_in_flight().is_empty()
             && self.m.open_rounds().is_empty()
             && self.m.pending_connections().is_empty()
             && self.m.pending_tool_loads().is_empty()
@@ -482,13 +494,21 @@ impl<'a> World<'a> {
             Output::Send { conn, frame, .. } => self.server_receives(conn, &frame),
             Output::CloseTransport { conn } => self.close_transport(conn),
             Output::LoadCache { server, key } => self.load_cache(server, key),
-            Output::StoreCache { server, key, tools } => self.store_cache(server, key, tools),
+            Output::StoreCache {
+                server, key, tools, ..
+            } => self.store_cache(server, key, tools),
             Output::Event(Event::StartupComplete { report: r }) => self.step.reports.push(r),
             Output::Event(Event::ToolsChanged { servers }) => {
                 self.step.tools_changed.extend(servers)
             }
+            Output::Event(Event::OperationCompleted { call, outcome }) => {
+                self.operation_completed(call, &outcome)
+            }
             Output::Event(Event::CallCompleted { call, outcome }) => {
                 self.call_completed(call, outcome)
+            }
+            Output::Event(Event::PeerRequest { request, kind, .. }) => {
+                self.embedder_peer_request(request, &kind)
             }
             Output::Event(Event::StatusChanged { .. })
             | Output::Event(Event::ReconnectScheduled { .. })
@@ -530,6 +550,8 @@ impl<'a> World<'a> {
         let after = View::observe(&self.m, &self.obs.names, Some(&self.view));
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;
+        let catalog_settled = self.catalog_settled();
+        self.cov.catalog_settled_checks += catalog_settled.len() as u64;
         // Completed calls leave the bookkeeping after the isolation check has read it.
         let ctx = Ctx {
             m: &self.m,
@@ -542,6 +564,7 @@ impl<'a> World<'a> {
             uncached_wait: self.sc.options.uncached_wait_ms.map(Duration::from_millis),
             double_underscore: self.sc.options.double_underscore,
             settled: &settled,
+            catalog_settled: &catalog_settled,
             reset_on_progress: self.sc.options.reset_timeout_on_progress,
             reconnect_off: self.sc.options.reconnect == ReconnectMode::Off,
             health: self
@@ -629,7 +652,11 @@ impl<'a> World<'a> {
 
     fn event(&mut self, ev: Ev) {
         match ev {
-            Ev::Action(i) => self.action(i),
+            Ev::Action(i) => {
+                self.action(i);
+                self.maybe_set_roots();
+            }
+            Ev::PeerAnswer { request, answer } => self.peer_answer_input(request, answer),
             Ev::Heal => {
                 self.healed = true;
                 self.tr(|t| {

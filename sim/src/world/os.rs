@@ -50,6 +50,10 @@ pub(super) struct Proc {
     pub(super) cur_list: Option<List>,
     /// The tasks it runs (tool calls sent as tasks), by task id.
     pub(super) tasks: BTreeMap<String, super::tasks::SimTask>,
+    /// Its requests to the client (sampling, elicitation) and what it saw of them.
+    pub(super) peer: super::peer::ProcPeer,
+    /// Its resources, templates and prompts (`--catalog` servers): what the manager was sent.
+    pub(super) catalog: super::catalog::CatalogProc,
 }
 
 impl Proc {
@@ -134,11 +138,19 @@ impl<'a> World<'a> {
                     self.awaiting_cache[i] = None;
                 }
             }
-            self.input(Input::CacheLoaded { server, key, tools }, |s| {
-                s.scope = Some(i);
-                s.stale = stale;
-                s.stale_counters_before = stale.then_some(counted);
-            });
+            self.input(
+                Input::CacheLoaded {
+                    server,
+                    key,
+                    tools,
+                    catalog: None,
+                },
+                |s| {
+                    s.scope = Some(i);
+                    s.stale = stale;
+                    s.stale_counters_before = stale.then_some(counted);
+                },
+            );
         }
     }
 
@@ -324,6 +336,8 @@ impl<'a> World<'a> {
             deaf_at: None,
             cur_list: None,
             tasks: BTreeMap::new(),
+            peer: Default::default(),
+            catalog: Default::default(),
         };
         match plan.spawn {
             Spawn::Ok { open_ms } => {

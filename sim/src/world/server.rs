@@ -40,6 +40,16 @@ pub(super) enum Tag {
     },
     /// An `Opened` that reaches the manager after the attempt's `Closed` (the shell's race).
     RacedOpen,
+    /// The server's cancellation of its request `peer-<id>` to the client.
+    PeerCancel {
+        id: u64,
+    },
+    /// An answer to a resources, templates or prompts list request `id`.
+    CatalogAnswer {
+        id: u64,
+    },
+    /// A resources or prompts `list_changed`.
+    CatalogChanged,
 }
 
 /// A frame cut short: not JSON, so the codec rejects it.
@@ -50,6 +60,13 @@ impl World<'_> {
     pub(super) fn note_tag(&mut self, conn: ConnId, server: usize, tag: Tag) {
         match tag {
             Tag::None | Tag::RacedOpen => {}
+            Tag::PeerCancel { id } => self.peer_cancel_delivered(conn, id),
+            Tag::CatalogAnswer { id } => self.catalog_delivered(conn, id),
+            Tag::CatalogChanged => {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.catalog.changed_in_flight = p.catalog.changed_in_flight.saturating_sub(1);
+                }
+            }
             Tag::ListAnswer { id, kind } => {
                 if let Some(p) = self.procs.get_mut(&conn) {
                     if p.open_lists.remove(&id) {
@@ -99,7 +116,7 @@ impl World<'_> {
         self.reply_tagged(conn, ms, v, Tag::None);
     }
 
-    fn reply_tagged(&mut self, conn: ConnId, ms: u64, v: Value, tag: Tag) {
+    pub(super) fn reply_tagged(&mut self, conn: ConnId, ms: u64, v: Value, tag: Tag) {
         let frame = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
         let j = self.jitter();
         let at = self.after_ms(ms + j);
@@ -135,6 +152,11 @@ impl World<'_> {
             if extra_tag == Tag::ListChanged {
                 if let Some(p) = self.procs.get_mut(&conn) {
                     p.changed_in_flight += 1;
+                }
+            }
+            if extra_tag == Tag::CatalogChanged {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.catalog.changed_in_flight += 1;
                 }
             }
             self.push(
@@ -179,6 +201,7 @@ impl World<'_> {
             self.cov.list_changed_sent += 1;
             let v = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
             self.reply_tagged(conn, 1 + j + k as u64, v, Tag::ListChanged);
+            self.catalog_changes(conn, 1 + j + k as u64, flip);
         }
     }
 
@@ -260,6 +283,7 @@ impl World<'_> {
         }
         let i = p.server;
         let plan = p.plan.clone();
+        self.peer_saw_frame(conn, &v);
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
         let id = v.get("id").cloned();
         if method.as_deref() == Some("ping") && id.is_some() {
@@ -309,6 +333,9 @@ impl World<'_> {
                             caps["tasks"] =
                                 json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
                         }
+                        if self.sc.servers[i].catalog {
+                            super::catalog::add_capabilities(&mut caps);
+                        }
                         json!({"jsonrpc": "2.0", "id": id, "result": {
                             "protocolVersion": "2025-06-18",
                             "capabilities": caps,
@@ -332,12 +359,18 @@ impl World<'_> {
                 let tool = tool.unwrap_or("").to_string();
                 self.task_call(conn, i, id, tool);
             }
-            (Some("tools/call"), Some(id)) => self.tool_call(conn, i, &plan, id, &v),
+            (Some("tools/call"), Some(id)) => {
+                self.tool_call(conn, i, &plan, id, &v);
+                self.peer_ask(conn);
+            }
             (Some(m @ ("tasks/get" | "tasks/result" | "tasks/cancel")), Some(id))
                 if self.sc.mix.task_pct > 0 =>
             {
                 let m = m.to_string();
                 self.task_request(conn, &m, id, &v);
+            }
+            (Some(m), Some(id)) if self.sc.servers[i].catalog && super::catalog::handles(m) => {
+                self.catalog_request(conn, i, m, id, &v)
             }
             (Some("ping"), Some(id)) => {
                 let now = self.now;
@@ -357,7 +390,10 @@ impl World<'_> {
                 let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {m}")}});
                 self.reply(conn, 1, r);
             }
-            (Some("notifications/initialized"), None) => self.chatter(conn),
+            (Some("notifications/initialized"), None) => {
+                self.chatter(conn);
+                self.peer_ask(conn);
+            }
             (Some("notifications/cancelled"), None) => {
                 self.cov.cancel_notifications_received += 1;
                 let params = v.get("params");
@@ -374,6 +410,9 @@ impl World<'_> {
                 if timed_out && was_call {
                     self.cov.call_timeout_with_cancel += 1;
                 }
+                if let Some(r) = rid {
+                    self.catalog_cancelled(conn, r);
+                }
                 // An abandoned listing: the manager keeps what it had (unknown here).
                 if let (Some(r), Some(p)) = (rid, self.procs.get_mut(&conn)) {
                     if p.open_lists.remove(&r) {
@@ -388,6 +427,9 @@ impl World<'_> {
 
     /// Check the client's answer to a request this server sent.
     fn peer_answer(&mut self, conn: ConnId, id: Option<Value>, v: &Value) {
+        if self.peer_wire_answer(conn, id.as_ref(), v) {
+            return;
+        }
         let key = id
             .as_ref()
             .and_then(Value::as_str)
@@ -405,12 +447,13 @@ impl World<'_> {
                     .get("result")
                     .and_then(|r| r.get("roots"))
                     .is_some_and(Value::is_array),
-                Some(_) => {
+                // Sent without params: not offered (-32601), or offered and malformed (-32602).
+                Some(_) => matches!(
                     v.get("error")
                         .and_then(|e| e.get("code"))
-                        .and_then(Value::as_i64)
-                        == Some(-32601)
-                }
+                        .and_then(Value::as_i64),
+                    Some(-32601) | Some(-32602)
+                ),
                 None => false,
             };
         self.cov.peer_answers_checked += 1;

@@ -166,7 +166,7 @@ fn a_server_without_the_tools_capability_is_ready_with_no_tools_and_never_listed
     let mut s = Script::new();
     initialized(
         &mut s,
-        json!({"protocolVersion": "2025-06-18", "capabilities": {"prompts": {}}}),
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"logging": {}}}),
     );
     let conn = s.conn("a");
     assert_eq!(s.m.status("a"), ServerStatus::Connected);

@@ -193,6 +193,7 @@ pub async fn run(g: &Global, interrupt: &Interrupt) -> Result<u8, Fatal> {
         println!();
         println!("{}", style.bold(&format!("{round}. {title}")));
         let (sb, report) = Builder::servers(servers.clone())
+            .adopt_orphans(true)
             .cache_dir(&cache)
             .project_dir(&dir.0)
             .naming(naming(g.naming))
@@ -220,14 +221,15 @@ pub async fn run(g: &Global, interrupt: &Interrupt) -> Result<u8, Fatal> {
         let teardown = Instant::now();
         sb.shutdown().await;
         let took = teardown.elapsed();
-        let left = sb.live_processes().len();
+        // Every live process below this one, escaped descendants included.
+        let left = switchboard::process::descendants().len();
         // Read after the shutdown reaped everything: every process of this run has started
         // (and recorded its pid) or never will.
         let pids: BTreeSet<u32> = recorded_pids(&pid_dir).difference(&seen).copied().collect();
         seen.extend(&pids);
         let still_alive = pids.iter().filter(|p| process_alive(**p)).count();
         n.line(&format!(
-            "teardown: shutdown() took {}; processes left: {left} (live_processes()); \
+            "teardown: shutdown() took {}; processes left: {left} (descendants of this process); \
              still alive by kill(pid, 0): {} of the {} server processes this run spawned",
             fmt_duration(took),
             still_alive,

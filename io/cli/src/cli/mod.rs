@@ -1,12 +1,15 @@
-//! The `switchboard` command line: `status`, `tools`, `call` and `demo` over the library API.
+//! The `switchboard` command line: `status`, `tools`, `call`, `resources`, `read`, `prompts`,
+//! `prompt`, `complete`, `watch` and `demo` over the library API.
 //!
 //! Every command discovers (or reads `--config` files), connects through a [`Builder`], and
 //! shuts everything down before it exits. Human output goes to stdout; progress, logs and
 //! errors go to stderr, so `--json` output on stdout is always exactly one JSON object.
 
+mod catalog;
 mod demo;
 mod interrupt;
 mod output;
+mod peer;
 mod progress;
 mod term;
 mod watch;
@@ -62,6 +65,13 @@ Exit status:
        stderr), or --strict with any server failed
   2    a usage or config error, or arguments that are not a JSON object
   130  interrupted by Ctrl-C (143: SIGTERM); the call is cancelled, every server shut down";
+
+const OPERATION_HELP: &str = "\
+Exit status:
+  0    the server answered
+  1    the request failed (the error is on stderr), or --strict with any server failed
+  2    a usage or config error, or arguments that are not a JSON object
+  130  interrupted by Ctrl-C (143: SIGTERM); the request is cancelled, every server shut down";
 
 const DEMO_HELP: &str = "\
 Exit status:
@@ -128,6 +138,16 @@ struct Global {
     /// No progress output and no logs.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
+    /// Answer servers' elicitation requests without asking: `decline` them all, or
+    /// `accept-defaults` (a form with the defaults its schema gives; URL requests are
+    /// declined) [default: ask on the terminal; not offered when there is none].
+    #[arg(long, value_enum, value_name = "HOW", global = true)]
+    elicit: Option<peer::Elicit>,
+    /// Answer servers' sampling requests by running CMD (with `sh -c`, in its own process
+    /// group, killed after 120 s): the request's params as JSON on its stdin, a JSON
+    /// CreateMessageResult on its stdout (at most 1 MiB) [default: sampling not offered].
+    #[arg(long, value_name = "CMD", global = true)]
+    sampling_command: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -186,6 +206,72 @@ enum Command {
         #[arg(long, value_name = "MS")]
         for_ms: Option<u64>,
     },
+    /// Print every resource and resource template the servers list: URI, server, name,
+    /// MIME type, and whether it is deferred (from the cache while its server connects).
+    #[command(after_help = TOOLS_HELP)]
+    Resources {
+        #[arg(long)]
+        json: bool,
+        /// Only this server's resources.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Read a resource by URI; waits for its server if the resource is deferred.
+    #[command(after_help = OPERATION_HELP)]
+    Read {
+        /// The resource's URI.
+        uri: String,
+        /// The server to read it from (needed when several list it, or none does).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        /// Print the contents as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every prompt by qualified name, with its arguments ([optional] ones bracketed).
+    #[command(after_help = TOOLS_HELP)]
+    Prompts {
+        #[arg(long)]
+        json: bool,
+        /// Only this server's prompts.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Get a prompt by qualified name; waits for its server if the prompt is deferred.
+    #[command(after_help = OPERATION_HELP)]
+    Prompt {
+        /// The prompt's qualified name, e.g. mcp_everything_simple_prompt.
+        name: String,
+        /// Its arguments as a JSON object of strings [default: {}].
+        args: Option<String>,
+        /// Print the messages as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Complete an argument of a prompt (--prompt) or of a resource template (--resource).
+    #[command(after_help = OPERATION_HELP)]
+    Complete {
+        /// The argument's name.
+        argument: String,
+        /// What was typed so far [default: ""].
+        #[arg(default_value = "")]
+        value: String,
+        /// The prompt, by qualified name.
+        #[arg(long, value_name = "NAME")]
+        prompt: Option<String>,
+        /// The resource template, as its server lists it.
+        #[arg(long, value_name = "URI")]
+        resource: Option<String>,
+        /// The template's server (when several list it).
+        #[arg(long, value_name = "NAME", requires = "resource")]
+        server: Option<String>,
+        /// The arguments already chosen, as a JSON object of strings.
+        #[arg(long, value_name = "JSON")]
+        context: Option<String>,
+        /// Print the values as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A number of milliseconds above zero (`0` or a non-number is a usage error, exit 2).
@@ -225,6 +311,9 @@ pub fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     init_logging(&cli.global);
+    // Where it cannot be raised, the limit stays what it was; running out of descriptors
+    // is then reported where it happens.
+    let _ = switchboard::process::raise_open_files_limit();
     let result = smol::block_on(run(cli));
     match result {
         Ok(code) => ExitCode::from(code),
@@ -324,7 +413,81 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             };
             Ok(code)
         }
+        Command::Resources { json, server } => {
+            list(&g, interrupt, server, |s, server| {
+                catalog::resources(s, server, json)
+            })
+            .await
+        }
+        Command::Prompts { json, server } => {
+            list(&g, interrupt, server, |s, server| {
+                catalog::prompts(s, server, json)
+            })
+            .await
+        }
+        Command::Read { uri, server, json } => {
+            let session = Session::start(&g, interrupt, Settle::Uncached).await?;
+            let failed = session.any_failed();
+            let result = session.sb.read_resource(&uri, server.as_deref()).await;
+            session.sb.shutdown().await;
+            let r = result.map_err(|e| Fatal::failed(format!("read {uri} failed: {e}")))?;
+            catalog::read_result(&r, json);
+            Ok(strict_code(&g, failed))
+        }
+        Command::Prompt { name, args, json } => {
+            let arguments = catalog::string_map(args.as_deref(), "arguments")?;
+            let session = Session::start(&g, interrupt, Settle::Uncached).await?;
+            let failed = session.any_failed();
+            let result = session.sb.get_prompt(&name, arguments).await;
+            session.sb.shutdown().await;
+            let p = result.map_err(|e| Fatal::failed(format!("prompt {name} failed: {e}")))?;
+            catalog::prompt_result(&p, json);
+            Ok(strict_code(&g, failed))
+        }
+        Command::Complete {
+            argument,
+            value,
+            prompt,
+            resource,
+            server,
+            context,
+            json,
+        } => {
+            let reference = catalog::reference(prompt, resource, server)?;
+            let context = catalog::string_map(context.as_deref(), "context arguments")?;
+            let session = Session::start(&g, interrupt, Settle::Uncached).await?;
+            let failed = session.any_failed();
+            let result = session
+                .sb
+                .complete(reference, &argument, &value, context)
+                .await;
+            session.sb.shutdown().await;
+            let c =
+                result.map_err(|e| Fatal::failed(format!("complete {argument} failed: {e}")))?;
+            catalog::completion(&c, json);
+            Ok(strict_code(&g, failed))
+        }
     }
+}
+
+/// A listing command (`resources`, `prompts`): connect, check `--server`, print, shut down.
+async fn list(
+    g: &Global,
+    interrupt: &interrupt::Interrupt,
+    server: Option<String>,
+    print: impl FnOnce(&Session, Option<&str>),
+) -> Result<u8, Fatal> {
+    let session = Session::start(g, interrupt, Settle::Uncached).await?;
+    if let Some(name) = &server {
+        if !session.sb.servers().iter().any(|s| &s.name == name) {
+            session.sb.shutdown().await;
+            return Err(Fatal::usage(format!("no server named {name:?}")));
+        }
+    }
+    let failed = session.any_failed();
+    print(&session, server.as_deref());
+    session.sb.shutdown().await;
+    Ok(strict_code(g, failed))
 }
 
 fn strict_code(g: &Global, failed: bool) -> u8 {
@@ -335,6 +498,9 @@ fn strict_code(g: &Global, failed: bool) -> u8 {
     }
 }
 
+/// The most `call TOOL -` reads from stdin (16 MiB): more is an error, not memory.
+const MAX_STDIN_ARGUMENTS: u64 = 16 * 1024 * 1024;
+
 /// `JSON_ARGS`, `-` (stdin) or nothing (`{}`); must be a JSON object.
 async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
     let text = match arg {
@@ -342,10 +508,23 @@ async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
         // On a blocking thread, so that Ctrl-C still ends the command while it waits.
         Some("-") => blocking::unblock(|| {
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map(|_| s)
+            std::io::stdin()
+                .take(MAX_STDIN_ARGUMENTS + 1)
+                .read_to_string(&mut s)
+                .map(|_| s)
         })
         .await
-        .map_err(|e| Fatal::usage(format!("cannot read the arguments from stdin: {e}")))?,
+        .map_err(|e| Fatal::usage(format!("cannot read the arguments from stdin: {e}")))
+        .and_then(|s| {
+            if s.len() as u64 > MAX_STDIN_ARGUMENTS {
+                Err(Fatal::usage(format!(
+                    "the arguments on stdin are larger than {} MiB",
+                    MAX_STDIN_ARGUMENTS >> 20
+                )))
+            } else {
+                Ok(s)
+            }
+        })?,
         Some(s) => s.to_string(),
     };
     let value: Value = serde_json::from_str(&text)
@@ -439,6 +618,7 @@ impl Session {
             .unwrap_or_default();
         let health = g.health_ms.map(Duration::from_millis);
         let mut builder = Builder::servers(servers)
+            .adopt_orphans(true)
             .project_dir(&project)
             .naming(naming(g.naming))
             .uncached_wait(Duration::ZERO)
@@ -449,6 +629,7 @@ impl Session {
         if let Some(ms) = g.gate_ms {
             builder = builder.gate(Duration::from_millis(ms));
         }
+        builder = peer::install(builder, g.elicit, g.sampling_command.as_deref(), &project)?;
         if g.no_cache {
             builder = builder.no_cache();
         } else if let Some(dir) = &g.cache_dir {

@@ -200,7 +200,7 @@ fn status_json(session: &Session) -> StatusJson {
     }
 }
 
-fn print_json(value: &impl Serialize) {
+pub(super) fn print_json(value: &impl Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
         Err(e) => eprintln!("switchboard: cannot render JSON: {e}"),
@@ -209,7 +209,7 @@ fn print_json(value: &impl Serialize) {
 
 /// Left-aligned columns; the last column is not padded. `paint` colours cell (row, col)
 /// after padding, so escape codes never disturb the alignment.
-fn table(
+pub(super) fn table(
     header: &[&str],
     rows: &[Vec<String>],
     style: Style,
@@ -538,6 +538,8 @@ mod tests {
             server_version: None,
             reconnect_attempt,
             next_attempt_at: Some(Instant::from_millis(5000)),
+            instructions: None,
+            capabilities: None,
         }
     }
 

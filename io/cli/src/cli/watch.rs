@@ -163,7 +163,8 @@ pub(super) async fn run(
     };
     let reason = future::or(watch, future::or(stop, limit)).await;
     sb.shutdown().await;
-    let left = sb.live_processes().len();
+    // Every live process below this one, escaped descendants included.
+    let left = switchboard::process::descendants().len();
     w.p.emit(
         "stopped",
         None,

@@ -41,6 +41,9 @@ FLAGS:
                              after 100 in a row)
   --stats-tool               add tool `stats`: counters of what the server received
                              (cancellations, progress sent) as JSON text
+  --catalog                  offer resources (demo://readme, demo://logo, demo://numbers), the
+                             template demo://greeting/{name}, prompts greet and summary,
+                             completion, subscriptions and logging/setLevel
   -h, --help                 print this help and exit
 ";
 
@@ -68,6 +71,7 @@ pub(super) struct Flags {
     pub(super) fail_init_once: Option<String>,
     pub(super) garbage_lines: usize,
     pub(super) stats_tool: bool,
+    pub(super) catalog: bool,
 }
 
 pub(super) fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
@@ -124,6 +128,7 @@ pub(super) fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flag
             }
             "--garbage-lines" => flags.garbage_lines = number(&flag, value())?,
             "--stats-tool" => flags.stats_tool = true,
+            "--catalog" => flags.catalog = true,
             "--fail-init" => flags.fail_init = true,
             "--fail-list" => flags.fail_list = true,
             "--hang-init" => flags.hang_init = true,

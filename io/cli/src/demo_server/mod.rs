@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Map, Value};
 
+mod catalog;
 mod flags;
 use flags::{parse_flags, Flags};
 
@@ -435,6 +436,7 @@ impl Server {
             "ping" => self.respond(&id, json!({})),
             "tools/list" => self.tools_list(id, &params),
             "tools/call" => self.tools_call(id, params),
+            _ if self.handle_catalog(method, &id, &params) => {}
             _ => self.respond_error(
                 &id,
                 METHOD_NOT_FOUND,
@@ -487,11 +489,19 @@ impl Server {
                     return;
                 }
             }
+            let mut capabilities = json!({"tools": {"listChanged": true}});
+            if server.flags.catalog {
+                if let (Some(c), Value::Object(more)) =
+                    (capabilities.as_object_mut(), catalog::capabilities())
+                {
+                    c.extend(more);
+                }
+            }
             server.respond(
                 &id,
                 json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": true}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": server.name, "version": env!("CARGO_PKG_VERSION")},
                     "instructions": "A demo server for Switchboard's tests: echo, add, sleep.",
                 }),

@@ -1,0 +1,429 @@
+//! Simulated resources, resource templates and prompts (servers with `catalog`): their
+//! lists, derived from the server's current tool set, answered in one or two pages, or
+//! failing (an error, or no answer until the manager gives up on it); list changes announced
+//! with the tools'; reads, prompt gets, completions and subscriptions with faults of their
+//! own; and the embedder's operations, each completing exactly once.
+//!
+//! The world remembers, per attempt, what each list the manager received last said (what
+//! the manager must show once nothing is in flight): the invariant
+//! `CatalogSettlesToServerLists` compares it with the manager's views.
+
+use super::server::Tag;
+use super::World;
+use crate::verdict::Invariant;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use switchboard_core::catalog::{CompletionRef, Operation, OperationOutcome};
+use switchboard_core::manager::{CallError, CallId, ConnId, Input, ServerStatus};
+
+/// Resources, templates, prompts: the order of the per-kind arrays.
+const KINDS: [(&str, &str); 3] = [
+    ("resources/list", "resources"),
+    ("resources/templates/list", "resourceTemplates"),
+    ("prompts/list", "prompts"),
+];
+
+/// A URI every catalog server lists: reading it without naming a server is ambiguous as soon
+/// as two of them are connected.
+pub(super) const SHARED_URI: &str = "sim://shared/readme";
+
+/// How a list page answer went, when it reaches the manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PageOutcome {
+    More,
+    Final,
+    Failed,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    kind: usize,
+    items: Vec<String>,
+    outcome: PageOutcome,
+}
+
+/// One attempt's catalog, as the simulated server keeps it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CatalogProc {
+    /// Its lists follow the tools' alternative set.
+    alt: bool,
+    /// List requests whose answer has not reached the manager (nor been cancelled).
+    open: BTreeMap<u64, Pending>,
+    /// Items of the listing under way, per kind, as delivered.
+    acc: [Vec<String>; 3],
+    /// What the last list of each kind that ended told the manager (its view must say it).
+    pub(super) applied: [Vec<String>; 3],
+    /// A listing of this kind has begun on this attempt.
+    begun: [bool; 3],
+    /// The listing under way is the attempt's first of its kind.
+    first: [bool; 3],
+    /// How the listing under way behaves: `None` healthy in one page, else a fault.
+    fault: [Option<u64>; 3],
+    /// `list_changed` notifications sent and not yet delivered.
+    pub(super) changed_in_flight: u32,
+}
+
+impl CatalogProc {
+    /// Nothing of the catalog is in flight: the manager's view must match `applied`.
+    pub(super) fn settled(&self) -> bool {
+        self.open.is_empty() && self.changed_in_flight == 0
+    }
+}
+
+/// The capabilities a catalog server adds to `initialize`.
+pub(super) fn add_capabilities(caps: &mut Value) {
+    if let Some(c) = caps.as_object_mut() {
+        c.insert(
+            "resources".into(),
+            json!({"subscribe": true, "listChanged": true}),
+        );
+        c.insert("prompts".into(), json!({"listChanged": true}));
+        c.insert("completions".into(), json!({}));
+    }
+}
+
+/// The methods a catalog server answers besides tools.
+pub(super) fn handles(method: &str) -> bool {
+    matches!(
+        method,
+        "resources/list"
+            | "resources/templates/list"
+            | "prompts/list"
+            | "resources/read"
+            | "prompts/get"
+            | "completion/complete"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+    )
+}
+
+impl World<'_> {
+    /// The items of list `kind` of server `i` now (by URI, template or prompt name).
+    fn catalog_items(&self, i: usize, alt: bool, kind: usize) -> Vec<String> {
+        let s = &self.sc.servers[i];
+        let tools = if alt { &s.alt_tools } else { &s.tools };
+        match kind {
+            0 => {
+                let mut v: Vec<String> = tools
+                    .iter()
+                    .map(|t| format!("sim://{}/{t}", s.name))
+                    .collect();
+                v.push(SHARED_URI.to_string());
+                v
+            }
+            1 => vec![format!("sim://{}/{{name}}", s.name)],
+            _ => tools.iter().take(3).map(|t| format!("p_{t}")).collect(),
+        }
+    }
+
+    fn item_json(kind: usize, item: &str) -> Value {
+        match kind {
+            0 => json!({"uri": item, "name": item.rsplit('/').next().unwrap_or(item)}),
+            1 => json!({"uriTemplate": item, "name": "by-name"}),
+            _ => json!({"name": item, "arguments": [{"name": "who", "required": false}]}),
+        }
+    }
+
+    /// A catalog request reached server `i` on `conn`.
+    pub(super) fn catalog_request(
+        &mut self,
+        conn: ConnId,
+        i: usize,
+        method: &str,
+        id: Value,
+        req: &Value,
+    ) {
+        if let Some(kind) = KINDS.iter().position(|(m, _)| *m == method) {
+            self.catalog_list(conn, i, kind, id, req);
+            return;
+        }
+        let params = req.get("params").cloned().unwrap_or(Value::Null);
+        let cf = self.sc.mix.call_fault_pct;
+        if self.pct(cf) {
+            self.cov.catalog_operation_faults += 1;
+            if self.rng.below(2) == 0 {
+                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": "not now"}});
+                self.reply(conn, 3, r);
+            }
+            // Else no answer: the operation times out (or is cancelled).
+            return;
+        }
+        let result = match method {
+            "resources/read" => {
+                let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+                json!({"contents": [{"uri": uri, "text": format!("contents of {uri}")}]})
+            }
+            "prompts/get" => {
+                json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hello"}}]})
+            }
+            "completion/complete" => {
+                json!({"completion": {"values": ["ada", "alan"], "hasMore": false}})
+            }
+            _ => json!({}),
+        };
+        self.reply(
+            conn,
+            2,
+            json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+        if method == "resources/subscribe" {
+            let uri = params.get("uri").cloned().unwrap_or(Value::Null);
+            self.cov.catalog_updates_sent += 1;
+            let n = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
+            self.reply(conn, 4, n);
+        }
+    }
+
+    fn catalog_list(&mut self, conn: ConnId, i: usize, kind: usize, id: Value, req: &Value) {
+        let Some(n) = id.as_u64() else {
+            return;
+        };
+        let page = req
+            .get("params")
+            .and_then(|p| p.get("cursor"))
+            .and_then(Value::as_str)
+            .map_or(0, |_| 1);
+        let healed = self.healed;
+        let cf = self.sc.mix.call_fault_pct;
+        let fault = if page == 0 {
+            // Each listing draws its behaviour once; its second page follows it.
+            let f = (!healed && self.pct(cf)).then(|| self.rng.below(3));
+            let two_pages = f.is_none() && self.rng.below(4) == 0;
+            Some(if two_pages { Some(2) } else { f })
+        } else {
+            None
+        };
+        let Some(alt) = self.procs.get(&conn).map(|p| p.catalog.alt) else {
+            return;
+        };
+        let items = self.catalog_items(i, alt, kind);
+        let Some(p) = self.procs.get_mut(&conn) else {
+            return;
+        };
+        let c = &mut p.catalog;
+        if let Some(f) = fault {
+            c.first[kind] = !c.begun[kind];
+            c.begun[kind] = true;
+            c.fault[kind] = f;
+            c.acc[kind].clear();
+        }
+        let behaviour = c.fault[kind];
+        let (key, ms) = (KINDS[kind].1, 3);
+        let (outcome, answer) = match behaviour {
+            Some(0) => {
+                self.cov.catalog_list_errors += 1;
+                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "catalog unavailable"}});
+                (PageOutcome::Failed, Some(r))
+            }
+            // No answer: the manager's request timeout ends the listing.
+            Some(1) => {
+                self.cov.catalog_list_hangs += 1;
+                (PageOutcome::Failed, None)
+            }
+            Some(_) => {
+                let half = items.len() / 2;
+                let (these, more) = if page == 0 {
+                    self.cov.catalog_lists_paged += 1;
+                    (items[..half].to_vec(), true)
+                } else {
+                    (items[half..].to_vec(), false)
+                };
+                let list: Vec<Value> = these.iter().map(|t| Self::item_json(kind, t)).collect();
+                let mut result = json!({ key: list });
+                if more {
+                    result["nextCursor"] = json!("c1");
+                }
+                let outcome = if more {
+                    PageOutcome::More
+                } else {
+                    PageOutcome::Final
+                };
+                let r = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                self.record_page(conn, n, kind, these, outcome.clone());
+                self.reply_tagged(conn, ms, r, Tag::CatalogAnswer { id: n });
+                return;
+            }
+            None => {
+                let list: Vec<Value> = items.iter().map(|t| Self::item_json(kind, t)).collect();
+                let r = json!({"jsonrpc": "2.0", "id": id, "result": { key: list }});
+                self.record_page(conn, n, kind, items, PageOutcome::Final);
+                self.reply_tagged(conn, ms, r, Tag::CatalogAnswer { id: n });
+                return;
+            }
+        };
+        self.record_page(conn, n, kind, Vec::new(), outcome);
+        if let Some(r) = answer {
+            self.reply_tagged(conn, ms, r, Tag::CatalogAnswer { id: n });
+        }
+    }
+
+    fn record_page(
+        &mut self,
+        conn: ConnId,
+        id: u64,
+        kind: usize,
+        items: Vec<String>,
+        outcome: PageOutcome,
+    ) {
+        if let Some(p) = self.procs.get_mut(&conn) {
+            p.catalog.open.insert(
+                id,
+                Pending {
+                    kind,
+                    items,
+                    outcome,
+                },
+            );
+        }
+    }
+
+    /// A list page's answer reached the manager (a duplicate of one already delivered, or of
+    /// a cancelled request, changes nothing).
+    pub(super) fn catalog_delivered(&mut self, conn: ConnId, id: u64) {
+        let Some(p) = self.procs.get_mut(&conn) else {
+            return;
+        };
+        let c = &mut p.catalog;
+        let Some(page) = c.open.remove(&id) else {
+            return;
+        };
+        let k = page.kind;
+        match page.outcome {
+            PageOutcome::More => c.acc[k].extend(page.items),
+            PageOutcome::Final => {
+                c.acc[k].extend(page.items);
+                c.applied[k] = std::mem::take(&mut c.acc[k]);
+            }
+            // A failed first list leaves that slice empty; a failed re-list keeps the last.
+            PageOutcome::Failed => {
+                if c.first[k] {
+                    c.applied[k].clear();
+                }
+            }
+        }
+    }
+
+    /// The manager cancelled request `id` (it timed out): a list page ends failed.
+    pub(super) fn catalog_cancelled(&mut self, conn: ConnId, id: u64) {
+        let Some(p) = self.procs.get_mut(&conn) else {
+            return;
+        };
+        let c = &mut p.catalog;
+        if let Some(page) = c.open.remove(&id) {
+            if c.first[page.kind] {
+                c.applied[page.kind].clear();
+            }
+        }
+    }
+
+    /// The tool set changed (`flip`) on a catalog server: its resources and prompts change with
+    /// it, announced by their own `list_changed` notifications.
+    pub(super) fn catalog_changes(&mut self, conn: ConnId, ms: u64, flip: bool) {
+        let Some(p) = self.procs.get_mut(&conn) else {
+            return;
+        };
+        if !flip || !self.sc.servers[p.server].catalog {
+            return;
+        }
+        p.catalog.alt = !p.catalog.alt;
+        p.catalog.changed_in_flight += 2;
+        self.cov.catalog_changes_sent += 1;
+        for method in [
+            "notifications/resources/list_changed",
+            "notifications/prompts/list_changed",
+        ] {
+            let v = json!({"jsonrpc": "2.0", "method": method});
+            self.reply_tagged(conn, ms, v, Tag::CatalogChanged);
+        }
+    }
+
+    /// Servers whose catalog settled: connected, its attempt alive, nothing of it in flight,
+    /// with what its lists last told the manager.
+    pub(super) fn catalog_settled(&self) -> Vec<(usize, [Vec<String>; 3])> {
+        let mut v = Vec::new();
+        for (i, s) in self.sc.servers.iter().enumerate() {
+            if !s.catalog || self.m.status(&s.name) != ServerStatus::Connected {
+                continue;
+            }
+            let Some(p) = self.obs.latest_conn[i].and_then(|c| self.procs.get(&c)) else {
+                continue;
+            };
+            if !p.alive() || p.reported || !p.catalog.settled() {
+                continue;
+            }
+            v.push((i, p.catalog.applied.clone()));
+        }
+        v
+    }
+
+    /// Now and then, after a call, the embedder also reads a resource, gets a prompt,
+    /// completes an argument or subscribes (live or deferred, as the call's target).
+    pub(super) fn maybe_operation(&mut self, pick: usize, deferred: bool) {
+        // Only in a world with catalog servers (the others' runs stay as they were).
+        if pick % 2 != 0 || !self.sc.servers.iter().any(|s| s.catalog) {
+            return;
+        }
+        let resources = self.m.resources();
+        let prompts = self.m.prompts();
+        let res: Vec<_> = resources
+            .iter()
+            .filter(|r| r.deferred == deferred)
+            .collect();
+        let prm: Vec<_> = prompts.iter().filter(|p| p.deferred == deferred).collect();
+        let op = match (pick / 2) % 5 {
+            // Without naming the server: ambiguous when several list it.
+            0 => Operation::ReadResource {
+                uri: SHARED_URI.to_string(),
+                server: None,
+            },
+            1 if !res.is_empty() => {
+                let r = res[pick % res.len()];
+                Operation::ReadResource {
+                    uri: r.def.uri.clone(),
+                    server: Some(r.server.clone()),
+                }
+            }
+            2 if !prm.is_empty() => Operation::GetPrompt {
+                name: prm[pick % prm.len()].qualified_name.clone(),
+                arguments: BTreeMap::new(),
+            },
+            3 if !prm.is_empty() => Operation::Complete {
+                reference: CompletionRef::Prompt {
+                    name: prm[pick % prm.len()].qualified_name.clone(),
+                },
+                argument: "who".into(),
+                value: "a".into(),
+                context: BTreeMap::new(),
+            },
+            4 if !res.is_empty() => {
+                let r = res[pick % res.len()];
+                Operation::Subscribe {
+                    uri: r.def.uri.clone(),
+                    server: Some(r.server.clone()),
+                }
+            }
+            _ => return,
+        };
+        let call = CallId(self.next_call);
+        self.next_call += 1;
+        self.cov.operations_issued += 1;
+        self.cov.deferred_operations_issued += u64::from(deferred);
+        self.obs.ops.insert(call, ());
+        let timeout = Some(Duration::from_millis(self.sc.options.call_timeout_ms));
+        self.input(Input::Operation { call, op, timeout }, |_| {});
+    }
+
+    /// An operation completed: exactly once, for an operation the embedder made.
+    pub(super) fn operation_completed(&mut self, call: CallId, outcome: &OperationOutcome) {
+        if self.obs.ops.remove(&call).is_none() {
+            self.step.output_violations.push((
+                Invariant::EveryOperationCompletesOnce,
+                format!("operation c{} completed again, or was never made", call.0),
+            ));
+        }
+        if let OperationOutcome::Err(CallError::AmbiguousResource { .. }) = outcome {
+            self.cov.ambiguous_reads += 1;
+        }
+    }
+}
