@@ -345,6 +345,7 @@ fn call_routing(c: &mut Criterion) {
                         arguments: Some(args.clone()),
                         timeout: None,
                         progress: false,
+                        meta: None,
                     })
                     .collect();
                 let base = next_req;
@@ -488,6 +489,7 @@ fn main() {
                 arguments: Some(args.clone()),
                 timeout: None,
                 progress: false,
+                meta: None,
             })
             .collect();
         let replies: Vec<Bytes> = (0..n).map(|k| response(2 + k, &result)).collect();

@@ -30,4 +30,4 @@ pub use manager::{PeerRequestKey, WithdrawReason};
 pub use names::NamingScheme;
 pub use protocol::{ClientFeatures, PeerAnswer, PeerRequestKind, Root};
 pub use time::Instant;
-pub use tool::{RawJson, Tool, ToolDef, ToolRef, ToolResult};
+pub use tool::{RawJson, TaskSupport, Tool, ToolDef, ToolRef, ToolResult};

@@ -122,6 +122,29 @@ pub struct ToolDef {
     /// Hints about its behaviour (read-only, destructive, ...), as the server sent them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<RawJson>,
+    /// Icons for a user interface (an array of `{src, mimeType, sizes, theme}`), as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<RawJson>,
+    /// The tool's `_meta` object, as sent.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RawJson>,
+    /// How it is executed (`{"taskSupport": "required"}`, ...), as sent;
+    /// [`ToolDef::task_support`] reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<RawJson>,
+}
+
+/// Whether a tool runs as a task (MCP 2025-11-25 `execution.taskSupport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Called directly only (`forbidden`, or no `execution.taskSupport`: the default).
+    Forbidden,
+    /// Either way (`optional`); the core calls it directly.
+    Optional,
+    /// Only as a task (`required`): the core calls it as one and polls it.
+    Required,
 }
 
 impl ToolDef {
@@ -134,6 +157,31 @@ impl ToolDef {
             input_schema: RawJson::empty_object_schema(),
             output_schema: None,
             annotations: None,
+            icons: None,
+            meta: None,
+            execution: None,
+        }
+    }
+
+    /// Its `execution.taskSupport`; `Forbidden` when absent or not one of the three words.
+    pub fn task_support(&self) -> TaskSupport {
+        #[derive(Deserialize)]
+        struct Execution {
+            #[serde(rename = "taskSupport", default)]
+            task_support: Option<String>,
+        }
+        let Some(raw) = &self.execution else {
+            return TaskSupport::Forbidden;
+        };
+        match serde_json::from_str::<Execution>(raw.get()) {
+            Ok(Execution {
+                task_support: Some(s),
+            }) => match s.as_str() {
+                "required" => TaskSupport::Required,
+                "optional" => TaskSupport::Optional,
+                _ => TaskSupport::Forbidden,
+            },
+            _ => TaskSupport::Forbidden,
         }
     }
 }
@@ -330,5 +378,31 @@ mod tests {
         assert_eq!(t.input_schema.to_value(), json!({"type": "object"}));
         assert_eq!(t.input_schema.get(), r#"{"type":"object"}"#);
         assert_eq!(t.description.as_deref(), Some("d"));
+        assert_eq!(t.task_support(), TaskSupport::Forbidden);
+    }
+
+    #[test]
+    fn task_support_reads_execution() {
+        let with = |e: Value| ToolDef {
+            execution: Some(RawJson::from_value(&e)),
+            ..ToolDef::named("t")
+        };
+        assert_eq!(
+            with(json!({"taskSupport": "required"})).task_support(),
+            TaskSupport::Required
+        );
+        assert_eq!(
+            with(json!({"taskSupport": "optional"})).task_support(),
+            TaskSupport::Optional
+        );
+        assert_eq!(
+            with(json!({"taskSupport": "forbidden"})).task_support(),
+            TaskSupport::Forbidden
+        );
+        assert_eq!(
+            with(json!({"taskSupport": 3})).task_support(),
+            TaskSupport::Forbidden
+        );
+        assert_eq!(with(json!([])).task_support(), TaskSupport::Forbidden);
     }
 }

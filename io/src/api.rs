@@ -588,6 +588,7 @@ impl Switchboard {
             timeout: options.timeout,
             progress: progress_tx,
             reply: tx,
+            meta: options.meta,
         };
         Call::start(self.inner.requests.clone(), call, request, rx, progress)
     }

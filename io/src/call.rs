@@ -20,6 +20,9 @@ pub struct CallOptions {
     /// Send a progress token with the call, so the server's progress reaches
     /// [`Call::progress`] (and `Event::Progress` names the call).
     pub progress: bool,
+    /// A `_meta` object sent in the `tools/call` params, except `progressToken`: progress
+    /// tokens are the library's own (set with `progress`).
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A request that did not fit in the request queue yet: sent at the first poll.

@@ -270,6 +270,7 @@ pub fn manager_inputs(data: &[u8]) {
                     arguments: None,
                     timeout: timeout.map(|t| Duration::from_millis(u64::from(t))),
                     progress: tool % 2 == 0,
+                    meta: None,
                 })
             }
             Op::Cancel(k) => Some(Input::CancelCall {

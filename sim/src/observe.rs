@@ -242,6 +242,10 @@ pub struct Observer {
     /// Per server: the reconnect attempt the manager announced (`ReconnectScheduled`) and
     /// when it is due, until `ReconnectStarted`.
     pub announced: BTreeMap<String, (u32, Instant)>,
+    /// When each task (attempt, task id) was last polled with `tasks/get`.
+    pub task_polls: BTreeMap<(ConnId, String), Instant>,
+    /// Tasks whose `tasks/result` was asked for.
+    pub task_results_asked: BTreeSet<(ConnId, String)>,
     /// Operations (reads, prompt gets, completions, subscriptions) made and not completed.
     pub ops: BTreeMap<switchboard_core::manager::CallId, ()>,
 }

@@ -88,11 +88,14 @@ pub enum Invariant {
     StartupRetriesFollowPolicy,
     /// Two runs of one scenario give the same trace.
     Determinism,
+    /// A task is polled no more often than the core's floor, and never after its result was
+    /// asked for.
+    TaskPollsAreBounded,
 }
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 25] = [
+    pub const SAFETY: [Invariant; 26] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -113,6 +116,7 @@ impl Invariant {
         Invariant::ServerStateIsCoherent,
         Invariant::PeerInputIsAccountedFor,
         Invariant::HealthPingsKeepComing,
+        Invariant::TaskPollsAreBounded,
         Invariant::PeerRequestsAnsweredOnce,
         Invariant::DeclaredCapabilitiesHaveHandlers,
         Invariant::NothingSentForCancelledRequests,
@@ -189,6 +193,7 @@ impl Invariant {
             | Invariant::TeardownLeavesNothing
             | Invariant::StartupRetriesFollowPolicy => "liveness",
             Invariant::Determinism => "determinism",
+            Invariant::TaskPollsAreBounded => "25 task polls are bounded",
         }
     }
 }

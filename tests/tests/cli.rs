@@ -60,7 +60,7 @@ impl Project {
 
     /// `switchboard` in the project with these configs, no `RUST_LOG`, no `NO_COLOR`, and a
     /// private `HOME` and `XDG_CACHE_HOME` (so nothing of the user's is read or written).
-    fn command(&self, configs: &[&str]) -> Command {
+    pub(crate) fn command(&self, configs: &[&str]) -> Command {
         let mut cmd = Command::new(switchboard_bin());
         let home = self.path().join("home");
         std::fs::create_dir_all(&home).unwrap();

@@ -607,6 +607,7 @@ fn flaw_10_timed_out_and_cancelled_calls_send_notifications_cancelled() {
             arguments: None,
             timeout: Some(ms(1000)),
             progress: false,
+            meta: None,
         },
     );
     s.call(200, 2, "mcp_a_slow", json!({}));

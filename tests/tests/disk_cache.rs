@@ -168,6 +168,38 @@ fn schemas_round_trip_as_text_and_older_version_1_entries_load() {
     assert_eq!(back[0].input_schema.get(), text);
 }
 
+/// Every part of a listed tool the view keeps (title, schemas, annotations, icons, `_meta`,
+/// `execution`) is stored and comes back byte for byte, as the server wrote it.
+#[test]
+fn every_tool_field_round_trips_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    let k = key("s", HASH_A);
+    let raw = |text: &str| -> Option<RawJson> { Some(serde_json::from_str(text).unwrap()) };
+    let t = ToolDef {
+        title: Some("Tee".into()),
+        description: Some("d".into()),
+        output_schema: raw(r#"{"type":"object","properties":{"z":{},"a":{}}}"#),
+        annotations: raw(r#"{"readOnlyHint":true,"title":"x"}"#),
+        icons: raw(r#"[{"src":"https://example.com/i.png","sizes":["48x48"]}]"#),
+        meta: raw(r#"{"vendor/z":1,"vendor/a":{"n":2.50}}"#),
+        execution: raw(r#"{"taskSupport":"required"}"#),
+        ..ToolDef::named("t")
+    };
+    cache.store(&k, std::slice::from_ref(&t), NOW).unwrap();
+    let back = cache.load(&k, NOW).unwrap();
+    assert_eq!(back, vec![t.clone()]);
+    assert_eq!(
+        back[0].meta.as_ref().unwrap().get(),
+        r#"{"vendor/z":1,"vendor/a":{"n":2.50}}"#
+    );
+    assert_eq!(back[0].icons, t.icons);
+    assert_eq!(
+        back[0].task_support(),
+        switchboard_core::TaskSupport::Required
+    );
+}
+
 #[test]
 fn corrupt_or_unreadable_files_are_misses_not_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -261,7 +261,7 @@ async fn write_stream_head(
     stream.flush().await
 }
 
-fn json_reply(status: u16, headers: Vec<(String, String)>, v: &Value) -> Reply {
+pub(crate) fn json_reply(status: u16, headers: Vec<(String, String)>, v: &Value) -> Reply {
     let mut headers = headers;
     headers.push(("content-type".into(), "application/json".into()));
     Reply::Full {
@@ -271,7 +271,7 @@ fn json_reply(status: u16, headers: Vec<(String, String)>, v: &Value) -> Reply {
     }
 }
 
-fn empty(status: u16) -> Reply {
+pub(crate) fn empty(status: u16) -> Reply {
     Reply::Full {
         status,
         headers: vec![],

@@ -291,6 +291,7 @@ fn progress_resets_a_call_timeout_but_never_past_the_ceiling() {
             arguments: None,
             timeout: Some(ms(1000)),
             progress: false,
+            meta: None,
         },
     );
     let sent = s.outputs.iter().rev().find_map(|o| match o {
@@ -311,6 +312,39 @@ fn progress_resets_a_call_timeout_but_never_past_the_ceiling() {
     s.advance_to(2600);
     assert!(matches!(s.outcome(1)[..], [CallOutcome::Err(_)]));
     assert_eq!(s.m.counters().progress_resets, 2);
+}
+
+#[test]
+fn a_calls_own_meta_goes_out_merged_and_the_progress_token_stays_ours() {
+    let mut s = Script::new();
+    connected(&mut s, "a", &["slow"]);
+    let meta = json!({"progressToken": "theirs", "vendor/trace": "abc"});
+    for (call, progress) in [(1, true), (2, false)] {
+        s.at(
+            100,
+            Input::CallTool {
+                call: CallId(call),
+                tool: "mcp_a_slow".into(),
+                arguments: None,
+                timeout: None,
+                progress,
+                meta: meta.as_object().cloned(),
+            },
+        );
+        let sent = s.outputs.iter().rev().find_map(|o| match o {
+            Output::Send { frame, .. } => serde_json::from_slice::<serde_json::Value>(frame).ok(),
+            _ => None,
+        });
+        let sent = sent.unwrap();
+        // A caller's token could name another call: it never goes out.
+        let expected = if progress {
+            json!({"progressToken": call, "vendor/trace": "abc"})
+        } else {
+            json!({"vendor/trace": "abc"})
+        };
+        assert_eq!(sent["params"]["_meta"], expected, "{sent}");
+        assert_eq!(sent["params"]["name"], "slow");
+    }
 }
 
 #[test]

@@ -304,6 +304,7 @@ impl Script {
                 arguments: Some(args),
                 timeout: None,
                 progress: false,
+                meta: None,
             },
         );
     }
@@ -400,12 +401,17 @@ pub fn render_input(i: &Input) -> String {
             arguments,
             timeout,
             progress,
+            meta,
         } => format!(
-            "CallTool c{} {tool} {} timeout={:?}{}",
+            "CallTool c{} {tool} {} timeout={:?}{}{}",
             call.0,
             arguments.as_ref().map_or("null".into(), |a| a.to_string()),
             timeout,
-            if *progress { " progress" } else { "" }
+            if *progress { " progress" } else { "" },
+            meta.as_ref().map_or(String::new(), |m| format!(
+                " _meta={}",
+                serde_json::Value::Object(m.clone())
+            ))
         ),
         Input::CancelCall { call } => format!("CancelCall c{}", call.0),
         // The rest render as in the simulator's traces.

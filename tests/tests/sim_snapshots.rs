@@ -55,6 +55,7 @@ fn calm() -> FaultMix {
         frame_fault_pct: 0,
         stale_pct: 0,
         jitter_ms: 0,
+        task_pct: 0,
     }
 }
 
@@ -466,6 +467,34 @@ fn sim_policy_sync_restarts_the_changed_and_keeps_the_rest() {
     assert_eq!(r.coverage.syncs_restart_and_keep, 1);
     let t = trace(&r);
     assert!(t.contains("Sync r2 [\"keep\", \"change(changed)\", \"new\"]"));
+}
+
+// ----- tool calls run as tasks -------------------------------------------------------------
+
+#[test]
+fn sim_tasks_are_polled_fetched_and_cancelled_with_one_outcome_each() {
+    let mut sc = scenario(
+        vec![server("jobs", &["build", "deploy", "test"])],
+        vec![
+            (100, call(CallTarget::Live, 0)),
+            (
+                120,
+                ActionKind::CallTool {
+                    target: CallTarget::Live,
+                    pick: 1,
+                    timeout_ms: Some(400),
+                },
+            ),
+            (140, call(CallTarget::Live, 2)),
+            (300, ActionKind::CancelCall(2)),
+        ],
+    );
+    sc.mix.task_pct = 100;
+    sc.mix.call_fault_pct = 50;
+    let r = run("sim_tasks", &sc);
+    assert!(core(&r, "task_calls") >= 2, "{}", trace(&r));
+    assert!(core(&r, "task_polls") >= 1, "{}", trace(&r));
+    assert!(trace(&r).contains("tasks/result"), "{}", trace(&r));
 }
 
 #[test]

@@ -5,11 +5,12 @@
 use super::errors::CallError;
 use super::servers::Stage;
 use super::sessions::Req;
+use super::tasks::TaskRun;
 use super::{CallId, CallOutcome, ConnId, Event, Level, Manager, TimerReason};
 use crate::protocol;
 use crate::time::Instant;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// Where a call is.
@@ -19,6 +20,8 @@ pub(super) enum CallState {
     Waiting,
     /// Sent as request `req` on `conn`.
     Sent { conn: ConnId, req: u64 },
+    /// Running as a task on `conn` (`tasks.rs`): polled until its result is fetched.
+    Task { conn: ConnId, run: TaskRun },
 }
 
 /// A call in flight.
@@ -28,12 +31,16 @@ pub(super) struct Call {
     pub(super) tool: String,
     /// Kept only while the call waits; taken when it is sent.
     arguments: Option<Value>,
+    /// The caller's `_meta` for the request; kept only while the call waits.
+    meta: Option<Map<String, Value>>,
     timeout: Duration,
     deadline: Instant,
     started: Instant,
     /// The call went out with a progress token (its number), so progress names it.
     progress: bool,
     pub(super) state: CallState,
+    /// The `tools/call` went out with a `task` param: its answer may be a task.
+    as_task: bool,
 }
 
 impl Manager {
@@ -48,7 +55,7 @@ impl Manager {
             after: c.timeout,
             waiting_for: match c.state {
                 CallState::Waiting => Some(c.server.clone()),
-                CallState::Sent { .. } => None,
+                CallState::Sent { .. } | CallState::Task { .. } => None,
             },
         };
         self.abort_call(call, "request timed out", CallOutcome::Err(error));
@@ -61,6 +68,7 @@ impl Manager {
         arguments: Option<Value>,
         timeout: Option<Duration>,
         progress: bool,
+        meta: Option<Map<String, Value>>,
     ) {
         if self.calls.contains_key(&call) {
             self.diag(
@@ -93,13 +101,13 @@ impl Manager {
             ref p => Err(p.is_pending()),
         });
         let progress = progress || self.opts.reset_timeout_on_progress;
-        let (state, arguments) = match target {
-            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments, progress) {
-                Some(req) => (CallState::Sent { conn, req }, None),
+        let (state, arguments, meta, as_task) = match target {
+            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments, progress, meta) {
+                Some((req, as_task)) => (CallState::Sent { conn, req }, None, None, as_task),
                 None => return,
             },
             // A deferred tool: its server is still connecting, so the call waits for it.
-            Some(Err(true)) => (CallState::Waiting, arguments),
+            Some(Err(true)) => (CallState::Waiting, arguments, meta, false),
             _ => {
                 let reason = self.servers.get(&server).and_then(|s| s.last_error.clone());
                 self.emit(Event::CallCompleted {
@@ -115,11 +123,13 @@ impl Manager {
                 server,
                 tool: raw,
                 arguments,
+                meta,
                 timeout,
                 deadline,
                 started: self.now,
                 progress,
                 state,
+                as_task,
             },
         );
         self.timers.arm(deadline, TimerReason::Call { call });
@@ -132,12 +142,24 @@ impl Manager {
         raw: &str,
         arguments: Option<Value>,
         progress: bool,
-    ) -> Option<u64> {
+        meta: Option<Map<String, Value>>,
+    ) -> Option<(u64, bool)> {
         let mut params = protocol::call_tool_params(raw, arguments);
+        let as_task = self.call_as_task(conn, raw);
+        if as_task {
+            params["task"] = Value::Object(Map::new());
+        }
+        let mut meta = meta.unwrap_or_default();
+        // Progress tokens are the core's: a caller's own could name another call.
+        meta.remove("progressToken");
         if progress {
-            params["_meta"] = serde_json::json!({ "progressToken": call.0 });
+            meta.insert("progressToken".into(), Value::from(call.0));
+        }
+        if !meta.is_empty() {
+            params["_meta"] = Value::Object(meta);
         }
         self.request(conn, "tools/call", Some(params), Req::Call(call))
+            .map(|req| (req, as_task))
     }
 
     pub(super) fn flush_waiting_calls(&mut self, server: &str, conn: ConnId) {
@@ -167,11 +189,15 @@ impl Manager {
             }
             let raw = c.tool.clone();
             let progress = c.progress;
-            let args = self.calls.get_mut(&call).and_then(|c| c.arguments.take());
-            if let Some(req) = self.send_call(conn, call, &raw, args, progress) {
+            let (args, meta) = match self.calls.get_mut(&call) {
+                Some(c) => (c.arguments.take(), c.meta.take()),
+                None => (None, None),
+            };
+            if let Some((req, as_task)) = self.send_call(conn, call, &raw, args, progress, meta) {
                 self.counters.deferred_calls_sent += 1;
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.state = CallState::Sent { conn, req };
+                    c.as_task = as_task;
                 }
             }
         }
@@ -182,6 +208,17 @@ impl Manager {
         call: CallId,
         result: Result<Box<RawValue>, protocol::RpcError>,
     ) {
+        let created = self
+            .calls
+            .get(&call)
+            .is_some_and(|c| c.as_task && matches!(c.state, CallState::Sent { .. }));
+        if created {
+            if let Ok(v) = &result {
+                if self.on_task_created(call, v) {
+                    return;
+                }
+            }
+        }
         let outcome = match result {
             Ok(v) => match protocol::parse_call_tool_result(&v) {
                 Ok(r) => CallOutcome::Ok(r),
@@ -209,11 +246,19 @@ impl Manager {
         let Some(c) = self.calls.get(&call) else {
             return;
         };
-        if let CallState::Sent { conn, req } = c.state {
-            if let Some(cn) = self.conns.get_mut(&conn) {
-                cn.tracker.forget(req);
-                self.send_cancelled(conn, req, reason);
+        match &c.state {
+            CallState::Sent { conn, req } => {
+                let (conn, req) = (*conn, *req);
+                if let Some(cn) = self.conns.get_mut(&conn) {
+                    cn.tracker.forget(req);
+                    self.send_cancelled(conn, req, reason);
+                }
             }
+            CallState::Task { conn, run } => {
+                let (conn, run) = (*conn, run.clone());
+                self.cancel_task(call, conn, &run, reason);
+            }
+            CallState::Waiting => {}
         }
         self.complete_call(call, outcome);
     }
@@ -224,10 +269,21 @@ impl Manager {
             return;
         };
         self.timers.disarm(c.deadline, TimerReason::Call { call });
-        if let CallState::Sent { conn, req } = c.state {
-            if let Some(cn) = self.conns.get_mut(&conn) {
-                cn.tracker.forget(req);
+        match c.state {
+            CallState::Sent { conn, req } => {
+                if let Some(cn) = self.conns.get_mut(&conn) {
+                    cn.tracker.forget(req);
+                }
             }
+            CallState::Task { conn, run } => {
+                if let Some(at) = run.poll {
+                    self.timers.disarm(at, TimerReason::TaskPoll { call });
+                }
+                if let (Some(req), Some(cn)) = (run.req, self.conns.get_mut(&conn)) {
+                    cn.tracker.forget(req);
+                }
+            }
+            CallState::Waiting => {}
         }
         self.emit(Event::CallCompleted { call, outcome });
     }
@@ -239,7 +295,8 @@ impl Manager {
         let max = self.opts.max_call_time;
         let now = self.now;
         let c = self.calls.get_mut(&call)?;
-        if !c.progress || c.server != server || !matches!(c.state, CallState::Sent { .. }) {
+        let out = matches!(c.state, CallState::Sent { .. } | CallState::Task { .. });
+        if !c.progress || c.server != server || !out {
             return None;
         }
         if !self.opts.reset_timeout_on_progress {

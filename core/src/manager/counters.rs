@@ -73,6 +73,14 @@ pub struct Counters {
     pub refreshes_not_connected: u64,
     /// Refreshes answered because the connection was lost (or the server stopped) first.
     pub refreshes_lost: u64,
+    /// Tool calls the server took as tasks (answered with a task, then polled).
+    pub task_calls: u64,
+    /// `tasks/get` polls sent.
+    pub task_polls: u64,
+    /// `notifications/tasks/status` about a task call in flight.
+    pub task_status_notifications: u64,
+    /// Tasks cancelled on their server because the caller gave up (timeout, cancel).
+    pub task_cancels: u64,
     /// Sampling or elicitation requests of servers handed to the embedder.
     pub peer_requests_forwarded: u64,
     /// Those the embedder answered with a result (or an accepted elicitation).

@@ -28,6 +28,7 @@ mod recovery;
 mod rounds;
 mod servers;
 mod sessions;
+mod tasks;
 mod timers;
 mod types;
 mod view;
@@ -39,6 +40,7 @@ pub use event::{CallOutcome, Event, RequestId};
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
 pub use peer::{PeerRequestKey, WithdrawReason, MAX_ROOTS};
 pub use servers::{Phase, ServerState, ServerStatus};
+pub use tasks::{TASK_POLL_DEFAULT, TASK_POLL_MAX, TASK_POLL_MIN};
 pub use timers::TimerReason;
 pub use types::{
     log_text, CacheKey, CallId, ConnId, FrameKind, FrameMeta, Input, Level, Output, StartupReport,
@@ -297,7 +299,8 @@ impl Manager {
                 arguments,
                 timeout,
                 progress,
-            } => self.call_tool(call, &tool, arguments, timeout, progress),
+                meta,
+            } => self.call_tool(call, &tool, arguments, timeout, progress, meta),
             Input::CancelCall { call } => {
                 if !self.cancel_op(call) {
                     self.cancel_call(call);
@@ -343,6 +346,7 @@ impl Manager {
                 }
             }
             TimerReason::PeerRequest { key } => self.on_peer_request_timeout(key),
+            TimerReason::TaskPoll { call } => self.on_task_poll(call),
         }
     }
 

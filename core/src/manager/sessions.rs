@@ -76,6 +76,12 @@ pub(super) enum Req {
     ListTools,
     Call(CallId),
     Ping,
+    /// `tasks/get` for the task a call runs as.
+    TaskGet(CallId),
+    /// `tasks/result` for the task a call runs as.
+    TaskResult(CallId),
+    /// `tasks/cancel` of a task nobody waits for; its answer changes nothing.
+    TaskCancel,
     /// A page of a resources, templates or prompts list.
     List(super::catalog::ListKind),
     /// An operation (`Input::Operation`).
@@ -307,6 +313,15 @@ impl Manager {
             }
             // An undeliverable ping counts as unanswered now.
             Req::Ping => self.on_ping_timeout(conn, id),
+            Req::TaskGet(call) | Req::TaskResult(call) => {
+                let error = ServerError::new(ServerErrorKind::RequestFailed, error);
+                self.complete_call(call, CallOutcome::Err(CallError::Transport(error)));
+            }
+            Req::TaskCancel => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.tracker.complete(id);
+                }
+            }
             Req::List(kind) => {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.tracker.complete(id);
@@ -417,6 +432,9 @@ impl Manager {
             (Req::Initialize, Answer::Raw(result)) => self.on_initialize(conn, server, result),
             (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
             (Req::Ping, Answer::Raw(_)) => self.on_pong(conn, server),
+            (Req::TaskGet(call), Answer::Raw(result)) => self.on_task_status(call, result),
+            (Req::TaskResult(call), Answer::Raw(result)) => self.on_call_result(call, result),
+            (Req::TaskCancel, Answer::Raw(_)) => {}
             (Req::List(kind), Answer::Raw(result)) => {
                 let result = result.map_err(|e| e.to_string());
                 self.on_catalog_page(conn, server, id, kind, result);
@@ -462,6 +480,7 @@ impl Manager {
                     message,
                 });
             }
+            ServerNotification::TaskStatus { params } => self.on_task_notification(server, &params),
             ServerNotification::ResourcesListChanged => self.on_catalog_list_changed(server, false),
             ServerNotification::PromptsListChanged => self.on_catalog_list_changed(server, true),
             ServerNotification::ResourceUpdated { uri } => self.on_resource_updated(server, uri),

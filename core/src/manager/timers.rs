@@ -58,6 +58,11 @@ pub enum TimerReason {
         /// The JSON-RPC id of the ping.
         id: u64,
     },
+    /// Time to ask `tasks/get` about the task tool call `call` runs as.
+    TaskPoll {
+        /// The call whose task is polled.
+        call: CallId,
+    },
     /// A request of a server's (`key`) went unanswered by the embedder for
     /// `peer_request_timeout`.
     PeerRequest {

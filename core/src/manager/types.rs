@@ -7,7 +7,7 @@ use crate::config::{ServerSpec, TransportConfig};
 use crate::tool::{Tool, ToolDef};
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -188,6 +188,9 @@ pub enum Input {
         /// Send a progress token with the call, so the server's progress reaches the embedder
         /// as `Progress` events naming the call.
         progress: bool,
+        /// A `_meta` object for the `tools/call` params, as given, except `progressToken`:
+        /// progress tokens are the core's own (the call's number, with `progress`).
+        meta: Option<Map<String, Value>>,
     },
     /// Cancel a call in flight: it completes as `Cancelled`, and the server is told if the
     /// request went out. Unknown or completed calls are ignored.

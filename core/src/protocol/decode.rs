@@ -279,6 +279,9 @@ fn decode_notification(method: &str, params: &Value) -> ServerNotification {
                 .map(str::to_string),
             data: params.get("data").cloned().unwrap_or(Value::Null),
         },
+        "notifications/tasks/status" => ServerNotification::TaskStatus {
+            params: params.clone(),
+        },
         "notifications/elicitation/complete" => {
             match params.get("elicitationId").and_then(Value::as_str) {
                 Some(id) => ServerNotification::ElicitationComplete {

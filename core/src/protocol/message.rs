@@ -136,6 +136,12 @@ pub enum ServerNotification {
         /// The notification's method.
         method: String,
     },
+    /// `notifications/tasks/status`: a task's new state (the manager's task code reads
+    /// `taskId`, `status` and `pollInterval`).
+    TaskStatus {
+        /// The notification's params (the task object).
+        params: Value,
+    },
     /// `notifications/elicitation/complete`: an out-of-band interaction a URL-mode
     /// elicitation started is done.
     ElicitationComplete {

@@ -46,6 +46,8 @@ pub struct InitializeResult {
     pub server_version: Option<String>,
     /// The server's usage instructions for the model, when given.
     pub instructions: Option<String>,
+    /// The server takes `tools/call` as a task (`capabilities.tasks.requests.tools.call`).
+    pub tasks_tool_call: bool,
     /// Everything it declared in `capabilities`.
     pub capabilities: super::ServerCapabilities,
 }
@@ -82,6 +84,9 @@ pub fn parse_initialize_result(raw: &RawValue) -> Result<InitializeResult, Proto
             .get("instructions")
             .and_then(Value::as_str)
             .map(str::to_string),
+        tasks_tool_call: v
+            .pointer("/capabilities/tasks/requests/tools/call")
+            .is_some_and(|c| !c.is_null()),
         capabilities: super::ServerCapabilities::parse(v.get("capabilities")),
     })
 }

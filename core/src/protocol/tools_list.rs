@@ -242,6 +242,12 @@ impl<'de> Deserialize<'de> for Listed {
             OutputSchema,
             #[serde(rename = "annotations")]
             Annotations,
+            #[serde(rename = "icons")]
+            Icons,
+            #[serde(rename = "_meta")]
+            Meta,
+            #[serde(rename = "execution")]
+            Execution,
             #[serde(other)]
             Other,
         }
@@ -270,6 +276,9 @@ impl<'de> Deserialize<'de> for Listed {
                 let mut input_schema: Option<RawJson> = None;
                 let mut output_schema: Option<RawJson> = None;
                 let mut annotations: Option<RawJson> = None;
+                let mut icons: Option<RawJson> = None;
+                let mut meta: Option<RawJson> = None;
+                let mut execution: Option<RawJson> = None;
                 while let Some(key) = map.next_key::<Key>()? {
                     match key {
                         Key::Name => name = Some(map.next_value()?),
@@ -278,6 +287,9 @@ impl<'de> Deserialize<'de> for Listed {
                         Key::InputSchema => input_schema = Some(map.next_value()?),
                         Key::OutputSchema => output_schema = Some(map.next_value()?),
                         Key::Annotations => annotations = Some(map.next_value()?),
+                        Key::Icons => icons = Some(map.next_value()?),
+                        Key::Meta => meta = Some(map.next_value()?),
+                        Key::Execution => execution = Some(map.next_value()?),
                         Key::Other => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -301,6 +313,9 @@ impl<'de> Deserialize<'de> for Listed {
                     input_schema: input_schema.unwrap_or_else(RawJson::empty_object_schema),
                     output_schema: non_null(output_schema),
                     annotations: non_null(annotations),
+                    icons: non_null(icons),
+                    meta: non_null(meta),
+                    execution: non_null(execution),
                 })))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Listed, A::Error> {

@@ -75,6 +75,7 @@ pub(crate) enum Request {
         timeout: Option<Duration>,
         progress: Option<Sender<Progress>>,
         reply: OneshotSender<CallOutcome>,
+        meta: Option<serde_json::Map<String, Value>>,
     },
     /// `Connect`, `Reload` or `Sync` (`round` builds the input from the driver's request
     /// id): answered with the round's report completed with `config` (what discovery found

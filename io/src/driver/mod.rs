@@ -309,6 +309,7 @@ impl Driver {
                 timeout,
                 progress,
                 reply,
+                meta,
             } => {
                 let wants_progress = progress.is_some();
                 self.calls.insert(call, CallSlot { reply, progress });
@@ -320,6 +321,7 @@ impl Driver {
                         arguments,
                         timeout,
                         progress: wants_progress,
+                        meta,
                     },
                 );
             }

@@ -15,6 +15,7 @@ use futures_lite::future;
 use http::Method;
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::manager::{FrameMeta, TransportEvent};
@@ -30,11 +31,17 @@ pub(super) async fn with_timeout<F: Future>(limit: Duration, fut: F) -> Option<F
     .await
 }
 
+/// The frames the handle queued, and their bytes (what the handle's limit counts).
+pub(super) struct Frames {
+    pub(super) rx: Receiver<(Bytes, FrameMeta)>,
+    pub(super) queued: Arc<AtomicUsize>,
+}
+
 /// The actor: takes frames, starts their POSTs, and tears everything down at the end.
 pub(super) async fn run(
     inner: Arc<Inner>,
     mut mode: Mode,
-    frames: Receiver<(Bytes, FrameMeta)>,
+    frames: Frames,
     close: Receiver<()>,
     internal: Receiver<Internal>,
 ) {
@@ -54,6 +61,9 @@ pub(super) async fn run(
     // tool, say) only on that stream, and drops them while it is not open, so requests wait
     // for it (bounded by `LISTEN_WAIT`).
     let mut listening: Option<Receiver<()>> = None;
+    // The sending half of `listening`'s gate, until the GET stream that closes it starts
+    // (dropped unused when no stream will: the gate then opens at once).
+    let mut listen_ready: Option<Sender<()>> = None;
     let mut closed_by_client = false;
     loop {
         let wake = future::or(
@@ -70,8 +80,11 @@ pub(super) async fn run(
                     }
                 },
                 async {
-                    match frames.recv().await {
-                        Ok((f, meta)) => Wake::Frame(f, meta),
+                    match frames.rx.recv().await {
+                        Ok((f, meta)) => {
+                            frames.queued.fetch_sub(f.len(), Ordering::AcqRel);
+                            Wake::Frame(f, meta)
+                        }
                         Err(_) => Wake::Close,
                     }
                 },
@@ -95,6 +108,17 @@ pub(super) async fn run(
                 next += 1;
                 if let Some(id) = info.request_id {
                     by_request.insert(id, n);
+                }
+                let running = listener.as_ref().is_some_and(|t| !t.is_finished());
+                if info.method == Some("notifications/initialized")
+                    && matches!(mode, Mode::Streamable)
+                    && !running
+                {
+                    // The GET stream opens once this is accepted; every request from here on
+                    // (the first `tools/list` included) waits for its first attempt.
+                    let (ready, gate) = async_channel::bounded::<()>(1);
+                    listening = Some(gate);
+                    listen_ready = Some(ready);
                 }
                 let wait_for = Wait {
                     sent: barrier.clone(),
@@ -131,8 +155,15 @@ pub(super) async fn run(
                 let running = listener.as_ref().is_some_and(|t| !t.is_finished());
                 if matches!(mode, Mode::Streamable) && !running {
                     let listen = inner.clone();
-                    let (ready, gate) = async_channel::bounded::<()>(1);
-                    listening = Some(gate);
+                    let ready = match listen_ready.take() {
+                        Some(ready) => ready,
+                        // A renewed session: a new stream, and a new gate for it.
+                        None => {
+                            let (ready, gate) = async_channel::bounded::<()>(1);
+                            listening = Some(gate);
+                            ready
+                        }
+                    };
                     listener = Some(
                         inner
                             .spawner
@@ -171,6 +202,9 @@ pub(super) async fn run(
                         // Reaches the embedder as a warning Diagnostic of this server.
                         inner.emit.notice(note).await;
                         mode = Mode::Legacy(legacy);
+                        // No GET stream in the legacy protocol: nothing to wait for.
+                        listen_ready = None;
+                        listening = None;
                         let n = next;
                         next += 1;
                         let task =

@@ -43,7 +43,12 @@
 //!   core re-lists the tools) and retries the request. Concurrent 404s share one
 //!   re-initialization.
 //! - After `notifications/initialized` is accepted, a GET stream listens for server-initiated
-//!   messages (`405`: the server has none), resumed with `Last-Event-ID` when it breaks.
+//!   messages (`405`: the server has none), resumed with `Last-Event-ID` when it breaks. The
+//!   frames after the `initialized` wait (at most 2 s) until the server answered that GET, so
+//!   a message about a later request (even the response of a resumed one, which some servers
+//!   send on "the" GET stream) finds it open.
+//! - Outgoing frames wait in a bounded queue (`max_write_queue` bytes, 4,096 frames); a
+//!   transport that stops taking them fails that server with an error saying so.
 //! - `notifications/cancelled` for a request in flight also aborts that request's POST, so a
 //!   response stream that never ends does not linger; every POST also has a ceiling
 //!   (`max_request_duration`).
@@ -95,7 +100,7 @@ use client::{HttpClient, Url};
 use futures_lite::future;
 use http::{HeaderName, HeaderValue};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchboard_core::config::TransportConfig;
@@ -108,6 +113,11 @@ const ERROR_BODY_PREFIX: usize = 4096;
 const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
 /// How much of a `202`/legacy POST answer body is read and ignored.
 const IGNORED_BODY_LIMIT: usize = 64 * 1024;
+/// Frames waiting for the transport to take them, at most (besides their bytes,
+/// [`HttpOptions::max_write_queue`]).
+const MAX_QUEUED_FRAMES: usize = 4096;
+/// Messages from a transport's tasks to its actor, at most; a task waits while it is full.
+const INTERNAL_QUEUE: usize = 64;
 
 /// Tuning for HTTP transports. `Default` gives the values noted on each field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,6 +138,10 @@ pub struct HttpOptions {
     pub max_resume_attempts: u32,
     /// Idle keep-alive connections kept per origin (16).
     pub max_idle_per_origin: usize,
+    /// Bytes of outgoing frames waiting for the transport to take them (16 MiB, like the
+    /// stdio write queue): a transport that stops taking frames fails with an error saying
+    /// so, instead of the queue growing.
+    pub max_write_queue: usize,
 }
 
 impl Default for HttpOptions {
@@ -140,6 +154,7 @@ impl Default for HttpOptions {
             default_retry: Duration::from_secs(1),
             max_resume_attempts: 5,
             max_idle_per_origin: 16,
+            max_write_queue: 16 * MIB,
         }
     }
 }
@@ -271,6 +286,9 @@ struct Inner {
 pub struct HttpTransport {
     server: String,
     frames: Sender<(Bytes, FrameMeta)>,
+    /// Bytes of frames in `frames` (the actor subtracts what it takes).
+    queued: Arc<AtomicUsize>,
+    max_queued: usize,
     close: Sender<()>,
     actor: Option<Task<()>>,
 }
@@ -325,7 +343,7 @@ impl HttpTransport {
             })?;
             headers.push((n, v));
         }
-        let (internal_tx, internal_rx) = async_channel::unbounded();
+        let (internal_tx, internal_rx) = async_channel::bounded(INTERNAL_QUEUE);
         let inner = Arc::new(Inner {
             server: server.to_string(),
             url,
@@ -354,23 +372,56 @@ impl HttpTransport {
                 Mode::Legacy(legacy)
             }
         };
-        let (frames_tx, frames_rx) = async_channel::unbounded();
+        let (frames_tx, frames_rx) = async_channel::bounded(MAX_QUEUED_FRAMES);
         let (close_tx, close_rx) = async_channel::bounded(1);
-        let actor = spawner.spawn(actor::run(inner, mode, frames_rx, close_rx, internal_rx));
+        let queued = Arc::new(AtomicUsize::new(0));
+        let frames = actor::Frames {
+            rx: frames_rx,
+            queued: queued.clone(),
+        };
+        let actor = spawner.spawn(actor::run(inner, mode, frames, close_rx, internal_rx));
         Ok(HttpTransport {
             server: server.to_string(),
             frames: frames_tx,
+            queued,
+            max_queued: opts.max_write_queue,
             close: close_tx,
             actor: Some(actor),
         })
     }
 
     /// Queues one frame; `meta` says what it is (the transport never parses it). Never
-    /// blocks.
+    /// blocks. Fails when the transport is closed, or when it has not taken the frames
+    /// queued before (more than [`HttpOptions::max_write_queue`] bytes of them, or 4,096).
     pub fn send(&self, frame: Bytes, meta: FrameMeta) -> Result<(), String> {
-        self.frames
-            .try_send((frame, meta))
-            .map_err(|_| format!("server \"{}\": the HTTP transport is closed", self.server))
+        let len = frame.len();
+        let before = self.queued.fetch_add(len, Ordering::AcqRel);
+        let full = || {
+            format!(
+                "server \"{}\": the HTTP transport is not taking frames ({} waiting to be sent, the limit is {})",
+                self.server,
+                human_size(before),
+                human_size(self.max_queued)
+            )
+        };
+        if before + len > self.max_queued {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            return Err(full());
+        }
+        self.frames.try_send((frame, meta)).map_err(|e| {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            match e {
+                async_channel::TrySendError::Full(_) => full(),
+                async_channel::TrySendError::Closed(_) => {
+                    format!("server \"{}\": the HTTP transport is closed", self.server)
+                }
+            }
+        })
+    }
+
+    /// Bytes of frames waiting for the transport to take them.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
     }
 
     /// Aborts every request and stream, ends the session (`DELETE`, bounded), closes every

@@ -209,7 +209,7 @@ impl Inner {
                 // 202 (or any 2xx) for a notification or response: nothing to pass on.
                 let _ = resp.body.read_to_end(IGNORED_BODY_LIMIT).await;
                 if info.method == Some("notifications/initialized") {
-                    let _ = self.internal.try_send(Internal::Initialized);
+                    self.open_listener().await;
                 }
             }
             return Ok(());
@@ -392,10 +392,16 @@ impl Inner {
             return Err(fail(status_error(&mut resp).await));
         }
         let _ = resp.body.read_to_end(IGNORED_BODY_LIMIT).await;
-        let _ = self.internal.try_send(Internal::Initialized);
+        self.open_listener().await;
         // The core re-lists the server's tools: the new session may offer others.
         self.emit.session_renewed().await;
         Ok(())
+    }
+
+    /// Asks the actor for the GET stream (waiting while its queue is full, so the request is
+    /// never lost). Requests wait for the stream's first attempt in the actor.
+    pub(super) async fn open_listener(&self) {
+        let _ = self.internal.send(Internal::Initialized).await;
     }
 
     /// The server-initiated GET stream, resumed when it breaks, until the server says it has

@@ -15,6 +15,7 @@ pub mod outputs;
 mod peer;
 mod policy;
 mod registry;
+pub mod tasks;
 
 pub use crate::verdict::{Invariant, Violation};
 pub use lifecycle::{
@@ -71,7 +72,7 @@ pub struct Ctx<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 25] = [
+pub const SAFETY: [(Invariant, Check); 26] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -137,6 +138,10 @@ pub const SAFETY: [(Invariant, Check); 25] = [
         rejected_frames_are_counted,
     ),
     (Invariant::HealthPingsKeepComing, health_pings_keep_coming),
+    (
+        Invariant::TaskPollsAreBounded,
+        tasks::task_polls_are_bounded,
+    ),
     (
         Invariant::PeerRequestsAnsweredOnce,
         peer_requests_answered_once,

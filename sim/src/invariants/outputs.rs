@@ -44,6 +44,12 @@ pub fn observe(w: &Watch, obs: &mut Observer, step: &mut StepInfo, o: &Output) -
             found(step, Invariant::EveryOpenIsClosedOnce, d);
             return false;
         }
+        Output::Send { conn, frame, meta }
+            if matches!(meta.method, Some("tasks/get" | "tasks/result")) =>
+        {
+            let method = meta.method.unwrap_or_default();
+            super::tasks::task_request_sent(w.now, obs, step, *conn, method, frame);
+        }
         Output::CloseTransport { conn } => {
             step.closes.push(*conn);
             let answers_stale_open = step.stale_opened == Some(*conn);

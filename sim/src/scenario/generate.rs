@@ -407,6 +407,7 @@ fn mix_strategy() -> impl Strategy<Value = FaultMix> {
         prop_oneof![2 => Just(0u8), 1 => 2u8..25],
         prop_oneof![1 => Just(0u8), 1 => 10u8..80],
         prop_oneof![1 => Just(0u64), 2 => 1u64..120],
+        prop_oneof![2 => Just(0u8), 1 => 20u8..100],
     )
         .prop_map(
             |(
@@ -416,6 +417,7 @@ fn mix_strategy() -> impl Strategy<Value = FaultMix> {
                 frame_fault_pct,
                 stale_pct,
                 jitter_ms,
+                task_pct,
             )| {
                 FaultMix {
                     attempt_faults,
@@ -424,6 +426,7 @@ fn mix_strategy() -> impl Strategy<Value = FaultMix> {
                     frame_fault_pct,
                     stale_pct,
                     jitter_ms,
+                    task_pct,
                 }
             },
         )

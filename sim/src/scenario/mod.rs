@@ -112,6 +112,10 @@ pub struct FaultMix {
     pub stale_pct: u8,
     /// Extra latency per frame, at most this many ms (reorders answers).
     pub jitter_ms: u64,
+    /// Percent of tools listed `taskSupport: required` (every server declares task-augmented
+    /// `tools/call` when above 0): their calls run as tasks.
+    #[serde(default)]
+    pub task_pct: u8,
 }
 
 /// A simulated MCP server and how it behaves.

@@ -285,6 +285,7 @@ impl World<'_> {
                     arguments: None,
                     timeout: Some(timeout),
                     progress: false,
+                    meta: None,
                 },
                 |s| s.scope = Some(i),
             );
@@ -553,6 +554,7 @@ impl World<'_> {
                 timeout: timeout_ms.map(Duration::from_millis),
                 // Every third call asks for progress itself.
                 progress: call.0 % 3 == 0,
+                meta: None,
             },
             |s| s.scope = server,
         );

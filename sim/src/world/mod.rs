@@ -15,6 +15,7 @@ mod os;
 mod peer;
 mod requests;
 mod server;
+mod tasks;
 
 pub use crate::verdict::{Invariant, Violation};
 pub use embedder::config_for;

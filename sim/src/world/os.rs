@@ -48,6 +48,8 @@ pub(super) struct Proc {
     pub(super) deaf_at: Option<Instant>,
     /// How the listing under way behaves (its later pages follow its first).
     pub(super) cur_list: Option<List>,
+    /// The tasks it runs (tool calls sent as tasks), by task id.
+    pub(super) tasks: BTreeMap<String, super::tasks::SimTask>,
     /// Its requests to the client (sampling, elicitation) and what it saw of them.
     pub(super) peer: super::peer::ProcPeer,
     /// Its resources, templates and prompts (`--catalog` servers): what the manager was sent.
@@ -333,6 +335,7 @@ impl<'a> World<'a> {
             view_version: None,
             deaf_at: None,
             cur_list: None,
+            tasks: BTreeMap::new(),
             peer: Default::default(),
             catalog: Default::default(),
         };

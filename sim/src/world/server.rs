@@ -329,6 +329,10 @@ impl World<'_> {
                         } else {
                             json!({"logging": {}})
                         };
+                        if self.sc.mix.task_pct > 0 {
+                            caps["tasks"] =
+                                json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
+                        }
                         if self.sc.servers[i].catalog {
                             super::catalog::add_capabilities(&mut caps);
                         }
@@ -350,9 +354,20 @@ impl World<'_> {
                 }
                 self.list(conn, i, &plan, id, &v);
             }
+            (Some("tools/call"), Some(id)) if v.pointer("/params/task").is_some() => {
+                let tool = v.pointer("/params/name").and_then(Value::as_str);
+                let tool = tool.unwrap_or("").to_string();
+                self.task_call(conn, i, id, tool);
+            }
             (Some("tools/call"), Some(id)) => {
                 self.tool_call(conn, i, &plan, id, &v);
                 self.peer_ask(conn);
+            }
+            (Some(m @ ("tasks/get" | "tasks/result" | "tasks/cancel")), Some(id))
+                if self.sc.mix.task_pct > 0 =>
+            {
+                let m = m.to_string();
+                self.task_request(conn, &m, id, &v);
             }
             (Some(m), Some(id)) if self.sc.servers[i].catalog && super::catalog::handles(m) => {
                 self.catalog_request(conn, i, m, id, &v)
@@ -510,10 +525,17 @@ impl World<'_> {
                 p.cur_list = Some(behaviour.clone());
             }
         }
+        let task_pct = self.sc.mix.task_pct;
         let page_json = |names: &[String]| -> Vec<Value> {
             names
                 .iter()
-                .map(|n| json!({"name": n, "description": format!("{n} tool"), "inputSchema": {"type": "object"}}))
+                .map(|n| {
+                    let mut t = json!({"name": n, "description": format!("{n} tool"), "inputSchema": {"type": "object"}});
+                    if super::tasks::task_required(n, task_pct) {
+                        t["execution"] = json!({"taskSupport": "required"});
+                    }
+                    t
+                })
                 .collect()
         };
         match behaviour {

@@ -10,6 +10,7 @@ mod demo;
 mod interrupt;
 mod output;
 mod peer;
+mod progress;
 mod term;
 mod watch;
 
@@ -396,7 +397,8 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             let arguments = parse_arguments(args.as_deref()).await?;
             let session = Session::start(&g, interrupt, Settle::Uncached).await?;
             let failed = session.any_failed();
-            let result = call_showing_progress(&session.sb, &tool, arguments, g.quiet).await;
+            let result =
+                progress::call_showing_progress(&session.sb, &tool, arguments, g.quiet).await;
             session.sb.shutdown().await;
             let code = match result {
                 Ok(r) => {
@@ -486,52 +488,6 @@ async fn list(
     print(&session, server.as_deref());
     session.sb.shutdown().await;
     Ok(strict_code(g, failed))
-}
-
-/// Calls `tool`; on a terminal (and unless quiet) asks for progress and shows it on one
-/// stderr line, redrawn in place. Otherwise no progress token is sent at all.
-async fn call_showing_progress(
-    sb: &Switchboard,
-    tool: &str,
-    arguments: Value,
-    quiet: bool,
-) -> Result<switchboard::ToolResult, switchboard::Error> {
-    use std::io::{IsTerminal, Write};
-    let show = !quiet && std::io::stderr().is_terminal();
-    let options = switchboard::CallOptions {
-        progress: show,
-        ..Default::default()
-    };
-    let mut call = sb.call_with(tool, arguments, options);
-    let Some(progress) = call.progress().cloned() else {
-        return call.await;
-    };
-    let mut shown = false;
-    let result = loop {
-        let next = future::or(async { Err((&mut call).await) }, async {
-            match progress.recv().await {
-                Ok(p) => Ok(p),
-                // The call completed: its result is ready.
-                Err(_) => future::pending().await,
-            }
-        })
-        .await;
-        match next {
-            Err(result) => break result,
-            Ok(p) => {
-                let total = p.total.map_or(String::new(), |t| format!("/{t}"));
-                let note = p.message.map_or(String::new(), |m| format!(": {m}"));
-                let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\r\x1b[2Kprogress {}{total}{note}", p.progress);
-                let _ = err.flush();
-                shown = true;
-            }
-        }
-    };
-    if shown {
-        let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
-    }
-    result
 }
 
 fn strict_code(g: &Global, failed: bool) -> u8 {

@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use switchboard::core::config::{SkipReason, SourceLevel, SourceMeta};
+use switchboard::core::RawJson;
 use switchboard::{ServerState, ServerStatus, ToolResult};
 
 /// Where a server's config came from.
@@ -386,6 +387,17 @@ pub struct ToolJson {
     /// Served from the cache while its server is still connecting; a call waits for it.
     pub deferred: bool,
     pub input_schema: Value,
+    /// The schema of its `structuredContent`, if it declares one.
+    pub output_schema: Option<Value>,
+    /// Its behaviour hints (`readOnlyHint`, ...), as the server sent them.
+    pub annotations: Option<Value>,
+    /// Its icons, as the server sent them.
+    pub icons: Option<Value>,
+    /// Its `_meta` object, as the server sent it.
+    #[serde(rename = "_meta")]
+    pub meta: Option<Value>,
+    /// How it runs (`{"taskSupport": ...}`), as the server sent it.
+    pub execution: Option<Value>,
 }
 
 /// `tools --json`.
@@ -422,6 +434,11 @@ pub fn tools(session: &Session, server: Option<&str>, json: bool) {
                     description: t.def.description.as_deref().map(str::to_string),
                     deferred: t.deferred,
                     input_schema: t.def.input_schema.to_value(),
+                    output_schema: t.def.output_schema.as_ref().map(RawJson::to_value),
+                    annotations: t.def.annotations.as_ref().map(RawJson::to_value),
+                    icons: t.def.icons.as_ref().map(RawJson::to_value),
+                    meta: t.def.meta.as_ref().map(RawJson::to_value),
+                    execution: t.def.execution.as_ref().map(RawJson::to_value),
                 })
                 .collect(),
             errors,

@@ -319,6 +319,11 @@ fn base_tools(generated: usize) -> Vec<Value> {
                 "properties": {"sum": {"type": "number"}},
                 "required": ["sum"],
             },
+            "title": "Add",
+            "annotations": {"readOnlyHint": true, "idempotentHint": true},
+            "icons": [{"src": "data:image/svg+xml,%3Csvg/%3E", "mimeType": "image/svg+xml"}],
+            "_meta": {"dev.switchboard.demo/kind": "arithmetic"},
+            "execution": {"taskSupport": "forbidden"},
         }),
         json!({
             "name": "sleep",
