@@ -330,6 +330,13 @@ pub enum Operation {
         /// The least severe level it should send.
         level: LogLevel,
     },
+    /// `tasks/list`: one page of the server's tasks (the tasks utility).
+    ListTasks {
+        /// The server.
+        server: String,
+        /// The page after the one whose `next_cursor` this is; `None` for the first.
+        cursor: Option<String>,
+    },
 }
 
 impl Operation {
@@ -342,6 +349,7 @@ impl Operation {
             Operation::Subscribe { .. } => "resources/subscribe",
             Operation::Unsubscribe { .. } => "resources/unsubscribe",
             Operation::SetLogLevel { .. } => "logging/setLevel",
+            Operation::ListTasks { .. } => "tasks/list",
         }
     }
 }
@@ -357,11 +365,25 @@ pub enum OperationResult {
     Prompt(PromptResult),
     /// Completion values.
     Completion(Completion),
+    /// One page of a server's tasks.
+    Tasks(TaskPage),
     /// A subscribe, unsubscribe or log-level request the server accepted (on `server`).
     Done {
         /// The server that accepted it.
         server: String,
     },
+}
+
+/// One page of `tasks/list`: each task as the server gave it (`taskId`, `status`, ...), kept
+/// as raw JSON, and the cursor of the next page.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskPage {
+    /// The server that listed them.
+    pub server: String,
+    /// The tasks, byte for byte.
+    pub tasks: Vec<crate::tool::RawJson>,
+    /// Ask with this cursor for the next page; `None` on the last.
+    pub next_cursor: Option<String>,
 }
 
 /// How an operation ended.

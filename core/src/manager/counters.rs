@@ -143,4 +143,6 @@ pub struct Counters {
     pub ambiguous_uris: u64,
     /// `notifications/resources/updated` received.
     pub resource_updates: u64,
+    /// `tasks/list` pages answered.
+    pub task_pages_listed: u64,
 }

@@ -45,6 +45,7 @@ fn offered(op: &Operation, caps: &ServerCapabilities) -> bool {
         Operation::GetPrompt { .. } => caps.prompts,
         Operation::Complete { .. } => caps.completions,
         Operation::SetLogLevel { .. } => caps.logging,
+        Operation::ListTasks { .. } => caps.tasks_list,
     }
 }
 
@@ -139,7 +140,7 @@ impl Manager {
             } => self
                 .uri_server(uri, server.as_deref(), true)
                 .map(|s| (s, None)),
-            Operation::SetLogLevel { server, .. } => {
+            Operation::SetLogLevel { server, .. } | Operation::ListTasks { server, .. } => {
                 if self.servers.contains_key(server) {
                     Ok((server.clone(), None))
                 } else {
@@ -235,6 +236,10 @@ impl Manager {
                 protocol::complete_params(r, argument, value, context)
             }
             Operation::SetLogLevel { level, .. } => protocol::set_level_params(*level),
+            Operation::ListTasks { cursor, .. } => match cursor {
+                Some(c) => serde_json::json!({ "cursor": c }),
+                None => serde_json::json!({}),
+            },
         };
         self.request(conn, op.method(), Some(params), Req::Op(call))
     }
@@ -309,6 +314,9 @@ impl Manager {
             Operation::Complete { .. } => {
                 protocol::parse_completion_result(&raw, server).map(OperationResult::Completion)
             }
+            Operation::ListTasks { .. } => {
+                protocol::parse_task_page(&raw, server).map(OperationResult::Tasks)
+            }
             op => protocol::parse_empty_result(&raw, op.method()).map(|()| OperationResult::Done {
                 server: server.to_string(),
             }),
@@ -319,6 +327,7 @@ impl Manager {
                     OperationResult::Read(_) => self.counters.resources_read += 1,
                     OperationResult::Prompt(_) => self.counters.prompts_got += 1,
                     OperationResult::Completion(_) => self.counters.completions += 1,
+                    OperationResult::Tasks(_) => self.counters.task_pages_listed += 1,
                     _ => self.counters.operations_acknowledged += 1,
                 }
                 OperationOutcome::Ok(r)

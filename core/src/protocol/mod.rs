@@ -42,7 +42,7 @@ pub use methods::{
 };
 pub use prompts::{
     complete_params, get_prompt_params, parse_completion_result, parse_prompt_result,
-    set_level_params, WireRef, MAX_COMPLETION_VALUES, MAX_PROMPT_MESSAGES,
+    parse_task_page, set_level_params, WireRef, MAX_COMPLETION_VALUES, MAX_PROMPT_MESSAGES,
 };
 pub use resources::{
     list_params, parse_catalog_page, parse_empty_result, parse_read_result, uri_params,

@@ -105,6 +105,39 @@ pub fn parse_completion_result(raw: &RawValue, server: &str) -> Result<Completio
     })
 }
 
+/// Most tasks kept from one `tasks/list` page: more is a protocol error.
+pub const MAX_TASKS_PER_PAGE: usize = 10_000;
+
+/// A `tasks/list` answer: its tasks kept byte for byte, and the next cursor.
+pub fn parse_task_page(
+    raw: &RawValue,
+    server: &str,
+) -> Result<crate::catalog::TaskPage, ProtocolError> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        tasks: Vec<Box<RawValue>>,
+        #[serde(rename = "nextCursor", default)]
+        next_cursor: Option<String>,
+    }
+    let p: Page =
+        serde_json::from_str(raw.get()).map_err(|e| malformed("tasks/list", e.to_string()))?;
+    if p.tasks.len() > MAX_TASKS_PER_PAGE {
+        return Err(malformed(
+            "tasks/list",
+            format!("more than {MAX_TASKS_PER_PAGE} tasks in one page"),
+        ));
+    }
+    Ok(crate::catalog::TaskPage {
+        server: server.to_string(),
+        tasks: p
+            .tasks
+            .into_iter()
+            .map(crate::tool::RawJson::from)
+            .collect(),
+        next_cursor: p.next_cursor.filter(|c| !c.is_empty()),
+    })
+}
+
 /// `logging/setLevel` params.
 pub fn set_level_params(level: LogLevel) -> Value {
     json!({ "level": level.as_str() })

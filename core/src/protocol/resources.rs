@@ -39,6 +39,8 @@ pub struct ServerCapabilities {
     pub completions: bool,
     /// It sends log messages and takes `logging/setLevel`.
     pub logging: bool,
+    /// It lists its tasks (`tasks/list`; `capabilities.tasks.list`).
+    pub tasks_list: bool,
 }
 
 impl ServerCapabilities {
@@ -62,6 +64,9 @@ impl ServerCapabilities {
             prompts_list_changed: flag("prompts", "listChanged"),
             completions: get("completions").is_some(),
             logging: get("logging").is_some(),
+            tasks_list: get("tasks")
+                .and_then(|t| t.get("list"))
+                .is_some_and(|l| !l.is_null()),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::catalog::{
     Completion, CompletionRef, LogLevel, Operation, OperationOutcome, OperationResult, Prompt,
-    PromptResult, ReadResult, Resource, ResourceTemplate,
+    PromptResult, ReadResult, Resource, ResourceTemplate, TaskPage,
 };
 use switchboard_core::manager::{CallError, CallId, Input};
 
@@ -176,6 +176,23 @@ impl Switchboard {
         };
         match self.operation(op, None).await? {
             OperationResult::Completion(c) => Ok(c),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// One page of `server`'s tasks (`tasks/list`): start with `cursor` `None`, then pass
+    /// each page's `next_cursor` until it is `None`.
+    pub async fn list_tasks(
+        &self,
+        server: &str,
+        cursor: Option<String>,
+    ) -> Result<TaskPage, Error> {
+        let op = Operation::ListTasks {
+            server: server.to_string(),
+            cursor,
+        };
+        match self.operation(op, None).await? {
+            OperationResult::Tasks(page) => Ok(page),
             other => Err(unexpected(other)),
         }
     }

@@ -81,6 +81,8 @@ pub(super) fn add_capabilities(caps: &mut Value) {
         c.insert("prompts".into(), json!({"listChanged": true}));
         c.insert("completions".into(), json!({}));
     }
+    // It lists its tasks too (beside the task requests a task-running server declares).
+    caps["tasks"]["list"] = json!({});
 }
 
 /// The methods a catalog server answers besides tools.
@@ -95,6 +97,7 @@ pub(super) fn handles(method: &str) -> bool {
             | "completion/complete"
             | "resources/subscribe"
             | "resources/unsubscribe"
+            | "tasks/list"
     )
 }
 
@@ -160,6 +163,9 @@ impl World<'_> {
             "completion/complete" => {
                 json!({"completion": {"values": ["ada", "alan"], "hasMore": false}})
             }
+            "tasks/list" => json!({"tasks": [
+                {"taskId": "t-1", "status": "completed", "createdAt": "2026-01-01T00:00:00Z"}
+            ]}),
             _ => json!({}),
         };
         self.reply(
@@ -371,7 +377,7 @@ impl World<'_> {
             .filter(|r| r.deferred == deferred)
             .collect();
         let prm: Vec<_> = prompts.iter().filter(|p| p.deferred == deferred).collect();
-        let op = match (pick / 2) % 5 {
+        let op = match (pick / 2) % 6 {
             // Without naming the server: ambiguous when several list it.
             0 => Operation::ReadResource {
                 uri: SHARED_URI.to_string(),
@@ -403,6 +409,10 @@ impl World<'_> {
                     server: Some(r.server.clone()),
                 }
             }
+            5 if !res.is_empty() => Operation::ListTasks {
+                server: res[pick % res.len()].server.clone(),
+                cursor: None,
+            },
             _ => return,
         };
         let call = CallId(self.next_call);
