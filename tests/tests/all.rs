@@ -38,3 +38,4 @@ mod shell;
 mod shell_policies;
 mod stdio;
 mod tasks;
+mod terminal_safety;

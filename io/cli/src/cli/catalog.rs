@@ -4,6 +4,7 @@
 
 use super::output::{print_json, table};
 use super::term::{first_line, stdout_color, Style};
+use super::term::{line_safe, terminal_safe};
 use super::{Fatal, Session};
 use serde::Serialize;
 use serde_json::Value;
@@ -111,7 +112,7 @@ pub(super) fn resources(session: &Session, server: Option<&str>, json: bool) {
         out.push('\n');
     }
     push_errors(&mut out, style, &errors);
-    print!("{out}");
+    print!("{}", terminal_safe(&out));
 }
 
 #[derive(Serialize)]
@@ -177,7 +178,7 @@ pub(super) fn prompts(session: &Session, server: Option<&str>, json: bool) {
         out.push('\n');
     }
     push_errors(&mut out, style, &errors);
-    print!("{out}");
+    print!("{}", terminal_safe(&out));
 }
 
 /// `switchboard read`: the contents, text as it is, binary as a note (or all of it as JSON).
@@ -188,13 +189,13 @@ pub(super) fn read_result(r: &ReadResult, json: bool) {
     }
     for c in &r.contents {
         match (&c.text, &c.blob) {
-            (Some(text), _) => println!("{text}"),
+            (Some(text), _) => println!("{}", terminal_safe(text)),
             (None, Some(blob)) => println!(
                 "({} base64 characters of {})",
                 blob.len(),
                 c.mime_type.as_deref().unwrap_or("binary data")
             ),
-            (None, None) => println!("(no contents for {})", c.uri),
+            (None, None) => println!("(no contents for {})", line_safe(&c.uri)),
         }
     }
 }
@@ -206,14 +207,14 @@ pub(super) fn prompt_result(p: &PromptResult, json: bool) {
         return;
     }
     if let Some(d) = &p.description {
-        println!("# {d}");
+        println!("# {}", terminal_safe(d));
     }
     for m in &p.messages {
         let text = match m.content.get("text").and_then(Value::as_str) {
             Some(t) => t.to_string(),
             None => m.content.to_string(),
         };
-        println!("{}: {text}", m.role);
+        println!("{}: {}", line_safe(&m.role), terminal_safe(&text));
     }
 }
 
@@ -224,7 +225,7 @@ pub(super) fn completion(c: &Completion, json: bool) {
         return;
     }
     for v in &c.values {
-        println!("{v}");
+        println!("{}", line_safe(v));
     }
     if c.has_more {
         let more = c.total.map_or(String::new(), |t| format!(" ({t} in all)"));

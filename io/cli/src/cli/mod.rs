@@ -318,7 +318,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(fatal) => {
-            eprintln!("switchboard: {}", fatal.message);
+            eprintln!("switchboard: {}", term::terminal_safe(&fatal.message));
             ExitCode::from(fatal.code)
         }
     }

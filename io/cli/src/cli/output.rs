@@ -215,6 +215,16 @@ pub(super) fn table(
     style: Style,
     paint: impl Fn(usize, usize, String) -> String,
 ) -> String {
+    // Cells hold what servers and configs chose: one line each, nothing a terminal obeys.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|cell| super::term::line_safe(cell))
+                .collect()
+        })
+        .collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -371,7 +381,7 @@ pub fn status(session: &Session, json: bool) {
             out.push('\n');
         }
     }
-    print!("{out}");
+    print!("{}", super::term::terminal_safe(&out));
 }
 
 /// One tool in `tools --json`.
@@ -489,7 +499,7 @@ pub fn tools(session: &Session, server: Option<&str>, json: bool) {
         out.push_str(&style.red(&format!("{name} failed: {}", first_line(e))));
         out.push('\n');
     }
-    print!("{out}");
+    print!("{}", super::term::terminal_safe(&out));
 }
 
 pub fn call_result(r: &ToolResult, json: bool) {
@@ -500,7 +510,7 @@ pub fn call_result(r: &ToolResult, json: bool) {
             None => print_json(r),
         }
     } else {
-        println!("{}", r.render_text());
+        println!("{}", super::term::terminal_safe(&r.render_text()));
     }
 }
 

@@ -2,6 +2,7 @@
 //! (`--elicit decline|accept-defaults`, else an interactive form on the terminal), sampling
 //! (`--sampling-command CMD`, else not offered) and roots (the project directory).
 
+use super::term::{line_safe, terminal_safe};
 use super::Fatal;
 use clap::ValueEnum;
 use serde_json::{Map, Value};
@@ -139,10 +140,11 @@ pub(super) fn ask(request: &PeerRequest, input: &mut impl BufRead) -> Option<Pee
         PeerRequestKind::ElicitUrl { message, url, .. } => {
             let _ = writeln!(
                 err,
-                "\n{} asks you to open a URL: {message}",
-                request.server
+                "\n{} asks you to open a URL: {}",
+                line_safe(&request.server),
+                terminal_safe(message)
             );
-            let _ = writeln!(err, "  {url}");
+            let _ = writeln!(err, "  {}", line_safe(url));
             let _ = write!(err, "Press Enter once done, or type n to decline: ");
             let _ = err.flush();
             let line = read_line(input)?;
@@ -156,7 +158,12 @@ pub(super) fn ask(request: &PeerRequest, input: &mut impl BufRead) -> Option<Pee
             message,
             requested_schema,
         } => {
-            let _ = writeln!(err, "\n{} asks: {message}", request.server);
+            let _ = writeln!(
+                err,
+                "\n{} asks: {}",
+                line_safe(&request.server),
+                terminal_safe(message)
+            );
             let _ = write!(err, "Answer (y), decline (n) or cancel (c)? [y] ");
             let _ = err.flush();
             match read_line(input)?.to_ascii_lowercase().as_str() {
@@ -218,7 +225,7 @@ fn ask_field(
             .get("description")
             .and_then(Value::as_str)
             .map_or(String::new(), |d| format!(" - {d}"));
-        let _ = write!(err, "  {title}{about}{hint}: ");
+        let _ = write!(err, "  {}: ", line_safe(&format!("{title}{about}{hint}")));
         let _ = err.flush();
         let line = read_line(input)?;
         if line.is_empty() {

@@ -171,7 +171,7 @@ impl LiveView {
                     ),
                     _ => format!("switchboard: {} disconnected", s.name),
                 };
-                let _ = writeln!(err, "{line}");
+                let _ = writeln!(err, "{}", terminal_safe(&line));
             }
         }
         let _ = err.flush();
@@ -185,5 +185,91 @@ impl LiveView {
             let _ = err.flush();
             self.drawn = 0;
         }
+    }
+}
+
+/// Text for a terminal, from strings a server or a config chose (names, descriptions, errors,
+/// stderr lines, results): every control character but newline — escape sequences that clear
+/// the screen, move the cursor or set the title, carriage returns, backspaces — and the
+/// Unicode bidirectional overrides become visible `\u{..}` text. The colour sequences this
+/// program writes itself (`ESC [ digits m`) are kept. JSON output never goes through here: it
+/// stays exact, and JSON escapes control characters by itself.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| needs_escape(c) || c == '\x1b') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '\x1b' {
+            if let Some(len) = sgr_len(&s[i..]) {
+                out.push_str(&s[i..i + len]);
+                for _ in 1..len {
+                    chars.next();
+                }
+                continue;
+            }
+        }
+        if needs_escape(c) || c == '\x1b' {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`terminal_safe`] for one table cell or one line: newlines and tabs are escaped too, so a
+/// name cannot split a row.
+pub fn line_safe(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if needs_escape(c) || c == '\x1b' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn needs_escape(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\x1b')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The length of a colour sequence (`ESC [ digits/semicolons m`) at the start of `s`.
+fn sgr_len(s: &str) -> Option<usize> {
+    let rest = s.strip_prefix("\x1b[")?;
+    let n = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b';')
+        .count();
+    (rest.as_bytes().get(n) == Some(&b'm')).then_some(2 + n + 1)
+}
+
+#[cfg(test)]
+mod safe_tests {
+    use super::*;
+
+    #[test]
+    fn control_sequences_from_servers_become_visible_text_but_our_colours_stay() {
+        // Clear the screen, home the cursor, print a fake line; a carriage return; a title.
+        let hostile = "\x1b[2J\x1b[Hall servers connected\r\x1b]0;owned\x07";
+        let safe = terminal_safe(hostile);
+        assert!(!safe.contains('\x1b') && !safe.contains('\r') && !safe.contains('\x07'));
+        assert_eq!(
+            safe,
+            "\\u{1b}[2J\\u{1b}[Hall servers connected\\u{d}\\u{1b}]0;owned\\u{7}"
+        );
+        let ours = "\x1b[1mbold\x1b[0m and \x1b[31mred\x1b[0m\nnext line";
+        assert_eq!(terminal_safe(ours), ours);
+        assert_eq!(terminal_safe("plain"), "plain");
+        assert_eq!(terminal_safe("abc\u{202e}cba"), "abc\\u{202e}cba");
+        assert_eq!(
+            line_safe("two\nlines\tand \x1b[1m"),
+            "two\\nlines\\tand \\u{1b}[1m"
+        );
     }
 }

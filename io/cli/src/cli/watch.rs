@@ -60,9 +60,10 @@ impl Printer {
         } else {
             let _ = writeln!(
                 out,
-                "{:>9}  {:<12} {human}",
+                "{:>9}  {:<12} {}",
                 format!("+{:.3}s", ms as f64 / 1000.0),
-                server.unwrap_or("-")
+                super::term::line_safe(server.unwrap_or("-")),
+                super::term::terminal_safe(&human)
             );
         }
         let _ = out.flush();
