@@ -3,7 +3,6 @@
 //! and completed exactly once.
 
 use super::errors::CallError;
-use super::servers::Stage;
 use super::sessions::Req;
 use super::tasks::TaskRun;
 use super::{CallId, CallOutcome, ConnId, Event, Level, Manager, TimerReason};
@@ -96,10 +95,7 @@ impl Manager {
         let timeout = timeout.unwrap_or(self.opts.call_timeout);
         let deadline = self.now + timeout;
         // Ok(conn): send now; Err(true): wait; Err(false): fail.
-        let target = self.servers.get(&server).map(|s| match s.phase {
-            Stage::Connected { conn, .. } => Ok(conn),
-            ref p => Err(p.is_pending()),
-        });
+        let target = self.servers.get(&server).map(|s| s.phase.route());
         let progress = progress || self.opts.reset_timeout_on_progress;
         let (state, arguments, meta, as_task) = match target {
             Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments, progress, meta) {

@@ -6,7 +6,6 @@
 //! completed exactly once with `Event::OperationCompleted`.
 
 use super::errors::{CallError, ServerError, ServerErrorKind};
-use super::servers::Stage;
 use super::sessions::Req;
 use super::{CallId, ConnId, Event, Level, Manager, TimerReason};
 use crate::catalog::{CompletionRef, Operation, OperationOutcome, OperationResult};
@@ -76,10 +75,7 @@ impl Manager {
         };
         let timeout = timeout.unwrap_or(self.opts.call_timeout);
         let deadline = self.now + timeout;
-        let target = self.servers.get(&server).map(|s| match s.phase {
-            Stage::Connected { conn, .. } => Ok(conn),
-            ref p => Err(p.is_pending()),
-        });
+        let target = self.servers.get(&server).map(|s| s.phase.route());
         let state = match target {
             Some(Ok(conn)) => {
                 if let Err(e) = self.check_offered(&server, &op) {

@@ -188,6 +188,16 @@ impl Stage {
         self.status() == ServerStatus::Connecting
     }
 
+    /// Where a request to a server in this phase goes: `Ok(conn)` sends it now, `Err(true)`
+    /// holds it until the server connects, `Err(false)` fails it (shared by tool calls and
+    /// operations).
+    pub(super) fn route(&self) -> Result<ConnId, bool> {
+        match *self {
+            Stage::Connected { conn, .. } => Ok(conn),
+            ref p => Err(p.is_pending()),
+        }
+    }
+
     /// An attempt is under way (a startup round waits for these; a backoff does not).
     pub(super) fn in_flight(&self) -> bool {
         matches!(
