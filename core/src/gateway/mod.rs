@@ -129,9 +129,6 @@ pub enum GatewayInput {
     },
     /// The manager's view, after anything that may have changed it (and once at start).
     View(View),
-    /// One of the manager's events (those about the gateway's calls, progress, server logs,
-    /// resource updates; the others are ignored).
-    Event(Event),
 }
 
 /// Where a downstream frame goes.
@@ -313,8 +310,14 @@ impl Gateway {
             } => self.frame(session, exchange, &frame),
             GatewayInput::Closed { session } => self.close(session, false),
             GatewayInput::View(view) => self.set_view(view),
-            GatewayInput::Event(event) => self.event(event),
         }
+    }
+
+    /// Feed one of the manager's events: those about the gateway's own calls and operations,
+    /// progress, server logs and resource updates act; the others are ignored (view changes
+    /// arrive as [`GatewayInput::View`]).
+    pub fn handle_event(&mut self, event: &Event) {
+        self.event(event);
     }
 
     fn open(&mut self, session: SessionId, strict: bool) {
@@ -438,32 +441,32 @@ impl Gateway {
         );
     }
 
-    fn event(&mut self, event: Event) {
+    fn event(&mut self, event: &Event) {
         match event {
             Event::CallCompleted { call, outcome } => {
-                if let Some(p) = self.take_pending(call) {
+                if let Some(p) = self.take_pending(*call) {
                     let server = match &p.kind {
                         PendingKind::Tool { server } => server.as_deref(),
                         _ => None,
                     };
-                    let frame = requests::call_answer(&p.id, server, &outcome);
+                    let frame = requests::call_answer(&p.id, server, outcome);
                     if let Some(frame) = frame {
                         self.answer(p.session, p.exchange, frame);
                     }
                 }
             }
             Event::OperationCompleted { call, outcome } => {
-                if let Some(p) = self.take_pending(call) {
+                if let Some(p) = self.take_pending(*call) {
                     if let (
                         PendingKind::Subscribe { uri },
                         crate::catalog::OperationOutcome::Ok(_),
-                    ) = (&p.kind, &outcome)
+                    ) = (&p.kind, outcome)
                     {
                         if let Some(s) = self.sessions.get_mut(&p.session) {
                             s.subscriptions.insert(uri.clone());
                         }
                     }
-                    if let Some(frame) = requests::operation_answer(&p.id, &outcome) {
+                    if let Some(frame) = requests::operation_answer(&p.id, outcome) {
                         self.answer(p.session, p.exchange, frame);
                     }
                 }
@@ -475,7 +478,7 @@ impl Gateway {
                 message,
                 ..
             } => {
-                let Some(p) = self.pending.get(&call) else {
+                let Some(p) = self.pending.get(call) else {
                     return;
                 };
                 let Some(token) = &p.progress else {
@@ -485,10 +488,10 @@ impl Gateway {
                     serde_json::json!({ "progressToken": token, "progress": progress });
                 if let Some(obj) = params.as_object_mut() {
                     if let Some(total) = total {
-                        obj.insert("total".into(), Value::from(total));
+                        obj.insert("total".into(), Value::from(*total));
                     }
                     if let Some(message) = message {
-                        obj.insert("message".into(), Value::String(message));
+                        obj.insert("message".into(), Value::String(message.clone()));
                     }
                 }
                 let (session, exchange) = (p.session, p.exchange);
@@ -509,10 +512,10 @@ impl Gateway {
                 data,
                 ..
             } => {
-                let level = LogLevel::parse(&severity).unwrap_or(LogLevel::Info);
+                let level = LogLevel::parse(severity).unwrap_or(LogLevel::Info);
                 let logger = match logger {
                     Some(l) => format!("{server}/{l}"),
-                    None => server,
+                    None => server.clone(),
                 };
                 let frame = wire::notification(
                     "notifications/message",
@@ -538,7 +541,7 @@ impl Gateway {
                 let to: Vec<SessionId> = self
                     .sessions
                     .iter()
-                    .filter(|(_, s)| s.subscriptions.contains(&uri))
+                    .filter(|(_, s)| s.subscriptions.contains(uri))
                     .map(|(&id, _)| id)
                     .collect();
                 for session in to {

@@ -209,13 +209,15 @@ fn a_tool_call_goes_to_the_manager_and_its_result_back_as_sent() {
             meta: Some(json!({"trace": 1}).as_object().unwrap().clone()),
         })]
     );
-    g.handle(GatewayInput::Event(Event::Progress {
-        server: "fast".into(),
-        call: Some(CallId(100)),
-        progress: 1.0,
-        total: Some(2.0),
-        message: None,
-    }));
+    g.handle_event(
+        &(Event::Progress {
+            server: "fast".into(),
+            call: Some(CallId(100)),
+            progress: 1.0,
+            total: Some(2.0),
+            message: None,
+        }),
+    );
     let outs = drain(&mut g);
     assert_eq!(
         frames(&outs),
@@ -234,10 +236,12 @@ fn a_tool_call_goes_to_the_manager_and_its_result_back_as_sent() {
     result.raw = Some(crate::tool::RawJson::from_value(
         &serde_json::from_str(raw).unwrap(),
     ));
-    g.handle(GatewayInput::Event(Event::CallCompleted {
-        call: CallId(100),
-        outcome: CallOutcome::Ok(result),
-    }));
+    g.handle_event(
+        &(Event::CallCompleted {
+            call: CallId(100),
+            outcome: CallOutcome::Ok(result),
+        }),
+    );
     let r = answer(&drain(&mut g));
     assert_eq!(
         r,
@@ -255,16 +259,18 @@ fn a_failed_server_is_a_tool_error_naming_it_and_why() {
         &mut g,
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "mcp_slow_sleep"}}),
     );
-    g.handle(GatewayInput::Event(Event::CallCompleted {
-        call: CallId(100),
-        outcome: CallOutcome::Err(CallError::NotConnected {
-            server: "slow".into(),
-            reason: Some(ServerError::new(
-                ServerErrorKind::ConnectTimeout,
-                "connect timed out after 30000 ms",
-            )),
+    g.handle_event(
+        &(Event::CallCompleted {
+            call: CallId(100),
+            outcome: CallOutcome::Err(CallError::NotConnected {
+                server: "slow".into(),
+                reason: Some(ServerError::new(
+                    ServerErrorKind::ConnectTimeout,
+                    "connect timed out after 30000 ms",
+                )),
+            }),
         }),
-    }));
+    );
     let r = answer(&drain(&mut g));
     assert_eq!(r["result"]["isError"], true);
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
@@ -283,23 +289,27 @@ fn server_rpc_errors_pass_through_and_unknown_tools_are_invalid_params() {
         &mut g,
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "y"}}),
     );
-    g.handle(GatewayInput::Event(Event::CallCompleted {
-        call: CallId(100),
-        outcome: CallOutcome::Err(CallError::Rpc {
-            code: -32042,
-            message: "nope".into(),
-            data: Some(json!({"a": 1})),
+    g.handle_event(
+        &(Event::CallCompleted {
+            call: CallId(100),
+            outcome: CallOutcome::Err(CallError::Rpc {
+                code: -32042,
+                message: "nope".into(),
+                data: Some(json!({"a": 1})),
+            }),
         }),
-    }));
+    );
     let r = answer(&drain(&mut g));
     assert_eq!(
         r["error"],
         json!({"code": -32042, "message": "nope", "data": {"a": 1}})
     );
-    g.handle(GatewayInput::Event(Event::CallCompleted {
-        call: CallId(101),
-        outcome: CallOutcome::Err(CallError::UnknownTool { tool: "y".into() }),
-    }));
+    g.handle_event(
+        &(Event::CallCompleted {
+            call: CallId(101),
+            outcome: CallOutcome::Err(CallError::UnknownTool { tool: "y".into() }),
+        }),
+    );
     let r = answer(&drain(&mut g));
     assert_eq!(r["id"], 2);
     assert_eq!(r["error"]["code"], wire::INVALID_PARAMS);
@@ -326,10 +336,12 @@ fn a_cancelled_request_is_cancelled_upstream_and_never_answered() {
             GatewayOutput::Manager(Input::CancelCall { call: CallId(100) }),
         ]
     );
-    g.handle(GatewayInput::Event(Event::CallCompleted {
-        call: CallId(100),
-        outcome: CallOutcome::Cancelled,
-    }));
+    g.handle_event(
+        &(Event::CallCompleted {
+            call: CallId(100),
+            outcome: CallOutcome::Cancelled,
+        }),
+    );
     assert!(drain(&mut g).is_empty());
 }
 
@@ -340,15 +352,21 @@ fn a_closed_session_cancels_its_requests_and_releases_its_subscriptions() {
         &mut g,
         json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "file:///a"}}),
     );
-    g.handle(GatewayInput::Event(Event::OperationCompleted {
-        call: CallId(100),
-        outcome: OperationOutcome::Ok(crate::catalog::OperationResult::Done { server: "s".into() }),
-    }));
+    g.handle_event(
+        &(Event::OperationCompleted {
+            call: CallId(100),
+            outcome: OperationOutcome::Ok(crate::catalog::OperationResult::Done {
+                server: "s".into(),
+            }),
+        }),
+    );
     assert_eq!(answer(&drain(&mut g))["result"], json!({}));
-    g.handle(GatewayInput::Event(Event::ResourceUpdated {
-        server: "s".into(),
-        uri: "file:///a".into(),
-    }));
+    g.handle_event(
+        &(Event::ResourceUpdated {
+            server: "s".into(),
+            uri: "file:///a".into(),
+        }),
+    );
     assert_eq!(
         frames(&drain(&mut g)),
         vec![(
@@ -442,24 +460,22 @@ fn requests_in_flight_are_bounded_per_session() {
 fn server_logs_reach_sessions_that_set_a_level_at_or_above_it() {
     let mut g = gateway();
     initialize(&mut g);
-    let log = |severity: &str| {
-        GatewayInput::Event(Event::ServerLog {
-            server: "s".into(),
-            level: crate::manager::Level::Info,
-            severity: severity.into(),
-            logger: Some("db".into()),
-            data: json!("hello"),
-        })
+    let log = |severity: &str| Event::ServerLog {
+        server: "s".into(),
+        level: crate::manager::Level::Info,
+        severity: severity.into(),
+        logger: Some("db".into()),
+        data: json!("hello"),
     };
-    g.handle(log("error"));
+    g.handle_event(&log("error"));
     assert!(drain(&mut g).is_empty(), "no level set: nothing forwarded");
     send(
         &mut g,
         json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "warning"}}),
     );
-    g.handle(log("info"));
+    g.handle_event(&log("info"));
     assert!(drain(&mut g).is_empty());
-    g.handle(log("error"));
+    g.handle_event(&log("error"));
     assert_eq!(
         frames(&drain(&mut g))[0].1["params"],
         json!({"level": "error", "logger": "s/db", "data": "hello"})
