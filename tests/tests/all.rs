@@ -34,6 +34,7 @@ mod protocol;
 mod script;
 mod sdk_examples;
 mod secrets;
+mod serve;
 mod shell;
 mod shell_policies;
 mod stdio;

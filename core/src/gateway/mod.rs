@@ -567,11 +567,13 @@ fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
+/// Same names, definitions and liveness: a deferred tool turning live is announced too, so a
+/// client that listed cached definitions lists again once its server has confirmed them.
 fn same_tools(a: &[Tool], b: &[Tool]) -> bool {
     a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.qualified_name == y.qualified_name && x.def == y.def)
+        && a.iter().zip(b).all(|(x, y)| {
+            x.qualified_name == y.qualified_name && x.def == y.def && x.deferred == y.deferred
+        })
 }
 
 fn same_resources(a: &View, b: &View) -> bool {

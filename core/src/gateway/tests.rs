@@ -178,12 +178,16 @@ fn a_changed_view_is_announced_once_to_each_initialized_session() {
             json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         )]
     );
-    // The same view again (a deferred tool turning live, say) changes nothing downstream.
-    let mut live = tool("a", "x");
-    live.deferred = true;
-    g.handle(GatewayInput::View(view(vec![live])));
+    // The same view again changes nothing downstream.
+    g.handle(GatewayInput::View(view(vec![tool("a", "x")])));
     assert!(drain(&mut g).is_empty());
     assert_eq!(g.counters().list_changed, 1);
+    // A deferred tool turning live is announced: its definitions are confirmed.
+    let mut cached = tool("a", "x");
+    cached.deferred = true;
+    g.handle(GatewayInput::View(view(vec![cached])));
+    g.handle(GatewayInput::View(view(vec![tool("a", "x")])));
+    assert_eq!(frames(&drain(&mut g)).len(), 2);
 }
 
 #[test]

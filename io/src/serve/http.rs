@@ -393,18 +393,20 @@ async fn post(
         Some(s) => (None, s),
         None => {
             let header = new_session_header();
-            let mut s = lock(&state);
-            let session = SessionId(s.next_session);
-            s.next_session += 1;
-            s.by_header.insert(header.clone(), session);
-            s.sessions.insert(
-                session,
-                SessionEntry {
-                    header: header.clone(),
-                    stream: None,
-                },
-            );
-            drop(s);
+            let session = {
+                let mut s = lock(&state);
+                let session = SessionId(s.next_session);
+                s.next_session += 1;
+                s.by_header.insert(header.clone(), session);
+                s.sessions.insert(
+                    session,
+                    SessionEntry {
+                        header: header.clone(),
+                        stream: None,
+                    },
+                );
+                session
+            };
             if tx
                 .send(GatewayInput::Opened {
                     session,
@@ -445,6 +447,9 @@ async fn post(
                 if let Ok(v) = hyper::header::HeaderValue::from_str(h) {
                     r.headers_mut().insert("mcp-session-id", v);
                 }
+            } else {
+                // A message without a session that did not start one.
+                *r.status_mut() = StatusCode::BAD_REQUEST;
             }
         }
         r
