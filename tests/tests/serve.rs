@@ -403,3 +403,95 @@ fn http_with_a_bearer_token_refuses_requests_without_it() {
     assert!(!s.stderr().contains("s3cret"), "the token reached a log");
     drop(s);
 }
+
+/// server-everything and server-memory behind `serve`, as the official TypeScript SDK client
+/// sees them over stdio and over HTTP: every tool listed and called (tests/peers/check_serve.mjs).
+#[test]
+fn the_typescript_sdk_client_lists_and_calls_every_tool_through_serve() {
+    if !crate::http_peers::peers_enabled("serve_with_the_typescript_sdk") {
+        return;
+    }
+    let peers = crate::support::repo_root().join("tests/peers");
+    let sdk = peers.join("node_modules/@modelcontextprotocol");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "everything": {"command": "node", "args": [
+                sdk.join("server-everything/dist/index.js").display().to_string(), "stdio"]},
+            "memory": {"command": "node", "args": [
+                sdk.join("server-memory/dist/index.js").display().to_string()],
+                "env": {"MEMORY_FILE_PATH": dir.path().join("memory.json").display().to_string()}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    let check = |args: &[String]| -> Value {
+        let out = std::process::Command::new("node")
+            .arg(peers.join("check_serve.mjs"))
+            .args(args)
+            .current_dir(&peers)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "check_serve.mjs {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let expect = |summary: &Value| {
+        let called = summary["called"].as_array().unwrap();
+        let mut want = crate::peers::everything_tools("everything");
+        want.extend(
+            [
+                "add_observations",
+                "create_entities",
+                "create_relations",
+                "delete_entities",
+                "delete_observations",
+                "delete_relations",
+                "open_nodes",
+                "read_graph",
+                "search_nodes",
+            ]
+            .iter()
+            .map(|t| format!("mcp_memory_{t}")),
+        );
+        for tool in want {
+            assert!(
+                called.contains(&json!(tool)),
+                "{tool} not called: {summary}"
+            );
+        }
+    };
+    let stdio = check(&[
+        "stdio".into(),
+        switchboard_bin().display().to_string(),
+        config.display().to_string(),
+        cache.display().to_string(),
+    ]);
+    expect(&stdio);
+    let port = crate::http_peers::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let (config, cache) = (config.display().to_string(), cache.display().to_string());
+    let s = DemoServer::spawn_program(
+        &switchboard_bin(),
+        &[
+            "--config",
+            &config,
+            "--cache-dir",
+            &cache,
+            "serve",
+            "--http",
+            &addr,
+        ],
+        &[],
+    );
+    s.wait_stderr("serving http://", WAIT);
+    let http = check(&["http".into(), format!("http://{addr}/mcp")]);
+    expect(&http);
+    drop(s);
+}

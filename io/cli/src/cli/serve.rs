@@ -38,10 +38,11 @@ pub(super) async fn run(
     // elicitation requests are declined unless --elicit says otherwise.
     let mut g = g.clone();
     g.elicit = g.elicit.or(Some(super::peer::Elicit::Decline));
-    let session = Session::start(&g, interrupt, Settle::Gate).await?;
-    let Session { sb, events, .. } = session;
-    // The gateway subscribes on its own; an unread subscription would only lag.
-    drop(events);
+    // Like `tools`: servers with cached tools are served deferred at the gate; servers
+    // without are waited for (bounded by their connect timeouts), so a first run's list is
+    // complete too. Later runs answer at once from the cache.
+    let session = Session::start(&g, interrupt, Settle::Uncached).await?;
+    let sb = session.sb;
     let gateway = GatewayOptions::default();
     let result = match args.http {
         None => serve_stdio(&sb, gateway)
