@@ -35,6 +35,7 @@ mod protocol;
 mod script;
 mod sdk_examples;
 mod secrets;
+mod serve;
 mod shell;
 mod shell_policies;
 mod stdio;
