@@ -425,7 +425,14 @@ fn first_source_wins_and_every_duplicate_is_reported() {
                 vec![("s".into(), ServerConfig::stdio("from-c", &[]))],
             ),
         ],
-        &FilterOptions::default(),
+        // Precedence, not trust: the project-level winner is approved.
+        &FilterOptions {
+            approvals: Approvals {
+                trust_project: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
     );
     let names: Vec<_> = merged.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["s", "t"]);
@@ -541,6 +548,7 @@ fn deny_list_removes_matching_names_and_urls() {
     let options = FilterOptions {
         project_configs: true,
         deny: DenyList::exa(),
+        ..Default::default()
     };
     let merged = merge(
         vec![Source::new(
