@@ -74,6 +74,7 @@ pub mod process;
 mod rt;
 mod secrets;
 mod stdio;
+mod trust;
 mod units;
 
 pub use api::{Builder, Error, QueueOptions, ServerSource, Switchboard};
@@ -98,6 +99,7 @@ pub use switchboard_core::protocol::Root;
 pub use switchboard_core::{
     NamingScheme, ServerState, ServerStatus, StartupReport, Tool, ToolResult,
 };
+pub use trust::{TrustEntry, TrustStore};
 
 /// The internals the workspace's own tests drive directly (transports without a switchboard,
 /// the disk cache, secret resolution). Not part of the API: anything here may change in any

@@ -39,3 +39,4 @@ mod shell_policies;
 mod stdio;
 mod tasks;
 mod terminal_safety;
+mod trust;

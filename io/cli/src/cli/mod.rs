@@ -12,6 +12,7 @@ mod output;
 mod peer;
 mod progress;
 mod term;
+mod trust;
 mod watch;
 
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
@@ -79,6 +80,16 @@ Exit status:
   1    a step failed or a process was left running (the narration says which)
   130  interrupted by Ctrl-C (143: SIGTERM); every server was shut down first";
 
+const TRUST_HELP: &str = "\
+Approvals are kept in $XDG_DATA_HOME/switchboard/trust.json (else
+~/.local/share/switchboard/trust.json), per project directory and server, bound to the
+server's config. Claude Code's, Codex's and Gemini CLI's own approvals are honoured too.
+
+Exit status:
+  0    done
+  2    a usage error: a named server is not a project server awaiting approval (trust) or
+       approved (untrust), or the approvals file cannot be read or written";
+
 const WATCH_HELP: &str = "\
 Exit status:
   0    stopped after --for-ms
@@ -109,6 +120,11 @@ struct Global {
     /// Ignore project-level config files (they are not even read).
     #[arg(long, global = true)]
     no_project_config: bool,
+    /// Start the project's servers without approval, for this run only (for scripts that
+    /// vouch for the checkout; a client's own rejection still wins). Without it, a server
+    /// from a project file starts only once approved (`switchboard trust`).
+    #[arg(long, global = true, conflicts_with = "no_project_config")]
+    trust_project: bool,
     /// Keep the tool cache here [default: $XDG_CACHE_HOME/switchboard/tools].
     #[arg(long, value_name = "DIR", global = true)]
     cache_dir: Option<PathBuf>,
@@ -189,6 +205,20 @@ enum Command {
         /// text rendering.
         #[arg(long)]
         json: bool,
+    },
+    /// Approve the project's servers (all that await approval, or those named), so they
+    /// start from now on. An approval holds for the config as it is: an edited entry waits
+    /// for approval again. Nothing is started.
+    #[command(after_help = TRUST_HELP)]
+    Trust {
+        /// The servers to approve [default: every one awaiting approval].
+        servers: Vec<String>,
+    },
+    /// Withdraw approvals of this project's servers (all, or those named).
+    #[command(after_help = TRUST_HELP)]
+    Untrust {
+        /// The servers [default: every approved one of this project].
+        servers: Vec<String>,
     },
     /// Run four demo servers (fast, slow, failing, hanging) cold then warm, and narrate the
     /// gate, deferred tools, the late connection, isolation and teardown. Writes only under a
@@ -373,6 +403,8 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
     match cli.command {
         Command::Demo => demo::run(&g, interrupt).await,
         Command::Watch { json, for_ms } => watch::run(&g, interrupt, json, for_ms).await,
+        Command::Trust { servers } => trust::trust(&g, servers).await,
+        Command::Untrust { servers } => trust::untrust(&g, servers).await,
         Command::Status { json } => {
             let session = Session::start(&g, interrupt, Settle::All).await?;
             let failed = session.any_failed();
@@ -535,6 +567,25 @@ async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
     Ok(value)
 }
 
+/// The project directory and what discovery is asked to do, from the global flags.
+fn discovery_options(g: &Global) -> Result<(PathBuf, DiscoveryOptions), Fatal> {
+    let project = match &g.project {
+        Some(p) => p.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Fatal::usage(format!("no current directory: {e}")))?,
+    };
+    let mut options = DiscoveryOptions::new(&project);
+    options.project_configs = !g.no_project_config;
+    options.trust_project = g.trust_project;
+    // Absolute paths, so the source column says which file even from another directory.
+    options.explicit_files = g
+        .configs
+        .iter()
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    Ok((project, options))
+}
+
 /// Which servers a command waits for after the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Settle {
@@ -552,6 +603,9 @@ struct Session {
     sb: Switchboard,
     report: StartupReport,
     discovered: Discovered,
+    /// The command that approves a server, without its name (`switchboard trust`, with
+    /// `--project DIR` when the project was given).
+    approve_command: String,
     /// For a watch only (`Settle::Gate`): subscribed as soon as `start` returned, so every
     /// event since the gate is there, unread. Nobody else holds a subscription it does not
     /// read.
@@ -576,19 +630,7 @@ impl Session {
         settle: Settle,
     ) -> Result<Session, Fatal> {
         let started = Instant::now();
-        let project = match &g.project {
-            Some(p) => p.clone(),
-            None => std::env::current_dir()
-                .map_err(|e| Fatal::usage(format!("no current directory: {e}")))?,
-        };
-        let mut options = DiscoveryOptions::new(&project);
-        options.project_configs = !g.no_project_config;
-        // Absolute paths, so the source column says which file even from another directory.
-        options.explicit_files = g
-            .configs
-            .iter()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
-            .collect();
+        let (project, options) = discovery_options(g)?;
         let discovered = blocking::unblock(move || discover(&options)).await;
         // A file the user named that does not parse or cannot be read is a usage error;
         // a broken file found by discovery is reported with the rest.
@@ -648,6 +690,7 @@ impl Session {
                 sb,
                 report,
                 discovered,
+                approve_command: trust::approve_command(g),
                 clock_origin,
             });
         }
@@ -690,6 +733,7 @@ impl Session {
             sb,
             report,
             discovered,
+            approve_command: trust::approve_command(g),
             events: None,
             clock_origin,
         })

@@ -61,6 +61,10 @@ pub struct ServerJson {
     pub protocol_version: Option<String>,
     /// The last error (for a stdio server that exited: with its last stderr lines).
     pub error: Option<String>,
+    /// For a server from a project file: what approved it (`switchboard trust`,
+    /// `--trust-project`, `Claude Code enabledMcpjsonServers`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -92,8 +96,25 @@ impl ServerJson {
             }),
             protocol_version: s.protocol_version.clone(),
             error: s.last_error.as_ref().map(|e| e.to_string()),
+            approved_by: session
+                .discovered
+                .approved
+                .iter()
+                .find(|a| a.server == s.name)
+                .map(|a| a.by.as_str()),
         }
     }
+}
+
+/// A project server in `status --json` that was not started: nothing approved it yet.
+#[derive(Debug, Serialize)]
+pub struct AwaitingJson {
+    pub server: String,
+    pub source: SourceJson,
+    /// It was approved before, with a config that has changed since.
+    pub changed: bool,
+    /// The command that approves it.
+    pub approve: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,6 +147,8 @@ pub struct StatusJson {
     pub shadowed: Vec<ShadowedJson>,
     pub skipped: Vec<SkippedJson>,
     pub config_errors: Vec<ConfigErrorJson>,
+    /// Project servers not started because nothing approved them yet.
+    pub awaiting_approval: Vec<AwaitingJson>,
 }
 
 /// The time until a scheduled reconnect attempt.
@@ -158,6 +181,7 @@ fn skip_reason(r: &SkipReason) -> String {
         SkipReason::ProjectConfigsOff => "project configs off".into(),
         SkipReason::DeniedName { pattern } => format!("denied name ({pattern})"),
         SkipReason::DeniedUrl { pattern } => format!("denied url ({pattern})"),
+        SkipReason::Rejected { by } => format!("rejected ({})", by.as_str()),
     }
 }
 
@@ -195,6 +219,16 @@ fn status_json(session: &Session) -> StatusJson {
             .map(|e| ConfigErrorJson {
                 source: (&e.source).into(),
                 message: e.error.to_string(),
+            })
+            .collect(),
+        awaiting_approval: d
+            .awaiting
+            .iter()
+            .map(|a| AwaitingJson {
+                server: a.server.clone(),
+                source: (&a.source).into(),
+                changed: a.changed,
+                approve: format!("{} {}", session.approve_command, a.server),
             })
             .collect(),
     }
@@ -279,7 +313,9 @@ pub fn status(session: &Session, json: bool) {
     };
     let servers = session.sb.servers();
     let mut out = String::new();
-    if servers.is_empty() {
+    if servers.is_empty() && !session.discovered.awaiting.is_empty() {
+        out.push_str("No MCP server started.\n");
+    } else if servers.is_empty() {
         out.push_str("No MCP servers configured");
         if session.discovered.files_read.is_empty() {
             out.push_str(
@@ -365,6 +401,21 @@ pub fn status(session: &Session, json: bool) {
                 s.source.provider,
                 s.source.path
             ));
+        }
+    }
+    if !d.awaiting.is_empty() {
+        out.push_str("\nAwaiting approval (project servers start only once approved):\n");
+        for a in &d.awaiting {
+            let changed = if a.changed {
+                ", changed since it was approved"
+            } else {
+                ""
+            };
+            out.push_str(&style.yellow(&format!(
+                "  {}: awaiting approval ({} {}{changed})\n    approve with: {} {}",
+                a.server, a.source.provider, a.source.path, session.approve_command, a.server
+            )));
+            out.push('\n');
         }
     }
     if !d.errors.is_empty() {
