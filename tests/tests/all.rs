@@ -39,4 +39,5 @@ mod shell_policies;
 mod stdio;
 mod tasks;
 mod terminal_safety;
+mod tool_filters;
 mod trust;

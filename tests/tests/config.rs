@@ -74,6 +74,8 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
                 enabled,
                 timeout_ms,
                 auth,
+                enabled_tools: None,
+                disabled_tools: Vec::new(),
                 extra,
             },
         )

@@ -37,8 +37,23 @@ pub(super) fn parse_entry(
         enabled: true,
         timeout_ms: take_timeout_ms(&mut rest, "timeout", 1).map_err(&err)?,
         auth: rest.remove("auth").filter(|v| !v.is_null()),
+        enabled_tools: None,
+        disabled_tools: Vec::new(),
         extra: BTreeMap::new(),
     };
+    // Tool filters, each client's spelling: the first one present is used.
+    for key in ["enabled_tools", "includeTools"] {
+        if let Some(list) = take_string_list(&mut rest, key).map_err(&err)? {
+            config.enabled_tools = Some(list);
+            break;
+        }
+    }
+    for key in ["disabled_tools", "excludeTools", "disabledTools"] {
+        if let Some(list) = take_string_list(&mut rest, key).map_err(&err)? {
+            config.disabled_tools = list;
+            break;
+        }
+    }
     match take_bool(&mut rest, "enabled").map_err(&err)? {
         Some(enabled) => config.enabled = enabled,
         // Cline and Roo spell it `disabled`.

@@ -86,6 +86,15 @@ pub struct ServerConfig {
     /// Auth settings, passed through to the embedder's credential provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Value>,
+    /// Only these tools (by the server's own names) are exposed: Codex `enabled_tools`,
+    /// Gemini CLI `includeTools`. `None`: every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never exposed, applied after `enabled_tools` (so a name in both is
+    /// hidden): Codex `disabled_tools`, Gemini CLI `excludeTools`, Roo Code and Windsurf
+    /// `disabledTools`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disabled_tools: Vec<String>,
     /// Fields this version does not know: kept, ignored, never an error.
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
@@ -133,6 +142,15 @@ impl ServerConfig {
             Some(ms) if ms > 0 => Duration::from_millis(ms as u64),
             _ => default,
         }
+    }
+
+    /// Whether the tool the server calls `name` may be listed and called (the config's tool
+    /// filters; a filtered tool is neither).
+    pub fn tool_allowed(&self, name: &str) -> bool {
+        self.enabled_tools
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|t| t == name))
+            && !self.disabled_tools.iter().any(|t| t == name)
     }
 
     /// The transport this config asks for: the `type` field if set, else inferred from

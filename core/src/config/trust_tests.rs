@@ -227,3 +227,33 @@ fn gemini_trusted_folders_follow_the_most_specific_rule() {
     assert_eq!(t("/x/y"), Some(FolderTrust::Trusted));
     assert_eq!(t("/w"), None);
 }
+
+#[test]
+fn tool_filters_are_read_in_every_clients_spelling() {
+    let doc = parse_document(
+        "/p/.gemini/settings.json",
+        r#"{"mcpServers": {
+            "codex": {"command": "x", "enabled_tools": ["a", "b"], "disabled_tools": ["b"]},
+            "gemini": {"command": "x", "includeTools": ["a"], "excludeTools": ["c"]},
+            "roo": {"command": "x", "disabledTools": ["c"]},
+            "none": {"command": "x"}
+        }}"#,
+    )
+    .unwrap();
+    let get = |n: &str| &doc.servers.iter().find(|(name, _)| name == n).unwrap().1;
+    let allowed = |n: &str| -> Vec<&str> {
+        ["a", "b", "c"]
+            .into_iter()
+            .filter(|t| get(n).tool_allowed(t))
+            .collect()
+    };
+    // Deny is applied after allow: `b` is in both and hidden.
+    assert_eq!(allowed("codex"), ["a"]);
+    assert_eq!(allowed("gemini"), ["a"]);
+    assert_eq!(allowed("roo"), ["a", "b"]);
+    assert_eq!(allowed("none"), ["a", "b", "c"]);
+    assert!(get("roo").extra.is_empty());
+    // A config without filters hashes as before they existed (its tool cache is kept).
+    let plain = ServerConfig::stdio("x", &[]);
+    assert!(!serde_json::to_string(&plain).unwrap().contains("tools"));
+}

@@ -50,6 +50,9 @@ pub struct ServerJson {
     /// `idle`.
     pub phase: &'static str,
     pub tools: usize,
+    /// Tools of its last list hidden by the config's tool filters (`enabled_tools`,
+    /// `disabled_tools`, `includeTools`, `excludeTools`, `disabledTools`).
+    pub filtered_tools: usize,
     /// Milliseconds from the start of the last attempt to tools ready; null if not ready.
     pub time_to_ready_ms: Option<u64>,
     pub attempts: u32,
@@ -86,6 +89,7 @@ impl ServerJson {
             status: status_word(s),
             phase: s.phase.as_str(),
             tools: s.tool_count,
+            filtered_tools: s.filtered_tools,
             time_to_ready_ms: s.time_to_ready.map(millis),
             attempts: s.attempts,
             reconnect_attempt: (s.reconnect_attempt > 0).then_some(s.reconnect_attempt),
@@ -339,7 +343,11 @@ pub fn status(session: &Session, json: bool) {
                     ),
                     s.transport.unwrap_or("-").to_string(),
                     status_cell(s, next_attempt(s, session)),
-                    s.tool_count.to_string(),
+                    if s.filtered_tools > 0 {
+                        format!("{} ({} filtered)", s.tool_count, s.filtered_tools)
+                    } else {
+                        s.tool_count.to_string()
+                    },
                     s.time_to_ready.map(fmt_duration).unwrap_or("-".into()),
                 ]
             })
