@@ -73,6 +73,7 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
                 headers,
                 enabled,
                 timeout_ms,
+                call_timeout_ms: None,
                 auth,
                 enabled_tools: None,
                 disabled_tools: Vec::new(),

@@ -38,6 +38,10 @@ impl Source {
 
     /// A source holding a parsed document: its entries and its per-entry errors.
     ///
+    /// A `timeout` in Claude Code's and Gemini CLI's files limits each tool call there, so it
+    /// becomes the entry's call timeout (Claude Code ignores values under 1000 ms), not its
+    /// connect timeout.
+    ///
     /// `!command` values (run by the shell at connect time) are Switchboard's own syntax: in
     /// a file of another client ([`SourceMeta::provider`] other than `switchboard`), where
     /// that client would pass the value on as it is, a leading `!` is kept as text (written
@@ -47,6 +51,17 @@ impl Source {
         if meta.provider != OWN_PROVIDER {
             for (_, config) in &mut servers {
                 config.keep_commands_as_text();
+            }
+        }
+        // Each client's `timeout` means what that client makes of it.
+        let per_call_below = match meta.provider.as_str() {
+            "claude-code" => Some(1000),
+            "gemini" => Some(0),
+            _ => None,
+        };
+        if let Some(below) = per_call_below {
+            for (_, config) in &mut servers {
+                config.timeout_limits_each_call(below);
             }
         }
         Source {

@@ -83,6 +83,12 @@ pub struct ServerConfig {
     /// Connect timeout in milliseconds (open + initialize). Must be positive when set.
     #[serde(rename = "timeout", default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<i64>,
+    /// Limit in milliseconds for each tool call (and other request) to this server: Claude
+    /// Code's and Gemini CLI's `timeout` (per call there, in ms), Codex `tool_timeout_sec`,
+    /// Switchboard `call_timeout_ms`. `None`: the manager's `call_timeout`; a call's own
+    /// timeout wins over both. Must be positive when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_timeout_ms: Option<i64>,
     /// Auth settings, passed through to the embedder's credential provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Value>,
@@ -141,6 +147,24 @@ impl ServerConfig {
         match self.timeout_ms {
             Some(ms) if ms > 0 => Duration::from_millis(ms as u64),
             _ => default,
+        }
+    }
+
+    /// The per-call limit this config asks for, if any (validation rejects `<= 0`).
+    pub fn call_timeout(&self) -> Option<Duration> {
+        self.call_timeout_ms
+            .filter(|ms| *ms > 0)
+            .map(|ms| Duration::from_millis(ms as u64))
+    }
+
+    /// For a client whose `timeout` field limits each tool call rather than the connect
+    /// (Claude Code, Gemini CLI): read it as the call timeout, unless one is set already.
+    /// Claude Code ignores values below 1000 ms (`ignore_below_ms`); so does this.
+    pub fn timeout_limits_each_call(&mut self, ignore_below_ms: i64) {
+        if let Some(ms) = self.timeout_ms.take() {
+            if self.call_timeout_ms.is_none() && (ms <= 0 || ms >= ignore_below_ms) {
+                self.call_timeout_ms = Some(ms);
+            }
         }
     }
 

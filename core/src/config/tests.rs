@@ -231,10 +231,9 @@ enabled = false
     assert_eq!(doc.servers[0].0, "docs");
     assert_eq!(docs.timeout_ms, Some(12_500));
     assert_eq!(docs.args, ["--port", "4000"]);
-    assert_eq!(
-        docs.extra.get("tool_timeout_sec"),
-        Some(&serde_json::json!(60))
-    );
+    // The per-call limit, in seconds there.
+    assert_eq!(docs.call_timeout_ms, Some(60_000));
+    assert!(docs.extra.is_empty());
     let remote = &doc.servers[1].1;
     assert_eq!(remote.headers.get("X-Key").map(String::as_str), Some("k"));
     assert_eq!(remote.timeout_ms, Some(3000));

@@ -257,3 +257,59 @@ fn tool_filters_are_read_in_every_clients_spelling() {
     let plain = ServerConfig::stdio("x", &[]);
     assert!(!serde_json::to_string(&plain).unwrap().contains("tools"));
 }
+
+#[test]
+fn each_clients_timeout_means_what_that_client_makes_of_it() {
+    let from = |provider: &str, path: &str, text: &str| {
+        let doc = parse_document(path, text).unwrap();
+        let source = Source::from_document(meta(provider, SourceLevel::User), doc);
+        source.servers[0].1.clone()
+    };
+    // Claude Code: `timeout` limits each call, in ms; under 1000 it is ignored.
+    let c = from(
+        "claude-code",
+        "/p/.mcp.json",
+        r#"{"mcpServers": {"s": {"command": "x", "timeout": 5000}}}"#,
+    );
+    assert_eq!((c.timeout_ms, c.call_timeout_ms), (None, Some(5000)));
+    let c = from(
+        "claude-code",
+        "/p/.mcp.json",
+        r#"{"mcpServers": {"s": {"command": "x", "timeout": 500}}}"#,
+    );
+    assert_eq!((c.timeout_ms, c.call_timeout_ms), (None, None));
+    // Gemini CLI: per request, in ms.
+    let c = from(
+        "gemini",
+        "/p/.gemini/settings.json",
+        r#"{"mcpServers": {"s": {"command": "x", "timeout": 15000}}}"#,
+    );
+    assert_eq!((c.timeout_ms, c.call_timeout_ms), (None, Some(15000)));
+    // Codex: startup and tool timeouts in seconds.
+    let c = from(
+        "codex",
+        "/h/.codex/config.toml",
+        "[mcp_servers.s]\ncommand = \"x\"\nstartup_timeout_sec = 20\ntool_timeout_sec = 45\n",
+    );
+    assert_eq!(
+        (c.timeout_ms, c.call_timeout_ms),
+        (Some(20_000), Some(45_000))
+    );
+    // Switchboard's own: `timeout` is the connect timeout, `call_timeout_ms` the call's.
+    let c = from(
+        "switchboard",
+        "/h/.config/switchboard/mcp.json",
+        r#"{"mcpServers": {"s": {"command": "x", "timeout": 100, "call_timeout_ms": 700}}}"#,
+    );
+    assert_eq!((c.timeout_ms, c.call_timeout_ms), (Some(100), Some(700)));
+    assert_eq!(
+        c.call_timeout(),
+        Some(std::time::Duration::from_millis(700))
+    );
+    let mut bad = c.clone();
+    bad.call_timeout_ms = Some(0);
+    assert_eq!(
+        validate("s", &bad).unwrap_err().to_string(),
+        r#"Server "s": the call timeout must be a positive number of milliseconds, got 0"#
+    );
+}

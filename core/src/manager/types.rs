@@ -175,7 +175,8 @@ pub enum Input {
         /// written before it kept them).
         catalog: Option<crate::catalog::Catalog>,
     },
-    /// Call a tool by qualified name. `timeout` defaults to `ManagerOptions::call_timeout`.
+    /// Call a tool by qualified name. `timeout` defaults to the server config's call timeout,
+    /// else `ManagerOptions::call_timeout`.
     CallTool {
         /// The embedder's number for the call; its `CallCompleted` carries it.
         call: CallId,

@@ -134,10 +134,15 @@ struct Global {
     /// The startup gate in milliseconds [default: 250].
     #[arg(long, value_name = "MS", global = true)]
     gate_ms: Option<u64>,
-    /// Connect timeout for servers whose config sets none [default: 30000]. Not part of the
+    /// Connect timeout for servers whose config sets none [default: $MCP_TIMEOUT, else
+    /// 30000]. Not part of the
     /// tool cache's key, so cached tools stay valid with or without it.
     #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
     timeout_ms: Option<u64>,
+    /// Limit of each tool call (and other request) for servers whose config sets none
+    /// [default: $MCP_TOOL_TIMEOUT, else 60000].
+    #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
+    call_timeout_ms: Option<u64>,
     /// Health pings: send each connected server a `ping` every MS milliseconds; two in a row
     /// unanswered within MS each close the connection, and it is reconnected [default: off].
     #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
@@ -567,6 +572,24 @@ async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
     Ok(value)
 }
 
+/// A positive number of milliseconds from the environment variable `name` (Claude Code's
+/// `MCP_TIMEOUT`, `MCP_TOOL_TIMEOUT`); anything else is ignored with a warning.
+fn env_ms(name: &str, quiet: bool) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Some(ms),
+        _ => {
+            if !quiet {
+                eprintln!(
+                    "switchboard: ignoring {name}={:?}: not a positive number of milliseconds",
+                    term::terminal_safe(&value)
+                );
+            }
+            None
+        }
+    }
+}
+
 /// The project directory and what discovery is asked to do, from the global flags.
 fn discovery_options(g: &Global) -> Result<(PathBuf, DiscoveryOptions), Fatal> {
     let project = match &g.project {
@@ -650,7 +673,12 @@ impl Session {
         // cache key, so changing it would cost every server its cached tools.
         let default_timeout = g
             .timeout_ms
+            .or_else(|| env_ms("MCP_TIMEOUT", g.quiet))
             .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_millis);
+        let call_timeout = g
+            .call_timeout_ms
+            .or_else(|| env_ms("MCP_TOOL_TIMEOUT", g.quiet))
+            .map(Duration::from_millis);
         // Upper bound of the wait after the gate: the longest connect timeout plus the
         // `tools/list` request timeout.
         let longest = servers
@@ -666,6 +694,9 @@ impl Session {
             .uncached_wait(Duration::ZERO)
             .manager_options(|o| {
                 o.default_connect_timeout = default_timeout;
+                if let Some(t) = call_timeout {
+                    o.call_timeout = t;
+                }
                 o.health = health.map(health_policy);
             });
         if let Some(ms) = g.gate_ms {
