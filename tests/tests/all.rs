@@ -22,6 +22,7 @@ mod embedding;
 mod everything_modes;
 mod http_bench;
 mod http_edge;
+mod http_load;
 mod http_peers;
 mod http_resume;
 mod hygiene;
