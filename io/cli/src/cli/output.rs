@@ -601,6 +601,7 @@ mod tests {
             ready_at: None,
             time_to_ready: None,
             tool_count: 3,
+            filtered_tools: 0,
             deferred: true,
             protocol_version: None,
             server_name: None,
