@@ -438,6 +438,7 @@ fn config_report(d: &crate::discovery::Discovered) -> ConfigReport {
     ConfigReport {
         errors: d.errors.clone(),
         shadowed: d.shadowed.clone(),
+        awaiting: d.awaiting.clone(),
     }
 }
 

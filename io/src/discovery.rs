@@ -9,8 +9,10 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use switchboard_core::config::{
-    merge, parse_claude_json, parse_document, ConfigError, DenyList, FilterOptions, ParsedDocument,
-    ServerSpec, Shadowed, Skipped, Source, SourceError, SourceLevel, SourceMeta,
+    codex_project_trust, gemini_folder_trust, merge, parse_claude_json, parse_claude_settings,
+    parse_document, Approvals, Approved, AwaitingApproval, ClaudeSettings, ConfigError, DenyList,
+    FilterOptions, ParsedDocument, ServerSpec, Shadowed, Skipped, Source, SourceError, SourceLevel,
+    SourceMeta,
 };
 
 /// Where to look and what to keep.
@@ -31,6 +33,12 @@ pub struct DiscoveryOptions {
     pub explicit_files: Vec<PathBuf>,
     /// Server names and URLs never to run (they are reported as skipped).
     pub deny: DenyList,
+    /// Approve every project-level server for this discovery (for scripts that vouch for
+    /// the checkout); a client's rejection still wins. Off: a project-level server runs only
+    /// when approved ([`Discovered::awaiting`] lists the others).
+    pub trust_project: bool,
+    /// Switchboard's approvals file ([`TrustStore`](crate::TrustStore)); `None` reads none.
+    pub trust_store: Option<PathBuf>,
 }
 
 impl DiscoveryOptions {
@@ -47,7 +55,20 @@ impl DiscoveryOptions {
             project_configs: true,
             explicit_files: Vec::new(),
             deny: DenyList::default(),
+            trust_project: false,
+            trust_store: crate::TrustStore::default_path(),
         }
+    }
+}
+
+impl DiscoveryOptions {
+    /// The project as clients and approvals key it: the real (canonical) path of the project
+    /// directory, as text.
+    pub fn project_key(&self) -> String {
+        std::fs::canonicalize(&self.project_dir)
+            .unwrap_or_else(|_| self.project_dir.clone())
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -63,8 +84,14 @@ pub struct Discovered {
     /// Each names its file ([`SourceError::source`]); syntax errors carry line and column.
     /// When discovery fails as a whole (see [`discover`]), the one error saying why.
     pub errors: Vec<SourceError>,
-    /// Every file that was read (whether or not it parsed), in priority order.
+    /// Every file that was read (whether or not it parsed), in priority order, then the
+    /// approval files.
     pub files_read: Vec<PathBuf>,
+    /// Valid project-level servers nothing has approved: they are not in `servers`. The
+    /// embedder decides (the CLI: `switchboard trust`); each carries the hash to approve.
+    pub awaiting: Vec<AwaitingApproval>,
+    /// The project-level servers in `servers`, with what approved each.
+    pub approved: Vec<Approved>,
 }
 
 /// How a candidate file is parsed.
@@ -121,6 +148,7 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
         home(".config/switchboard/mcp.json", "switchboard"),
         project(".mcp.json", "claude-code"),
         home(".claude.json", "claude-code"),
+        project(".codex/config.toml", "codex"),
         home(".codex/config.toml", "codex"),
         project(".gemini/settings.json", "gemini"),
         home(".gemini/settings.json", "gemini"),
@@ -188,13 +216,11 @@ pub fn discover(opts: &DiscoveryOptions) -> Discovered {
 
 fn discover_files(opts: &DiscoveryOptions) -> Discovered {
     let explicit = !opts.explicit_files.is_empty();
-    // Claude keys projects by the real path of the working directory.
-    let project_key = std::fs::canonicalize(&opts.project_dir)
-        .unwrap_or_else(|_| opts.project_dir.clone())
-        .to_string_lossy()
-        .into_owned();
+    let project_key = opts.project_key();
     let mut found = Discovered::default();
     let mut sources = Vec::new();
+    // `~/.claude.json`'s entry for this project: approvals the user gave in Claude Code.
+    let mut claude_project = ClaudeSettings::default();
     for candidate in candidates(opts) {
         let meta = SourceMeta {
             provider: candidate.provider.to_string(),
@@ -218,8 +244,12 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
         found.files_read.push(candidate.path.clone());
         let parsed: Result<Vec<ParsedDocument>, ConfigError> = match candidate.shape {
             Shape::Document => parse_document(&meta.path, &text).map(|doc| vec![doc]),
-            Shape::ClaudeJson => parse_claude_json(&meta.path, &text, Some(&project_key))
-                .map(|claude| vec![claude.project, claude.user]),
+            Shape::ClaudeJson => {
+                parse_claude_json(&meta.path, &text, Some(&project_key)).map(|claude| {
+                    claude_project = claude.project_settings;
+                    vec![claude.project, claude.user]
+                })
+            }
         };
         match parsed {
             Ok(docs) => {
@@ -233,18 +263,126 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
             }),
         }
     }
+    let approvals = if explicit || !opts.project_configs {
+        // Every source is user level: nothing to approve.
+        Approvals::default()
+    } else {
+        approvals(opts, &project_key, claude_project, &mut found)
+    };
     let merged = merge(
         sources,
         &FilterOptions {
             project_configs: opts.project_configs,
             deny: opts.deny.clone(),
+            approvals,
         },
     );
     found.servers = merged.servers;
     found.shadowed = merged.shadowed;
     found.skipped = merged.skipped;
     found.errors.extend(merged.errors);
+    found.awaiting = merged.awaiting;
+    found.approved = merged.approved;
     found
+}
+
+/// Gather what approves or rejects project-level servers: `--trust-project`, Switchboard's
+/// store, Claude Code's `~/.claude.json` project entry and settings files, Codex's trusted
+/// projects and Gemini CLI's trusted folders. A file that cannot be read is one error (and
+/// approves nothing).
+fn approvals(
+    opts: &DiscoveryOptions,
+    project_key: &str,
+    claude_project: ClaudeSettings,
+    found: &mut Discovered,
+) -> Approvals {
+    let mut approvals = Approvals {
+        trust_project: opts.trust_project,
+        ..Approvals::default()
+    };
+    let error = |found: &mut Discovered, path: &Path, provider: &str, error: ConfigError| {
+        found.errors.push(SourceError {
+            source: SourceMeta {
+                provider: provider.to_string(),
+                level: SourceLevel::User,
+                path: path.to_string_lossy().into_owned(),
+            },
+            error,
+        })
+    };
+    if let Some(store) = &opts.trust_store {
+        match crate::TrustStore::new(store).approvals(project_key) {
+            Ok(approved) => {
+                approvals.approved = approved
+                    .into_iter()
+                    .map(|(name, entry)| (name, entry.config_hash))
+                    .collect();
+            }
+            Err(e) => {
+                let doc = ConfigError::Document {
+                    path: store.to_string_lossy().into_owned(),
+                    message: format!("cannot read the approvals: {e}"),
+                };
+                error(found, store, "switchboard", doc);
+            }
+        }
+    }
+    // Read one approval file: its text, or `None` when absent (a read error is reported).
+    let text_of = |found: &mut Discovered, path: &Path, provider: &str| -> Option<String> {
+        match read(path, false) {
+            Ok(Some(text)) => {
+                found.files_read.push(path.to_path_buf());
+                Some(text)
+            }
+            Ok(None) => None,
+            Err(message) => {
+                let path_text = path.to_string_lossy().into_owned();
+                let doc = ConfigError::Document {
+                    path: path_text,
+                    message,
+                };
+                error(found, path, provider, doc);
+                None
+            }
+        }
+    };
+    // A project's own Claude settings approve only in a folder the user trusted in Claude
+    // Code (a repository must not approve itself); their rejections always count.
+    let folder_trusted = claude_project.folder_trusted;
+    approvals.claude.add(claude_project, true);
+    let mut claude_files = Vec::new();
+    if let Some(home) = &opts.home_dir {
+        claude_files.push((home.join(".claude/settings.json"), true));
+    }
+    for rel in [".claude/settings.json", ".claude/settings.local.json"] {
+        claude_files.push((opts.project_dir.join(rel), folder_trusted));
+    }
+    for (path, approves) in claude_files {
+        if let Some(text) = text_of(found, &path, "claude-code") {
+            match parse_claude_settings(&path.to_string_lossy(), &text) {
+                Ok(settings) => approvals.claude.add(settings, approves),
+                Err(e) => error(found, &path, "claude-code", e),
+            }
+        }
+    }
+    if let Some(home) = &opts.home_dir {
+        let codex = home.join(".codex/config.toml");
+        // Already read as a config source; read again for its `projects` table.
+        if let Ok(Some(text)) = read(&codex, false) {
+            // A syntax error is already reported with its servers.
+            if let Ok(trust) = codex_project_trust(&codex.to_string_lossy(), &text, project_key) {
+                approvals.codex = trust;
+            }
+        }
+        let gemini = home.join(".gemini/trustedFolders.json");
+        if let Some(text) = text_of(found, &gemini, "gemini") {
+            match gemini_folder_trust(&gemini.to_string_lossy(), &text, project_key) {
+                Ok(trust) => approvals.gemini = trust,
+                Err(e) => error(found, &gemini, "gemini", e),
+            }
+        }
+    }
+    approvals
 }
 
 /// The file's text; `None` when it does not exist (and was not asked for explicitly).

@@ -75,6 +75,7 @@ mod rt;
 mod secrets;
 pub mod serve;
 mod stdio;
+mod trust;
 mod units;
 
 pub use api::{Builder, Error, QueueOptions, ServerSource, Switchboard};
@@ -99,6 +100,7 @@ pub use switchboard_core::protocol::Root;
 pub use switchboard_core::{
     NamingScheme, ServerState, ServerStatus, StartupReport, Tool, ToolResult,
 };
+pub use trust::{TrustEntry, TrustStore};
 
 /// The internals the workspace's own tests drive directly (transports without a switchboard,
 /// the disk cache, secret resolution). Not part of the API: anything here may change in any

@@ -41,3 +41,6 @@ mod shell_policies;
 mod stdio;
 mod tasks;
 mod terminal_safety;
+mod timeouts;
+mod tool_filters;
+mod trust;

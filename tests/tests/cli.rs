@@ -68,6 +68,7 @@ impl Project {
             .env_remove("RUST_LOG")
             .env_remove("NO_COLOR")
             .env("HOME", &home)
+            .env_remove("XDG_DATA_HOME")
             .env("XDG_CACHE_HOME", self.path().join("xdg-cache"));
         for c in configs {
             cmd.arg("--config").arg(c);
@@ -771,6 +772,7 @@ fn project_names_where_project_configs_are_found_and_no_project_config_ignores_t
     project.write_config(".mcp.json", &[("projfast", &[])]);
     let run = |extra: &[&str]| {
         let mut cmd = elsewhere.command(&[]);
+        // Where the files are found, not whether they are approved (see trust.rs).
         cmd.arg("--project")
             .arg(project.path())
             .arg("--no-cache")
@@ -778,7 +780,7 @@ fn project_names_where_project_configs_are_found_and_no_project_config_ignores_t
             .args(["status", "--json"]);
         cmd.output().unwrap()
     };
-    let found = run(&[]);
+    let found = run(&["--trust-project"]);
     assert_eq!(code(&found), 0, "{}", stderr(&found));
     let v = json_stdout(&found);
     assert_eq!(v["servers"][0]["name"], "projfast", "{v}");

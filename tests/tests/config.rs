@@ -73,7 +73,10 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
                 headers,
                 enabled,
                 timeout_ms,
+                call_timeout_ms: None,
                 auth,
+                enabled_tools: None,
+                disabled_tools: Vec::new(),
                 extra,
             },
         )
@@ -177,6 +180,7 @@ proptest! {
         ),
         project_configs in any::<bool>(),
         deny_exa in any::<bool>(),
+        trust_project in any::<bool>(),
     ) {
         let sources: Vec<Source> = raw
             .iter()
@@ -201,6 +205,7 @@ proptest! {
         let options = FilterOptions {
             project_configs,
             deny: if deny_exa { switchboard_core::config::DenyList::exa() } else { Default::default() },
+            approvals: switchboard_core::config::Approvals { trust_project, ..Default::default() },
         };
         let once = merge(sources.clone(), &options);
         let twice = merge(sources.clone(), &options);
@@ -226,14 +231,21 @@ proptest! {
             }
         }
         for spec in &once.servers {
+            // Nothing from a project runs unapproved.
+            prop_assert!(trust_project || spec.source.level == SourceLevel::User);
             prop_assert_eq!(Some(&&spec.source), first.get(spec.name.as_str()));
             prop_assert_eq!(spec.config.command.clone(), Some(format!("from-{}", &spec.source.provider[1..])));
         }
         for sh in &once.shadowed {
             prop_assert_eq!(Some(&&sh.winner), first.get(sh.server.as_str()));
         }
+        for a in &once.awaiting {
+            prop_assert_eq!(a.source.level, SourceLevel::Project);
+            prop_assert_eq!(Some(&&a.source), first.get(a.server.as_str()));
+        }
         prop_assert_eq!(
-            once.servers.len() + once.skipped.len() + once.errors.len() + once.shadowed.len(),
+            once.servers.len() + once.skipped.len() + once.errors.len() + once.shadowed.len()
+                + once.awaiting.len(),
             entries + dropped
         );
     }
@@ -312,7 +324,14 @@ fn validation_errors_use_the_exact_messages_and_spare_the_other_servers() {
             },
             doc.servers,
         )],
-        &FilterOptions::default(),
+        // Validation, not trust: the project is approved.
+        &FilterOptions {
+            approvals: switchboard_core::config::Approvals {
+                trust_project: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
     );
     let names: Vec<&str> = merged.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["ok"]);

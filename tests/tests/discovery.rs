@@ -32,6 +32,8 @@ fn write(base: &Path, rel: &str, text: &str) {
     fs::write(path, text).unwrap();
 }
 
+/// These tests are about formats, places and precedence, so the project is approved
+/// (`trust_project`); approval itself is tested in `trust.rs`.
 fn options(d: &Dirs) -> DiscoveryOptions {
     DiscoveryOptions {
         project_dir: d.project.clone(),
@@ -39,6 +41,8 @@ fn options(d: &Dirs) -> DiscoveryOptions {
         project_configs: true,
         explicit_files: Vec::new(),
         deny: DenyList::default(),
+        trust_project: true,
+        trust_store: Some(d.home.join(".local/share/switchboard/trust.json")),
     }
 }
 
@@ -623,8 +627,10 @@ fn bang_commands_run_only_from_switchboard_files() {
         .current_dir(&d.project)
         .env("HOME", &d.home)
         .env("XDG_CACHE_HOME", d.home.join("cache"))
+        .env_remove("XDG_DATA_HOME")
         .env_remove("RUST_LOG")
-        .args(["status", "--json", "--no-cache"])
+        // Approved, so each server starts and only its `!` handling is tested.
+        .args(["status", "--json", "--no-cache", "--trust-project"])
         .output()
         .unwrap();
     assert!(

@@ -16,6 +16,7 @@ fn switchboard(dir: &Path, args: &[&str]) -> Command {
     cmd.current_dir(dir)
         .env_remove("RUST_LOG")
         .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
         .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
         .args(args);
     cmd
@@ -62,9 +63,12 @@ fn a_discovered_config_linked_to_dev_zero_is_an_error_for_that_file_only() {
     let config = json!({"mcpServers": {"fine": {
         "command": demo_server_bin().to_string_lossy(), "args": ["--name", "fine"]}}});
     std::fs::write(cursor.join("mcp.json"), config.to_string()).unwrap();
-    let out = switchboard(dir.path(), &["status", "--json", "--no-cache"])
-        .output()
-        .unwrap();
+    let out = switchboard(
+        dir.path(),
+        &["status", "--json", "--no-cache", "--trust-project"],
+    )
+    .output()
+    .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "{e}: {}{}",

@@ -93,6 +93,9 @@ pub struct ClaudeJson {
     /// `projects["<project dir>"].mcpServers` (Claude's "local" scope: private to this user,
     /// for one directory). Empty when `project_dir` is `None` or not listed.
     pub project: ParsedDocument,
+    /// The approval keys of `projects["<project dir>"]` (`enabledMcpjsonServers`,
+    /// `disabledMcpjsonServers`, `disabledMcpServers`, `hasTrustDialogAccepted`, ...).
+    pub project_settings: super::trust::ClaudeSettings,
 }
 
 /// Parse Claude Code's `~/.claude.json`. `project_dir` is the absolute project path as Claude
@@ -115,11 +118,18 @@ pub fn parse_claude_json(
             .find(|(key, _)| trim_dir(key) == want)
             .map(|(_, v)| v)
     });
-    let project = match project_entry.and_then(Value::as_object) {
-        Some(p) => parse_servers_value(path, p.get("mcpServers"), "mcpServers", Dialect::Json)?,
-        None => ParsedDocument::default(),
+    let (project, project_settings) = match project_entry.and_then(Value::as_object) {
+        Some(p) => (
+            parse_servers_value(path, p.get("mcpServers"), "mcpServers", Dialect::Json)?,
+            super::trust::claude_settings_of(path, p)?,
+        ),
+        None => Default::default(),
     };
-    Ok(ClaudeJson { user, project })
+    Ok(ClaudeJson {
+        user,
+        project,
+        project_settings,
+    })
 }
 
 fn trim_dir(dir: &str) -> &str {

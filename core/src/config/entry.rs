@@ -36,9 +36,25 @@ pub(super) fn parse_entry(
         headers: take_string_map(&mut rest, "headers").map_err(&err)?,
         enabled: true,
         timeout_ms: take_timeout_ms(&mut rest, "timeout", 1).map_err(&err)?,
+        call_timeout_ms: None,
         auth: rest.remove("auth").filter(|v| !v.is_null()),
+        enabled_tools: None,
+        disabled_tools: Vec::new(),
         extra: BTreeMap::new(),
     };
+    // Tool filters, each client's spelling: the first one present is used.
+    for key in ["enabled_tools", "includeTools"] {
+        if let Some(list) = take_string_list(&mut rest, key).map_err(&err)? {
+            config.enabled_tools = Some(list);
+            break;
+        }
+    }
+    for key in ["disabled_tools", "excludeTools", "disabledTools"] {
+        if let Some(list) = take_string_list(&mut rest, key).map_err(&err)? {
+            config.disabled_tools = list;
+            break;
+        }
+    }
     match take_bool(&mut rest, "enabled").map_err(&err)? {
         Some(enabled) => config.enabled = enabled,
         // Cline and Roo spell it `disabled`.
@@ -76,6 +92,11 @@ pub(super) fn parse_entry(
         }
         .map_err(&err)?;
     }
+    config.call_timeout_ms = match take_timeout_ms(&mut rest, "call_timeout_ms", 1) {
+        Ok(None) => take_timeout_ms(&mut rest, "tool_timeout_sec", 1000),
+        other => other,
+    }
+    .map_err(&err)?;
     config.extra = rest.into_iter().collect();
     Ok(config)
 }

@@ -49,6 +49,10 @@ pub struct FilterOptions {
     pub project_configs: bool,
     /// Names and URLs never to run, whichever source names them.
     pub deny: DenyList,
+    /// What approves (or rejects) project-level servers; without any, every project-level
+    /// server awaits approval.
+    #[serde(default)]
+    pub approvals: super::Approvals,
 }
 
 impl Default for FilterOptions {
@@ -56,6 +60,7 @@ impl Default for FilterOptions {
         FilterOptions {
             project_configs: true,
             deny: DenyList::default(),
+            approvals: super::Approvals::default(),
         }
     }
 }

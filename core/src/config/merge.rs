@@ -3,8 +3,8 @@
 //! are reported as skipped. Nothing is dropped silently.
 
 use super::{
-    validate, ConfigError, FilterOptions, ParsedDocument, ServerConfig, ServerSpec, SourceLevel,
-    SourceMeta,
+    config_hash, validate, Approved, ApprovedBy, AwaitingApproval, ConfigError, FilterOptions,
+    ParsedDocument, RejectedBy, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TrustDecision,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -38,6 +38,10 @@ impl Source {
 
     /// A source holding a parsed document: its entries and its per-entry errors.
     ///
+    /// A `timeout` in Claude Code's and Gemini CLI's files limits each tool call there, so it
+    /// becomes the entry's call timeout (Claude Code ignores values under 1000 ms), not its
+    /// connect timeout.
+    ///
     /// `!command` values (run by the shell at connect time) are Switchboard's own syntax: in
     /// a file of another client ([`SourceMeta::provider`] other than `switchboard`), where
     /// that client would pass the value on as it is, a leading `!` is kept as text (written
@@ -47,6 +51,17 @@ impl Source {
         if meta.provider != OWN_PROVIDER {
             for (_, config) in &mut servers {
                 config.keep_commands_as_text();
+            }
+        }
+        // Each client's `timeout` means what that client makes of it.
+        let per_call_below = match meta.provider.as_str() {
+            "claude-code" => Some(1000),
+            "gemini" => Some(0),
+            _ => None,
+        };
+        if let Some(below) = per_call_below {
+            for (_, config) in &mut servers {
+                config.timeout_limits_each_call(below);
             }
         }
         Source {
@@ -85,6 +100,11 @@ pub enum SkipReason {
     DeniedUrl {
         /// The deny-list pattern that matched.
         pattern: String,
+    },
+    /// A client's own approval state rejects it (rejections win over every approval).
+    Rejected {
+        /// Whose state.
+        by: RejectedBy,
     },
 }
 
@@ -136,6 +156,10 @@ pub struct Merged {
     pub skipped: Vec<Skipped>,
     /// Parse errors in source order, then validation errors by server name.
     pub errors: Vec<SourceError>,
+    /// Valid project-level servers nothing approved yet, by name: they are not in `servers`.
+    pub awaiting: Vec<AwaitingApproval>,
+    /// The project-level servers in `servers`, with what approved each, by name.
+    pub approved: Vec<Approved>,
 }
 
 /// Merge sources given in priority order (first = highest).
@@ -144,8 +168,11 @@ pub struct Merged {
 /// 2. The first source naming a server wins (even when its entry is broken or disabled: a
 ///    higher layer can switch a server off); every later entry of that name is reported in
 ///    [`Merged::shadowed`].
-/// 3. Winners that are disabled or match the deny list are reported in [`Merged::skipped`].
+/// 3. Winners that are disabled, match the deny list or are rejected by a client's approval
+///    state are reported in [`Merged::skipped`].
 /// 4. The rest are validated; each invalid one gives one error and the others carry on.
+/// 5. Valid project-level winners run only when approved ([`FilterOptions::approvals`]);
+///    the others are reported in [`Merged::awaiting`].
 pub fn merge(sources: Vec<Source>, options: &FilterOptions) -> Merged {
     let mut merged = Merged::default();
     // name -> (winning source, its config; `None` when the winning entry did not parse)
@@ -204,6 +231,12 @@ pub fn merge(sources: Vec<Source>, options: &FilterOptions) -> Merged {
                     pattern: pattern.to_string(),
                 })
         };
+        let hash = config_hash(&config);
+        let decision = options.approvals.decide(&name, &source, &hash);
+        let skip = skip.or(match decision {
+            TrustDecision::Rejected { by } => Some(SkipReason::Rejected { by }),
+            _ => None,
+        });
         if let Some(reason) = skip {
             merged.skipped.push(Skipped {
                 server: name,
@@ -212,13 +245,31 @@ pub fn merge(sources: Vec<Source>, options: &FilterOptions) -> Merged {
             });
             continue;
         }
-        match validate(&name, &config) {
-            Ok(_) => merged.servers.push(ServerSpec {
-                name,
-                config,
+        if let Err(error) = validate(&name, &config) {
+            merged.errors.push(SourceError { source, error });
+            continue;
+        }
+        match decision {
+            TrustDecision::Awaiting { changed } => merged.awaiting.push(AwaitingApproval {
+                server: name,
                 source,
+                config_hash: hash,
+                changed,
             }),
-            Err(error) => merged.errors.push(SourceError { source, error }),
+            TrustDecision::Approved { by } => {
+                if by != ApprovedBy::UserLevel {
+                    merged.approved.push(Approved {
+                        server: name.clone(),
+                        by,
+                    });
+                }
+                merged.servers.push(ServerSpec {
+                    name,
+                    config,
+                    source,
+                });
+            }
+            TrustDecision::Rejected { .. } => {}
         }
     }
     merged

@@ -26,6 +26,7 @@ mod hash;
 mod jsonc;
 mod merge;
 mod model;
+mod trust;
 mod validate;
 
 pub use document::{
@@ -39,7 +40,14 @@ pub use model::{
     ConfigError, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig, TransportKind,
     DEFAULT_CONNECT_TIMEOUT,
 };
+pub use trust::{
+    codex_project_trust, gemini_folder_trust, parse_claude_settings, Approvals, Approved,
+    ApprovedBy, AwaitingApproval, ClaudeApprovals, ClaudeSettings, FolderTrust, RejectedBy,
+    TrustDecision,
+};
 pub use validate::{resolve, valid_server_name, validate};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

@@ -83,9 +83,24 @@ pub struct ServerConfig {
     /// Connect timeout in milliseconds (open + initialize). Must be positive when set.
     #[serde(rename = "timeout", default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<i64>,
+    /// Limit in milliseconds for each tool call (and other request) to this server: Claude
+    /// Code's and Gemini CLI's `timeout` (per call there, in ms), Codex `tool_timeout_sec`,
+    /// Switchboard `call_timeout_ms`. `None`: the manager's `call_timeout`; a call's own
+    /// timeout wins over both. Must be positive when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_timeout_ms: Option<i64>,
     /// Auth settings, passed through to the embedder's credential provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Value>,
+    /// Only these tools (by the server's own names) are exposed: Codex `enabled_tools`,
+    /// Gemini CLI `includeTools`. `None`: every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never exposed, applied after `enabled_tools` (so a name in both is
+    /// hidden): Codex `disabled_tools`, Gemini CLI `excludeTools`, Roo Code and Windsurf
+    /// `disabledTools`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disabled_tools: Vec<String>,
     /// Fields this version does not know: kept, ignored, never an error.
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
@@ -133,6 +148,33 @@ impl ServerConfig {
             Some(ms) if ms > 0 => Duration::from_millis(ms as u64),
             _ => default,
         }
+    }
+
+    /// The per-call limit this config asks for, if any (validation rejects `<= 0`).
+    pub fn call_timeout(&self) -> Option<Duration> {
+        self.call_timeout_ms
+            .filter(|ms| *ms > 0)
+            .map(|ms| Duration::from_millis(ms as u64))
+    }
+
+    /// For a client whose `timeout` field limits each tool call rather than the connect
+    /// (Claude Code, Gemini CLI): read it as the call timeout, unless one is set already.
+    /// Claude Code ignores values below 1000 ms (`ignore_below_ms`); so does this.
+    pub fn timeout_limits_each_call(&mut self, ignore_below_ms: i64) {
+        if let Some(ms) = self.timeout_ms.take() {
+            if self.call_timeout_ms.is_none() && (ms <= 0 || ms >= ignore_below_ms) {
+                self.call_timeout_ms = Some(ms);
+            }
+        }
+    }
+
+    /// Whether the tool the server calls `name` may be listed and called (the config's tool
+    /// filters; a filtered tool is neither).
+    pub fn tool_allowed(&self, name: &str) -> bool {
+        self.enabled_tools
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|t| t == name))
+            && !self.disabled_tools.iter().any(|t| t == name)
     }
 
     /// The transport this config asks for: the `type` field if set, else inferred from

@@ -231,10 +231,9 @@ enabled = false
     assert_eq!(doc.servers[0].0, "docs");
     assert_eq!(docs.timeout_ms, Some(12_500));
     assert_eq!(docs.args, ["--port", "4000"]);
-    assert_eq!(
-        docs.extra.get("tool_timeout_sec"),
-        Some(&serde_json::json!(60))
-    );
+    // The per-call limit, in seconds there.
+    assert_eq!(docs.call_timeout_ms, Some(60_000));
+    assert!(docs.extra.is_empty());
     let remote = &doc.servers[1].1;
     assert_eq!(remote.headers.get("X-Key").map(String::as_str), Some("k"));
     assert_eq!(remote.timeout_ms, Some(3000));
@@ -425,7 +424,14 @@ fn first_source_wins_and_every_duplicate_is_reported() {
                 vec![("s".into(), ServerConfig::stdio("from-c", &[]))],
             ),
         ],
-        &FilterOptions::default(),
+        // Precedence, not trust: the project-level winner is approved.
+        &FilterOptions {
+            approvals: Approvals {
+                trust_project: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
     );
     let names: Vec<_> = merged.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["s", "t"]);
@@ -541,6 +547,7 @@ fn deny_list_removes_matching_names_and_urls() {
     let options = FilterOptions {
         project_configs: true,
         deny: DenyList::exa(),
+        ..Default::default()
     };
     let merged = merge(
         vec![Source::new(

@@ -31,6 +31,14 @@ pub fn validate(name: &str, config: &ServerConfig) -> Result<TransportKind, Conf
             ));
         }
     }
+    if let Some(ms) = config.call_timeout_ms {
+        if ms <= 0 {
+            return Err(ConfigError::server(
+                name,
+                format!("the call timeout must be a positive number of milliseconds, got {ms}"),
+            ));
+        }
+    }
     let kind = config
         .transport_kind()
         .map_err(|t| ConfigError::server(name, format!("unknown server type \"{t}\"")))?;

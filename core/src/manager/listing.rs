@@ -178,7 +178,9 @@ impl Manager {
         let Some(conn) = s.phase.conn() else {
             return;
         };
-        s.tools = dedupe(tools).into();
+        let (tools, filtered) = filter_tools(&s.spec.config, dedupe(tools));
+        s.tools = tools.into();
+        s.filtered_tools = filtered;
         self.view_gen += 1;
         s.ready_at = Some(self.now);
         s.last_error = None;
@@ -385,7 +387,8 @@ impl Manager {
         match outcome {
             Ok(tools) => {
                 self.counters.list_changed_applied += 1;
-                let tools = dedupe(tools);
+                let (tools, filtered) = filter_tools(&s.spec.config, dedupe(tools));
+                s.filtered_tools = filtered;
                 s.tools = tools.as_slice().into();
                 s.cache = CacheState::Hit(s.tools.clone());
                 self.view_gen += 1;
@@ -455,4 +458,19 @@ fn dedupe(mut tools: Vec<ToolDef>) -> Vec<ToolDef> {
         tools.retain(|_| keep.next().unwrap_or(false));
     }
     tools
+}
+
+/// The tools the config's filters let through, and how many they hid. A filtered tool never
+/// reaches the view (nor the cache), so it is neither listed nor callable.
+fn filter_tools(
+    config: &crate::config::ServerConfig,
+    tools: Vec<ToolDef>,
+) -> (Vec<ToolDef>, usize) {
+    let before = tools.len();
+    let kept: Vec<ToolDef> = tools
+        .into_iter()
+        .filter(|t| config.tool_allowed(&t.name))
+        .collect();
+    let hidden = before - kept.len();
+    (kept, hidden)
 }

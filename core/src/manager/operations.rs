@@ -73,7 +73,14 @@ impl Manager {
                 return;
             }
         };
-        let timeout = timeout.unwrap_or(self.opts.call_timeout);
+        // The call's own limit, else its server's config, else the manager's default.
+        let timeout = timeout
+            .or_else(|| {
+                self.servers
+                    .get(&server)
+                    .and_then(|s| s.spec.config.call_timeout())
+            })
+            .unwrap_or(self.opts.call_timeout);
         let deadline = self.now + timeout;
         let target = self.servers.get(&server).map(|s| s.phase.route());
         let state = match target {

@@ -168,6 +168,7 @@ impl Manager {
             disconnected: r.disconnected.into_iter().collect(),
             config_errors: Vec::new(),
             shadowed: Vec::new(),
+            awaiting_approval: Vec::new(),
         };
         for m in &r.members {
             let Some(s) = self.servers.get_mut(m) else {

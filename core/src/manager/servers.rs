@@ -97,6 +97,9 @@ pub struct ServerState {
     pub time_to_ready: Option<Duration>,
     /// How many tools it has in the view (live or deferred).
     pub tool_count: usize,
+    /// How many tools of its last list its config's tool filters hid (`enabled_tools`,
+    /// `disabled_tools` and their aliases): neither listed nor callable.
+    pub filtered_tools: usize,
     /// Its tools in the view come from the cache.
     pub deferred: bool,
     /// The protocol version the server agreed to in `initialize`.
@@ -218,6 +221,8 @@ pub(super) struct Server {
     /// Live tools (when connected); shared with the cache state, so storing them costs a
     /// reference count.
     pub(super) tools: Arc<[ToolDef]>,
+    /// Tools of its last list that its config's filters hid.
+    pub(super) filtered_tools: usize,
     /// What this server has in the view: `None`, `Some(false)` live, `Some(true)` deferred.
     pub(super) exposed: Option<bool>,
     pub(super) last_error: Option<ServerError>,
@@ -255,6 +260,7 @@ impl Server {
             phase: Stage::Idle,
             cache: CacheState::Unknown,
             tools: Vec::new().into(),
+            filtered_tools: 0,
             exposed: None,
             last_error: None,
             attempts: 0,
@@ -290,6 +296,7 @@ impl Server {
                 (Some(a), Some(b)) if b >= a => Some(b - a),
                 _ => None,
             },
+            filtered_tools: self.filtered_tools,
             tool_count: match self.exposed {
                 Some(false) => self.tools.len(),
                 Some(true) => match &self.cache {

@@ -175,7 +175,8 @@ pub enum Input {
         /// written before it kept them).
         catalog: Option<crate::catalog::Catalog>,
     },
-    /// Call a tool by qualified name. `timeout` defaults to `ManagerOptions::call_timeout`.
+    /// Call a tool by qualified name. `timeout` defaults to the server config's call timeout,
+    /// else `ManagerOptions::call_timeout`.
     CallTool {
         /// The embedder's number for the call; its `CallCompleted` carries it.
         call: CallId,
@@ -259,6 +260,10 @@ pub struct StartupReport {
     /// an earlier source naming the same server.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shadowed: Vec<crate::config::Shadowed>,
+    /// When the set came from config discovery (filled by the shell): project-level servers
+    /// that were not started because nothing approved them yet.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub awaiting_approval: Vec<crate::config::AwaitingApproval>,
 }
 
 /// A server log message's `data` (`Output::ServerLog`) as text: a string as it is, any other

@@ -132,6 +132,7 @@ pub struct Progress {
 pub(crate) struct ConfigReport {
     pub errors: Vec<switchboard_core::config::SourceError>,
     pub shadowed: Vec<switchboard_core::config::Shadowed>,
+    pub awaiting: Vec<switchboard_core::config::AwaitingApproval>,
 }
 
 impl ConfigReport {
@@ -148,6 +149,7 @@ impl ConfigReport {
         }
         report.config_errors.extend(self.errors);
         report.shadowed.extend(self.shadowed);
+        report.awaiting_approval.extend(self.awaiting);
     }
 }
 

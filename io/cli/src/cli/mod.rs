@@ -13,6 +13,7 @@ mod peer;
 mod progress;
 mod serve;
 mod term;
+mod trust;
 mod watch;
 
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
@@ -87,6 +88,16 @@ Exit status:
   2    a usage or config error (a non-loopback --http without a bearer token)
   130  stopped by Ctrl-C (143: SIGTERM); every server was shut down first";
 
+const TRUST_HELP: &str = "\
+Approvals are kept in $XDG_DATA_HOME/switchboard/trust.json (else
+~/.local/share/switchboard/trust.json), per project directory and server, bound to the
+server's config. Claude Code's, Codex's and Gemini CLI's own approvals are honoured too.
+
+Exit status:
+  0    done
+  2    a usage error: a named server is not a project server awaiting approval (trust) or
+       approved (untrust), or the approvals file cannot be read or written";
+
 const WATCH_HELP: &str = "\
 Exit status:
   0    stopped after --for-ms
@@ -117,6 +128,11 @@ struct Global {
     /// Ignore project-level config files (they are not even read).
     #[arg(long, global = true)]
     no_project_config: bool,
+    /// Start the project's servers without approval, for this run only (for scripts that
+    /// vouch for the checkout; a client's own rejection still wins). Without it, a server
+    /// from a project file starts only once approved (`switchboard trust`).
+    #[arg(long, global = true, conflicts_with = "no_project_config")]
+    trust_project: bool,
     /// Keep the tool cache here [default: $XDG_CACHE_HOME/switchboard/tools].
     #[arg(long, value_name = "DIR", global = true)]
     cache_dir: Option<PathBuf>,
@@ -126,10 +142,15 @@ struct Global {
     /// The startup gate in milliseconds [default: 250].
     #[arg(long, value_name = "MS", global = true)]
     gate_ms: Option<u64>,
-    /// Connect timeout for servers whose config sets none [default: 30000]. Not part of the
+    /// Connect timeout for servers whose config sets none [default: $MCP_TIMEOUT, else
+    /// 30000]. Not part of the
     /// tool cache's key, so cached tools stay valid with or without it.
     #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
     timeout_ms: Option<u64>,
+    /// Limit of each tool call (and other request) for servers whose config sets none
+    /// [default: $MCP_TOOL_TIMEOUT, else 60000].
+    #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
+    call_timeout_ms: Option<u64>,
     /// Health pings: send each connected server a `ping` every MS milliseconds; two in a row
     /// unanswered within MS each close the connection, and it is reconnected [default: off].
     #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
@@ -197,6 +218,20 @@ enum Command {
         /// text rendering.
         #[arg(long)]
         json: bool,
+    },
+    /// Approve the project's servers (all that await approval, or those named), so they
+    /// start from now on. An approval holds for the config as it is: an edited entry waits
+    /// for approval again. Nothing is started.
+    #[command(after_help = TRUST_HELP)]
+    Trust {
+        /// The servers to approve [default: every one awaiting approval].
+        servers: Vec<String>,
+    },
+    /// Withdraw approvals of this project's servers (all, or those named).
+    #[command(after_help = TRUST_HELP)]
+    Untrust {
+        /// The servers [default: every approved one of this project].
+        servers: Vec<String>,
     },
     /// Run four demo servers (fast, slow, failing, hanging) cold then warm, and narrate the
     /// gate, deferred tools, the late connection, isolation and teardown. Writes only under a
@@ -411,6 +446,8 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             };
             serve::run(&g, interrupt, args).await
         }
+        Command::Trust { servers } => trust::trust(&g, servers).await,
+        Command::Untrust { servers } => trust::untrust(&g, servers).await,
         Command::Status { json } => {
             let session = Session::start(&g, interrupt, Settle::All).await?;
             let failed = session.any_failed();
@@ -573,6 +610,43 @@ async fn parse_arguments(arg: Option<&str>) -> Result<Value, Fatal> {
     Ok(value)
 }
 
+/// A positive number of milliseconds from the environment variable `name` (Claude Code's
+/// `MCP_TIMEOUT`, `MCP_TOOL_TIMEOUT`); anything else is ignored with a warning.
+fn env_ms(name: &str, quiet: bool) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Some(ms),
+        _ => {
+            if !quiet {
+                eprintln!(
+                    "switchboard: ignoring {name}={:?}: not a positive number of milliseconds",
+                    term::terminal_safe(&value)
+                );
+            }
+            None
+        }
+    }
+}
+
+/// The project directory and what discovery is asked to do, from the global flags.
+fn discovery_options(g: &Global) -> Result<(PathBuf, DiscoveryOptions), Fatal> {
+    let project = match &g.project {
+        Some(p) => p.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Fatal::usage(format!("no current directory: {e}")))?,
+    };
+    let mut options = DiscoveryOptions::new(&project);
+    options.project_configs = !g.no_project_config;
+    options.trust_project = g.trust_project;
+    // Absolute paths, so the source column says which file even from another directory.
+    options.explicit_files = g
+        .configs
+        .iter()
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    Ok((project, options))
+}
+
 /// Which servers a command waits for after the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Settle {
@@ -590,6 +664,9 @@ struct Session {
     sb: Switchboard,
     report: StartupReport,
     discovered: Discovered,
+    /// The command that approves a server, without its name (`switchboard trust`, with
+    /// `--project DIR` when the project was given).
+    approve_command: String,
     /// For a watch only (`Settle::Gate`): subscribed as soon as `start` returned, so every
     /// event since the gate is there, unread. Nobody else holds a subscription it does not
     /// read.
@@ -614,19 +691,7 @@ impl Session {
         settle: Settle,
     ) -> Result<Session, Fatal> {
         let started = Instant::now();
-        let project = match &g.project {
-            Some(p) => p.clone(),
-            None => std::env::current_dir()
-                .map_err(|e| Fatal::usage(format!("no current directory: {e}")))?,
-        };
-        let mut options = DiscoveryOptions::new(&project);
-        options.project_configs = !g.no_project_config;
-        // Absolute paths, so the source column says which file even from another directory.
-        options.explicit_files = g
-            .configs
-            .iter()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
-            .collect();
+        let (project, options) = discovery_options(g)?;
         let discovered = blocking::unblock(move || discover(&options)).await;
         // A file the user named that does not parse or cannot be read is a usage error;
         // a broken file found by discovery is reported with the rest.
@@ -646,7 +711,12 @@ impl Session {
         // cache key, so changing it would cost every server its cached tools.
         let default_timeout = g
             .timeout_ms
+            .or_else(|| env_ms("MCP_TIMEOUT", g.quiet))
             .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_millis);
+        let call_timeout = g
+            .call_timeout_ms
+            .or_else(|| env_ms("MCP_TOOL_TIMEOUT", g.quiet))
+            .map(Duration::from_millis);
         // Upper bound of the wait after the gate: the longest connect timeout plus the
         // `tools/list` request timeout.
         let longest = servers
@@ -662,6 +732,9 @@ impl Session {
             .uncached_wait(Duration::ZERO)
             .manager_options(|o| {
                 o.default_connect_timeout = default_timeout;
+                if let Some(t) = call_timeout {
+                    o.call_timeout = t;
+                }
                 o.health = health.map(health_policy);
             });
         if let Some(ms) = g.gate_ms {
@@ -686,6 +759,7 @@ impl Session {
                 sb,
                 report,
                 discovered,
+                approve_command: trust::approve_command(g),
                 clock_origin,
             });
         }
@@ -728,6 +802,7 @@ impl Session {
             sb,
             report,
             discovered,
+            approve_command: trust::approve_command(g),
             events: None,
             clock_origin,
         })

@@ -50,6 +50,9 @@ pub struct ServerJson {
     /// `idle`.
     pub phase: &'static str,
     pub tools: usize,
+    /// Tools of its last list hidden by the config's tool filters (`enabled_tools`,
+    /// `disabled_tools`, `includeTools`, `excludeTools`, `disabledTools`).
+    pub filtered_tools: usize,
     /// Milliseconds from the start of the last attempt to tools ready; null if not ready.
     pub time_to_ready_ms: Option<u64>,
     pub attempts: u32,
@@ -61,6 +64,10 @@ pub struct ServerJson {
     pub protocol_version: Option<String>,
     /// The last error (for a stdio server that exited: with its last stderr lines).
     pub error: Option<String>,
+    /// For a server from a project file: what approved it (`switchboard trust`,
+    /// `--trust-project`, `Claude Code enabledMcpjsonServers`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -82,6 +89,7 @@ impl ServerJson {
             status: status_word(s),
             phase: s.phase.as_str(),
             tools: s.tool_count,
+            filtered_tools: s.filtered_tools,
             time_to_ready_ms: s.time_to_ready.map(millis),
             attempts: s.attempts,
             reconnect_attempt: (s.reconnect_attempt > 0).then_some(s.reconnect_attempt),
@@ -92,8 +100,25 @@ impl ServerJson {
             }),
             protocol_version: s.protocol_version.clone(),
             error: s.last_error.as_ref().map(|e| e.to_string()),
+            approved_by: session
+                .discovered
+                .approved
+                .iter()
+                .find(|a| a.server == s.name)
+                .map(|a| a.by.as_str()),
         }
     }
+}
+
+/// A project server in `status --json` that was not started: nothing approved it yet.
+#[derive(Debug, Serialize)]
+pub struct AwaitingJson {
+    pub server: String,
+    pub source: SourceJson,
+    /// It was approved before, with a config that has changed since.
+    pub changed: bool,
+    /// The command that approves it.
+    pub approve: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,6 +151,8 @@ pub struct StatusJson {
     pub shadowed: Vec<ShadowedJson>,
     pub skipped: Vec<SkippedJson>,
     pub config_errors: Vec<ConfigErrorJson>,
+    /// Project servers not started because nothing approved them yet.
+    pub awaiting_approval: Vec<AwaitingJson>,
 }
 
 /// The time until a scheduled reconnect attempt.
@@ -158,6 +185,7 @@ fn skip_reason(r: &SkipReason) -> String {
         SkipReason::ProjectConfigsOff => "project configs off".into(),
         SkipReason::DeniedName { pattern } => format!("denied name ({pattern})"),
         SkipReason::DeniedUrl { pattern } => format!("denied url ({pattern})"),
+        SkipReason::Rejected { by } => format!("rejected ({})", by.as_str()),
     }
 }
 
@@ -195,6 +223,16 @@ fn status_json(session: &Session) -> StatusJson {
             .map(|e| ConfigErrorJson {
                 source: (&e.source).into(),
                 message: e.error.to_string(),
+            })
+            .collect(),
+        awaiting_approval: d
+            .awaiting
+            .iter()
+            .map(|a| AwaitingJson {
+                server: a.server.clone(),
+                source: (&a.source).into(),
+                changed: a.changed,
+                approve: format!("{} {}", session.approve_command, a.server),
             })
             .collect(),
     }
@@ -279,7 +317,9 @@ pub fn status(session: &Session, json: bool) {
     };
     let servers = session.sb.servers();
     let mut out = String::new();
-    if servers.is_empty() {
+    if servers.is_empty() && !session.discovered.awaiting.is_empty() {
+        out.push_str("No MCP server started.\n");
+    } else if servers.is_empty() {
         out.push_str("No MCP servers configured");
         if session.discovered.files_read.is_empty() {
             out.push_str(
@@ -303,7 +343,11 @@ pub fn status(session: &Session, json: bool) {
                     ),
                     s.transport.unwrap_or("-").to_string(),
                     status_cell(s, next_attempt(s, session)),
-                    s.tool_count.to_string(),
+                    if s.filtered_tools > 0 {
+                        format!("{} ({} filtered)", s.tool_count, s.filtered_tools)
+                    } else {
+                        s.tool_count.to_string()
+                    },
                     s.time_to_ready.map(fmt_duration).unwrap_or("-".into()),
                 ]
             })
@@ -365,6 +409,21 @@ pub fn status(session: &Session, json: bool) {
                 s.source.provider,
                 s.source.path
             ));
+        }
+    }
+    if !d.awaiting.is_empty() {
+        out.push_str("\nAwaiting approval (project servers start only once approved):\n");
+        for a in &d.awaiting {
+            let changed = if a.changed {
+                ", changed since it was approved"
+            } else {
+                ""
+            };
+            out.push_str(&style.yellow(&format!(
+                "  {}: awaiting approval ({} {}{changed})\n    approve with: {} {}",
+                a.server, a.source.provider, a.source.path, session.approve_command, a.server
+            )));
+            out.push('\n');
         }
     }
     if !d.errors.is_empty() {
@@ -542,6 +601,7 @@ mod tests {
             ready_at: None,
             time_to_ready: None,
             tool_count: 3,
+            filtered_tools: 0,
             deferred: true,
             protocol_version: None,
             server_name: None,
