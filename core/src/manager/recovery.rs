@@ -39,6 +39,10 @@ impl Manager {
                 .and_then(|c| c.stderr.render());
         }
         let was_connected = matches!(s.phase, Stage::Connected { .. });
+        if !was_connected {
+            // What it spoke last may be what failed: the next attempt probes again.
+            s.handshake = None;
+        }
         let retrying = s.retry_attempt > 0;
         let in_round = s.round.is_some();
         s.last_error = Some(error.clone());
