@@ -17,6 +17,8 @@ mod calls;
 mod catalog;
 mod counters;
 mod era;
+#[cfg(test)]
+mod era_tests;
 mod errors;
 mod event;
 mod health;

@@ -161,7 +161,10 @@ pub fn parse_discover_result(raw: &RawValue) -> Result<Option<InitializeResult>,
     };
     let caps = v.get("capabilities");
     let tools = caps.and_then(|c| c.get("tools"));
-    let info = v.get("serverInfo");
+    // `serverInfo` in the result, or (as some servers send it) in the result's `_meta`.
+    let info = v
+        .get("serverInfo")
+        .or_else(|| v.pointer("/_meta/io.modelcontextprotocol~1serverInfo"));
     let s = |o: Option<&Value>, k: &str| {
         o.and_then(|o| o.get(k))
             .and_then(Value::as_str)
