@@ -170,6 +170,9 @@ pub const NOT_DRIVEN_YET: &[&str] = &[
     "core.tools_dropped_for_headers",
     "core.inputs_unavailable",
     "core.unknown_result_types",
+    // A remembered revision is forgotten on every failure, and the simulated embedder rarely
+    // restarts a server cleanly with the same config; the core's unit tests drive it.
+    "core.probes_skipped",
 ];
 
 /// Add the manager's counters (by their serialized names, so new core counters show up

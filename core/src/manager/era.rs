@@ -12,7 +12,7 @@
 //! that fails before it is ready forgets it, so the one after probes again.
 //!
 //! On a `Modern` connection every request carries `_meta` (protocol version, client
-//! capabilities, client info, the log level asked for) and its frame metadata names the
+//! capabilities, client info) and its frame metadata names the
 //! version, the request's target and the `x-mcp-header` arguments, from which an HTTP
 //! transport makes its headers.
 
@@ -53,7 +53,8 @@ pub struct ProtocolPolicy {
     /// legacy revisions only). The library turns it on.
     pub probe: bool,
     /// How long a probe on stdio waits before the server is taken for a legacy one that
-    /// ignores unknown requests (2 s).
+    /// ignores unknown requests (2 s, and at most half of what is left of the connect
+    /// timeout).
     pub probe_timeout: Duration,
 }
 
@@ -196,7 +197,15 @@ impl Manager {
             .servers
             .get(server)
             .is_some_and(|s| s.transport == Some("stdio"));
-        let deadline = stdio.then(|| self.now + self.opts.protocol.probe_timeout);
+        // At most half of what is left of the connect timeout, so a silent legacy server
+        // still has time for `initialize` under a short one.
+        let left = self
+            .probing_deadline(server, conn)
+            .map_or(self.opts.protocol.probe_timeout, |d| {
+                d.saturating_duration_since(self.now) / 2
+            });
+        let wait = self.opts.protocol.probe_timeout.min(left);
+        let deadline = stdio.then(|| self.now + wait);
         if let Some(at) = deadline {
             self.timers.arm(at, TimerReason::Probe { conn, id });
         }
@@ -372,15 +381,11 @@ impl Manager {
                 .map(protocol::header_text)
         });
         let params = if matches!(kind, FrameKind::Request { .. }) {
-            let level = self
-                .servers
-                .get(&c.server)
-                .and_then(|s| s.log_level.as_deref());
             let meta = protocol::request_meta(
                 version,
                 &self.client_capabilities(),
                 &self.opts.client_version,
-                level,
+                None,
             );
             Some(protocol::with_meta(params, meta))
         } else {
@@ -469,6 +474,7 @@ impl Manager {
 
     /// Issue request `method` on `conn` with params given as JSON text after the `_meta` was
     /// merged (a retry that echoes a server's state byte for byte).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn request_spliced(
         &mut self,
         conn: ConnId,

@@ -279,18 +279,20 @@ impl Manager {
             "the client did not answer within {} ms",
             self.opts.peer_request_timeout.as_millis()
         );
-        self.emit(Event::PeerRequestWithdrawn {
+        let withdrawn = Event::PeerRequestWithdrawn {
             server: p.server.clone(),
             request: key,
             reason: WithdrawReason::TimedOut,
-        });
+        };
         match p.origin {
             Origin::Wire(id) => {
                 let frame = protocol::encode_error(&id, REQUEST_TIMEOUT, &message);
                 self.forget_url_id(p.conn, &p.kind);
                 self.send(p.conn, frame, RESPONSE);
+                self.emit(withdrawn);
             }
             Origin::Input { call, .. } => {
+                self.emit(withdrawn);
                 self.on_input_timeout(call, &p.kind, message);
             }
         }

@@ -251,8 +251,6 @@ pub(super) struct Server {
     /// How it was reached last (from this process or the cache): the next attempt skips
     /// the probe.
     pub(super) handshake: Option<super::Handshake>,
-    /// The log level asked for with `SetLogLevel`, sent in every stateless request's `_meta`.
-    pub(super) log_level: Option<String>,
 }
 
 impl Server {
@@ -281,7 +279,6 @@ impl Server {
             catalog: Default::default(),
             era: None,
             handshake: None,
-            log_level: None,
         }
     }
 

@@ -152,6 +152,7 @@ impl Manager {
             .or_insert_with(|| Server::new(spec.clone(), hash.clone(), transport));
         if s.hash != hash {
             s.cache = CacheState::Unknown;
+            s.handshake = None;
             self.view_gen += 1;
         }
         s.spec = spec;
@@ -600,6 +601,14 @@ impl Manager {
         self.withdraw_peer_requests(conn);
         if let Some(t) = c.ping_timer.take() {
             self.timers.remove(&t);
+        }
+        if let super::era::Wire::Probing {
+            id,
+            deadline: Some(at),
+            ..
+        } = c.wire
+        {
+            self.timers.disarm(at, TimerReason::Probe { conn, id });
         }
         for (id, req) in c.tracker.drain() {
             if let Req::ListTools | Req::List(_) = req {

@@ -24,6 +24,9 @@ pub(super) struct ProcEra {
     pub(super) discovered: bool,
     /// It refused the first probe's version once (`ModernRetry`).
     pub(super) refused_once: bool,
+    /// It received a request other than `server/discover` (a warm start skips the probe,
+    /// so a later discover is a health check).
+    pub(super) in_use: bool,
     /// The `requestState` texts it handed out, exactly as written.
     pub(super) states: VecDeque<String>,
 }
@@ -70,6 +73,9 @@ impl World<'_> {
                     format!("a stateless server that answered the probe got {method}"),
                 );
             } else if request && method != "initialize" {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.era.in_use = true;
+                }
                 self.cov.stateless_requests_checked += 1;
                 if !full_meta(meta) {
                     self.era_violation(
@@ -116,7 +122,7 @@ impl World<'_> {
         let Some(p) = self.procs.get(&conn) else {
             return;
         };
-        if p.era.discovered {
+        if p.era.discovered || p.era.in_use {
             // A health check: answered like a ping (a deaf server stays silent).
             let now = self.now;
             let deaf = !self.healed && p.deaf_at.is_some_and(|t| now >= t);
