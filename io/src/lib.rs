@@ -73,6 +73,7 @@ mod proc;
 pub mod process;
 mod rt;
 mod secrets;
+pub mod serve;
 mod stdio;
 mod units;
 
