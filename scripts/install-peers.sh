@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real MCP peers the tests talk to (called by scripts/test.sh before the tests):
-#   - tests/peers/node_modules: the official TypeScript SDK and reference servers, the
+#   - tests/peers/node_modules: the official TypeScript SDK (v1, and v2's server package, which
+#     speaks MCP 2026-07-28) and reference servers, the
 #     official conformance suite and the Node 22 it needs (the `node` package, whose install
 #     script fetches a Node 22 binary into node_modules/node/bin), exact versions from
 #     tests/peers/package-lock.json (npm ci);

@@ -138,6 +138,9 @@ pub struct Catalog {
     /// Its prompts.
     #[serde(default)]
     pub prompts: Vec<PromptDef>,
+    /// How the server was reached (its protocol revision), so a warm start skips the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake: Option<crate::manager::Handshake>,
 }
 
 /// One item of a resource's contents (`resources/read`): text or base64 `blob`.

@@ -27,7 +27,7 @@ pub use manager::{
     ManagerOptions, Output, Phase, RefreshError, RequestError, RequestId, ServerError,
     ServerErrorKind, ServerState, ServerStatus, StartupReport, TransportEvent,
 };
-pub use manager::{PeerRequestKey, WithdrawReason};
+pub use manager::{Era, Handshake, PeerRequestKey, ProtocolPolicy, WithdrawReason};
 pub use names::NamingScheme;
 pub use protocol::{ClientFeatures, PeerAnswer, PeerRequestKind, Root};
 pub use time::Instant;

@@ -101,9 +101,13 @@ impl Builder {
     }
 
     fn with_source(source: ServerSource) -> Self {
+        // The library speaks both revisions: each attempt probes with `server/discover` unless
+        // the server's revision is remembered (`manager_options` can turn the probe off).
+        let mut options = ManagerOptions::default();
+        options.protocol.probe = true;
         Builder {
             source,
-            options: ManagerOptions::default(),
+            options,
             cache_dir: None,
             no_cache: false,
             stdio: StdioOptions::default(),

@@ -93,8 +93,8 @@ pub use secrets::CredentialProvider;
 pub use stdio::StdioOptions;
 pub use switchboard_core::config::{DenyList, ServerConfig, ServerSpec, TransportConfig};
 pub use switchboard_core::manager::{
-    CallError, CallId, CallOutcome, ConnId, Event, Level, ManagerOptions, Phase, RefreshError,
-    RequestError, RequestId, ServerError, ServerErrorKind,
+    CallError, CallId, CallOutcome, ConnId, Era, Event, Level, ManagerOptions, Phase,
+    ProtocolPolicy, RefreshError, RequestError, RequestId, ServerError, ServerErrorKind,
 };
 pub use switchboard_core::protocol::Root;
 pub use switchboard_core::{

@@ -150,10 +150,30 @@ coverage! {
     peer_client_answers_checked: "a server checked the client's answer to its sampling or elicitation request",
     peer_cancels_delivered: "a server's cancellation of a request still waiting reached the manager",
     peer_never_answered: "the embedder never answered a server's request (the timeout answered it)",
+    probes_refused_legacy: "a legacy server answered server/discover with method not found",
+    probes_misleading: "a legacy server answered server/discover with an unrelated error",
+    probes_unanswered: "a legacy server never answered server/discover",
+    probes_answered_modern: "a stateless server answered server/discover",
+    probe_version_refusals: "a stateless server refused the first probe's version (-32022)",
+    stateless_health_checks: "a stateless server was health-checked with server/discover",
+    stateless_requests_checked: "a stateless server checked a request's _meta",
+    initialize_refused_by_modern: "a stateless server refused initialize (-32022)",
+    input_rounds_sent: "a stateless server answered a tool call with an input-required result",
+    request_states_checked: "a stateless server checked a retry's echoed requestState",
 }
 
-/// Counters reported but not required (every policy is driven now).
-pub const NOT_DRIVEN_YET: &[&str] = &[];
+/// Counters reported but not required: the simulated stateless servers do not (yet) offer
+/// tools with `x-mcp-header` annotations that cannot be mirrored, ask for inputs the client
+/// cannot give, or answer with an unknown `resultType` (the unit tests of the core and the
+/// conformance suite drive those paths).
+pub const NOT_DRIVEN_YET: &[&str] = &[
+    "core.tools_dropped_for_headers",
+    "core.inputs_unavailable",
+    "core.unknown_result_types",
+    // A remembered revision is forgotten on every failure, and the simulated embedder rarely
+    // restarts a server cleanly with the same config; the core's unit tests drive it.
+    "core.probes_skipped",
+];
 
 /// Add the manager's counters (by their serialized names, so new core counters show up
 /// without a change here).

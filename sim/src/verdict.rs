@@ -91,6 +91,16 @@ pub enum Invariant {
     /// A task is polled no more often than the core's floor, and never after its result was
     /// asked for.
     TaskPollsAreBounded,
+    /// 30: a connection's protocol revision is decided once per attempt and only from the
+    /// probe's answer: a stateless server that answered `server/discover` never gets
+    /// `initialize`, a legacy one never gets a stateless request.
+    EraDecidedFromProbe,
+    /// 31: every request of a stateless connection (the probe included) carries the `_meta`
+    /// protocol version, client capabilities and client info.
+    StatelessRequestsCarryMeta,
+    /// 32: a retry after an input-required result echoes the server's `requestState` byte
+    /// for byte, with the inputs asked for.
+    RequestStateEchoed,
 }
 
 impl Invariant {
@@ -194,6 +204,13 @@ impl Invariant {
             | Invariant::StartupRetriesFollowPolicy => "liveness",
             Invariant::Determinism => "determinism",
             Invariant::TaskPollsAreBounded => "25 task polls are bounded",
+            Invariant::EraDecidedFromProbe => {
+                "30 the protocol revision is decided once, from the probe's answer"
+            }
+            Invariant::StatelessRequestsCarryMeta => {
+                "31 every stateless request carries the protocol _meta"
+            }
+            Invariant::RequestStateEchoed => "32 requestState is echoed byte for byte",
         }
     }
 }

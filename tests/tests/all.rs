@@ -30,6 +30,7 @@ mod input_bounds;
 mod names;
 mod peer_requests;
 mod peers;
+mod peers_modern;
 mod policies;
 mod protocol;
 mod script;

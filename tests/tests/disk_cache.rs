@@ -375,6 +375,7 @@ fn the_catalog_is_kept_beside_the_tools_and_entries_without_one_still_load() {
                 required: true,
             }],
         }],
+        handshake: None,
     };
     let stored = tools(&["search"]);
     cache.store_entry(&k, &stored, Some(&catalog), NOW).unwrap();

@@ -439,12 +439,13 @@ fn session_expiry_starts_a_new_session_once_and_the_call_succeeds() {
     smol::block_on(async {
         let (sb, report) = start(vec![spec("edge", server.url())]).await;
         assert_eq!(report.connected, vec!["edge"], "{report:?}");
-        // Every request after initialize carried the session and the negotiated version.
+        // Every request after initialize (itself after the refused probe of the stateless
+        // revision) carried the session and the negotiated version.
         for r in server
             .requests()
             .iter()
             .filter(|r| r.method == "POST")
-            .skip(1)
+            .skip(2)
         {
             assert_eq!(r.header("mcp-session-id"), Some("s1"), "{r:?}");
             assert_eq!(
@@ -807,9 +808,15 @@ fn a_400_to_the_first_post_falls_back_to_legacy_sse_and_says_so() {
         assert!(message.contains("HTTP 400"), "{message}");
         sb.shutdown().await;
         let summary = server.summary();
-        assert_eq!(summary[0], ("POST".to_string(), "initialize".to_string()));
-        assert_eq!(summary[1], ("GET".to_string(), "-".to_string()));
-        assert_eq!(summary[2], ("POST".to_string(), "initialize".to_string()));
+        // The probe of the stateless revision first: refused (HTTP 400), so `initialize`
+        // follows, whose own 400 makes the transport fall back to legacy SSE.
+        assert_eq!(
+            summary[0],
+            ("POST".to_string(), "server/discover".to_string())
+        );
+        assert_eq!(summary[1], ("POST".to_string(), "initialize".to_string()));
+        assert_eq!(summary[2], ("GET".to_string(), "-".to_string()));
+        assert_eq!(summary[3], ("POST".to_string(), "initialize".to_string()));
     });
 }
 

@@ -34,6 +34,7 @@ fn server(name: &str, tools: &[&str]) -> ServerPlan {
         call_latency_ms: 20,
         crash_loop: None,
         catalog: false,
+        era: Default::default(),
     }
 }
 
@@ -85,6 +86,7 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             reconnect: ReconnectMode::On,
             max_tool_pages: None,
             peer: None,
+            probe: false,
         },
         mix: calm(),
         servers,

@@ -21,6 +21,11 @@ pub(super) enum CallState {
     Sent { conn: ConnId, req: u64 },
     /// Running as a task on `conn` (`tasks.rs`): polled until its result is fetched.
     Task { conn: ConnId, run: TaskRun },
+    /// A stateless server asked for inputs: waiting for them, then retried on `conn`.
+    Input {
+        conn: ConnId,
+        round: Box<super::mrtr::InputRound>,
+    },
 }
 
 /// A call in flight.
@@ -28,16 +33,19 @@ pub(super) enum CallState {
 pub(super) struct Call {
     pub(super) server: String,
     pub(super) tool: String,
-    /// Kept only while the call waits; taken when it is sent.
-    arguments: Option<Value>,
-    /// The caller's `_meta` for the request; kept only while the call waits.
-    meta: Option<Map<String, Value>>,
+    /// Kept while the call waits; taken when it is sent, except on a stateless connection,
+    /// where a retry with inputs sends them again.
+    pub(super) arguments: Option<Value>,
+    /// The caller's `_meta` for the request; kept like the arguments.
+    pub(super) meta: Option<Map<String, Value>>,
     timeout: Duration,
     deadline: Instant,
     started: Instant,
     /// The call went out with a progress token (its number), so progress names it.
-    progress: bool,
+    pub(super) progress: bool,
     pub(super) state: CallState,
+    /// Input rounds so far (multi round-trip requests).
+    pub(super) input_rounds: u32,
     /// The `tools/call` went out with a `task` param: its answer may be a task.
     as_task: bool,
 }
@@ -54,7 +62,7 @@ impl Manager {
             after: c.timeout,
             waiting_for: match c.state {
                 CallState::Waiting => Some(c.server.clone()),
-                CallState::Sent { .. } | CallState::Task { .. } => None,
+                CallState::Sent { .. } | CallState::Task { .. } | CallState::Input { .. } => None,
             },
         };
         self.abort_call(call, "request timed out", CallOutcome::Err(error));
@@ -105,10 +113,15 @@ impl Manager {
         let target = self.servers.get(&server).map(|s| s.phase.route());
         let progress = progress || self.opts.reset_timeout_on_progress;
         let (state, arguments, meta, as_task) = match target {
-            Some(Ok(conn)) => match self.send_call(conn, call, &raw, arguments, progress, meta) {
-                Some((req, as_task)) => (CallState::Sent { conn, req }, None, None, as_task),
-                None => return,
-            },
+            Some(Ok(conn)) => {
+                let kept = self.keep_for_retry(conn, &arguments, &meta);
+                match self.send_call(conn, call, &raw, arguments, progress, meta, None) {
+                    Some((req, as_task)) => {
+                        (CallState::Sent { conn, req }, kept.0, kept.1, as_task)
+                    }
+                    None => return,
+                }
+            }
             // A deferred tool: its server is still connecting, so the call waits for it.
             Some(Err(true)) => (CallState::Waiting, arguments, meta, false),
             _ => {
@@ -133,12 +146,30 @@ impl Manager {
                 progress,
                 state,
                 as_task,
+                input_rounds: 0,
             },
         );
         self.timers.arm(deadline, TimerReason::Call { call });
     }
 
-    fn send_call(
+    /// What a call on `conn` keeps after it is sent: its arguments and `_meta` on a stateless
+    /// connection (a retry with inputs sends them again), nothing otherwise.
+    fn keep_for_retry(
+        &self,
+        conn: ConnId,
+        arguments: &Option<Value>,
+        meta: &Option<Map<String, Value>>,
+    ) -> (Option<Value>, Option<Map<String, Value>>) {
+        if self.is_modern(conn) {
+            (arguments.clone(), meta.clone())
+        } else {
+            (None, None)
+        }
+    }
+
+    /// Send `tools/call`; `input` is a retry's answers and the state to echo.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn send_call(
         &mut self,
         conn: ConnId,
         call: CallId,
@@ -146,7 +177,10 @@ impl Manager {
         arguments: Option<Value>,
         progress: bool,
         meta: Option<Map<String, Value>>,
+        input: Option<super::mrtr::Retry>,
     ) -> Option<(u64, bool)> {
+        let server = self.conns.get(&conn).map(|c| c.server.clone())?;
+        let headers = self.call_headers(conn, &server, raw, arguments.as_ref());
         let mut params = protocol::call_tool_params(raw, arguments);
         let as_task = self.call_as_task(conn, raw);
         if as_task {
@@ -161,7 +195,20 @@ impl Manager {
         if !meta.is_empty() {
             params["_meta"] = Value::Object(meta);
         }
-        self.request(conn, "tools/call", Some(params), Req::Call(call))
+        if let Some(retry) = input {
+            return self
+                .request_spliced(
+                    conn,
+                    "tools/call",
+                    params,
+                    retry.responses,
+                    retry.state.as_deref(),
+                    Req::Call(call),
+                    headers,
+                )
+                .map(|req| (req, as_task));
+        }
+        self.request_with(conn, "tools/call", Some(params), Req::Call(call), headers)
             .map(|req| (req, as_task))
     }
 
@@ -196,11 +243,15 @@ impl Manager {
                 Some(c) => (c.arguments.take(), c.meta.take()),
                 None => (None, None),
             };
-            if let Some((req, as_task)) = self.send_call(conn, call, &raw, args, progress, meta) {
+            let kept = self.keep_for_retry(conn, &args, &meta);
+            if let Some((req, as_task)) =
+                self.send_call(conn, call, &raw, args, progress, meta, None)
+            {
                 self.counters.deferred_calls_sent += 1;
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.state = CallState::Sent { conn, req };
                     c.as_task = as_task;
+                    (c.arguments, c.meta) = kept;
                 }
             }
         }
@@ -218,6 +269,23 @@ impl Manager {
         if created {
             if let Ok(v) = &result {
                 if self.on_task_created(call, v) {
+                    return;
+                }
+            }
+        }
+        if let Ok(v) = &result {
+            match protocol::result_type(v) {
+                protocol::ResultType::Complete => {}
+                protocol::ResultType::InputRequired => {
+                    self.on_call_input_required(call, v);
+                    return;
+                }
+                protocol::ResultType::Unknown(t) => {
+                    self.counters.unknown_result_types += 1;
+                    let error = CallError::Protocol(format!(
+                        "tools/call answered with an unknown resultType {t}"
+                    ));
+                    self.complete_call(call, CallOutcome::Err(error));
                     return;
                 }
             }
@@ -261,7 +329,7 @@ impl Manager {
                 let (conn, run) = (*conn, run.clone());
                 self.cancel_task(call, conn, &run, reason);
             }
-            CallState::Waiting => {}
+            CallState::Waiting | CallState::Input { .. } => {}
         }
         self.complete_call(call, outcome);
     }
@@ -286,6 +354,7 @@ impl Manager {
                     cn.tracker.forget(req);
                 }
             }
+            CallState::Input { .. } => self.withdraw_inputs(call),
             CallState::Waiting => {}
         }
         self.emit(Event::CallCompleted { call, outcome });
@@ -298,7 +367,10 @@ impl Manager {
         let max = self.opts.max_call_time;
         let now = self.now;
         let c = self.calls.get_mut(&call)?;
-        let out = matches!(c.state, CallState::Sent { .. } | CallState::Task { .. });
+        let out = matches!(
+            c.state,
+            CallState::Sent { .. } | CallState::Task { .. } | CallState::Input { .. }
+        );
         if !c.progress || c.server != server || !out {
             return None;
         }

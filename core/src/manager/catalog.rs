@@ -222,14 +222,26 @@ impl Manager {
     pub(super) fn live_catalog(&self, server: &str) -> Catalog {
         self.servers
             .get(server)
-            .map(|s| (*s.catalog.live).clone())
+            .map(|s| {
+                let mut c = (*s.catalog.live).clone();
+                c.handshake = s.handshake.clone();
+                c
+            })
             .unwrap_or_default()
     }
 
     /// The cache answered for `server` (its key already checked): keep its catalog.
     pub(super) fn catalog_cached(&mut self, server: &str, catalog: Option<Catalog>) {
         if let Some(s) = self.servers.get_mut(server) {
-            s.catalog.cached = catalog.map(|c| (s.hash.clone(), Arc::new(c)));
+            s.catalog.cached = catalog.map(|mut c| {
+                // The revision it spoke is the attempt's concern, not the catalog view's.
+                if let Some(h) = c.handshake.take() {
+                    if s.handshake.is_none() && s.era.is_none() {
+                        s.handshake = Some(h);
+                    }
+                }
+                (s.hash.clone(), Arc::new(c))
+            });
         }
     }
 

@@ -34,6 +34,29 @@ pub struct Counters {
     pub bad_frames: u64,
     /// `initialize` answers with a protocol version the client does not speak.
     pub unsupported_versions: u64,
+    /// `server/discover` probes sent (a retry with another version counts again).
+    pub probes_sent: u64,
+    /// Probes answered by a stateless server.
+    pub probes_modern: u64,
+    /// Probes that found a legacy server (an error, no delivery, no answer in time).
+    pub probes_legacy: u64,
+    /// Probes that went unanswered within the probe timeout (stdio).
+    pub probe_timeouts: u64,
+    /// Probes asked again with a version an `UnsupportedProtocolVersion` error listed.
+    pub probe_version_retries: u64,
+    /// Attempts that skipped the probe: the server's revision was remembered.
+    pub probes_skipped: u64,
+    /// Tools of stateless servers dropped for `x-mcp-header` annotations that cannot be
+    /// mirrored into headers.
+    pub tools_dropped_for_headers: u64,
+    /// `InputRequiredResult`s received (each one round of a multi round-trip request).
+    pub input_required_rounds: u64,
+    /// Requests retried with the inputs (and state) a server asked for.
+    pub input_retries: u64,
+    /// Multi round-trip requests failed because an input could not be given.
+    pub inputs_unavailable: u64,
+    /// Results with a `resultType` the client does not know.
+    pub unknown_result_types: u64,
     /// Re-lists applied to a connected server (after `RefreshTools` or `tools/list_changed`).
     pub list_changed_applied: u64,
     /// Requests from a server (`ping`, `roots/list`, others) answered.

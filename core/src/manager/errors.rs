@@ -166,6 +166,14 @@ pub enum CallError {
         /// The method it does not offer.
         method: String,
     },
+    /// The server asked for input (a multi round-trip request) that the client cannot give:
+    /// no handler for that kind of request, or the request was malformed.
+    InputUnavailable {
+        /// What it asked for (`elicitation/create`, `sampling/createMessage`, ...).
+        method: String,
+        /// Why it cannot be given.
+        reason: String,
+    },
     /// An operation (a read, a prompt, a completion, ...) reached its deadline.
     OperationTimeout {
         /// The method it sent (or would have sent).
@@ -225,6 +233,10 @@ impl fmt::Display for CallError {
             }
             CallError::Rpc { code, message, .. } => write!(f, "MCP error {code}: {message}"),
             CallError::Protocol(message) => write!(f, "MCP error: {message}"),
+            CallError::InputUnavailable { method, reason } => write!(
+                f,
+                "MCP error: the server asked for input the client cannot give ({method}): {reason}"
+            ),
             CallError::Transport(error) => write!(f, "MCP error: {error}"),
             CallError::Disconnected { server } => {
                 write!(f, "MCP error: server \"{server}\" was disconnected")

@@ -22,7 +22,8 @@ impl Manager {
         if self.current_conn_of(conn).is_none() {
             return;
         }
-        let Some(id) = self.request(conn, "ping", None, Req::Ping) else {
+        let method = self.health_method(conn);
+        let Some(id) = self.request(conn, method, None, Req::Ping) else {
             return;
         };
         self.arm_ping(

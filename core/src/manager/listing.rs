@@ -120,6 +120,7 @@ impl Manager {
                         format!("skipped malformed tool definitions: {}", skipped.join(", ")),
                     );
                 }
+                let tools = self.drop_unmirrorable_tools(conn, server, tools);
                 let mut acc = listing.acc;
                 acc.extend(tools);
                 let pages = listing.pages + 1;

@@ -16,10 +16,14 @@
 mod calls;
 mod catalog;
 mod counters;
+mod era;
+#[cfg(test)]
+mod era_tests;
 mod errors;
 mod event;
 mod health;
 mod listing;
+mod mrtr;
 mod operations;
 mod options;
 mod peer;
@@ -35,6 +39,7 @@ mod view;
 
 pub use catalog::MAX_CATALOG_ITEMS;
 pub use counters::Counters;
+pub use era::{Era, Handshake, ProtocolPolicy};
 pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerErrorKind};
 pub use event::{CallOutcome, Event, RequestId};
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
@@ -347,6 +352,7 @@ impl Manager {
             }
             TimerReason::PeerRequest { key } => self.on_peer_request_timeout(key),
             TimerReason::TaskPoll { call } => self.on_task_poll(call),
+            TimerReason::Probe { conn, id } => self.on_probe_timeout(conn, id),
         }
     }
 

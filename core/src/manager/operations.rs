@@ -291,10 +291,9 @@ impl Manager {
         call: CallId,
         result: Result<Box<RawValue>, protocol::RpcError>,
     ) {
-        let Some(o) = self.catalog.ops.get(&call) else {
+        if !self.catalog.ops.contains_key(&call) {
             return;
-        };
-        let server = o.server.as_str();
+        }
         let raw = match result {
             Ok(raw) => raw,
             Err(e) => {
@@ -307,6 +306,30 @@ impl Manager {
                 return;
             }
         };
+        // Input rounds are taken on tool calls; a read or prompt that asks for input fails
+        // with a typed error rather than being read as its final result.
+        match protocol::result_type(&raw) {
+            protocol::ResultType::Complete => {}
+            protocol::ResultType::InputRequired => {
+                self.counters.inputs_unavailable += 1;
+                let e = CallError::InputUnavailable {
+                    method: "input_required".into(),
+                    reason: "input rounds are supported on tool calls only".into(),
+                };
+                self.complete_op(call, OperationOutcome::Err(e));
+                return;
+            }
+            protocol::ResultType::Unknown(t) => {
+                self.counters.unknown_result_types += 1;
+                let e = CallError::Protocol(format!("an unknown resultType {t}"));
+                self.complete_op(call, OperationOutcome::Err(e));
+                return;
+            }
+        }
+        let Some(o) = self.catalog.ops.get(&call) else {
+            return;
+        };
+        let server = o.server.as_str();
         let parsed = match &o.op {
             Operation::ReadResource { .. } => {
                 protocol::parse_read_result(&raw, server).map(OperationResult::Read)

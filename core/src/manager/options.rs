@@ -57,6 +57,9 @@ pub struct ManagerOptions {
     /// Most requests of one server's that may wait for the embedder at once (default 16); one
     /// more is answered with an error at once.
     pub max_peer_requests: usize,
+    /// How a connection's protocol revision is chosen (the `server/discover` probe is off by
+    /// default here: `initialize` at once; the library turns it on).
+    pub protocol: super::ProtocolPolicy,
 }
 
 /// Reconnect with backoff: after an unexpected close of a connected server, attempts follow
@@ -157,6 +160,7 @@ impl Default for ManagerOptions {
             client_features: ClientFeatures::default(),
             peer_request_timeout: Duration::from_secs(600),
             max_peer_requests: 16,
+            protocol: super::ProtocolPolicy::default(),
         }
     }
 }

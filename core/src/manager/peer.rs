@@ -9,7 +9,7 @@
 //! told with [`Event::PeerRequestWithdrawn`]. A second answer, or one for a key the core no
 //! longer holds, is ignored with a diagnostic.
 
-use super::{ConnId, Event, FrameKind, FrameMeta, Level, Manager, TimerReason};
+use super::{CallId, ConnId, Event, FrameKind, FrameMeta, Level, Manager, TimerReason};
 use crate::protocol::{
     self, AnswerClass, PeerAnswer, PeerRequestId, PeerRequestKind, Root, REQUEST_TIMEOUT,
 };
@@ -35,6 +35,9 @@ pub enum WithdrawReason {
     ConnectionClosed,
     /// `peer_request_timeout` passed; the server was answered with a timeout error.
     TimedOut,
+    /// It was an input a stateless request asked for, and that request ended (completed,
+    /// timed out, cancelled) before the answer came.
+    RequestEnded,
 }
 
 /// Most roots the manager holds; a longer list given to `SetRoots` is cut, with a warning.
@@ -44,22 +47,32 @@ pub const MAX_ROOTS: usize = 1024;
 /// notices; the oldest is forgotten first.
 const MAX_URL_IDS: usize = 64;
 
+/// Where a request waiting for the embedder came from.
+#[derive(Debug, Clone)]
+pub(super) enum Origin {
+    /// A server's JSON-RPC request, answered on the wire under this id.
+    Wire(PeerRequestId),
+    /// An input a stateless request of ours (`call`) asked for under `key`; the answer goes
+    /// into that request's retry.
+    Input { call: CallId, key: String },
+}
+
 /// A request waiting for the embedder.
 #[derive(Debug, Clone)]
-struct Pending {
-    conn: ConnId,
-    server: String,
-    id: PeerRequestId,
-    kind: PeerRequestKind,
-    deadline: Instant,
+pub(super) struct Pending {
+    pub(super) conn: ConnId,
+    pub(super) server: String,
+    pub(super) origin: Origin,
+    pub(super) kind: PeerRequestKind,
+    pub(super) deadline: Instant,
 }
 
 /// The requests waiting for the embedder, the roots, and the URL elicitations whose
 /// completion may still be announced.
 #[derive(Debug, Clone, Default)]
 pub(super) struct PeerState {
-    pending: BTreeMap<PeerRequestKey, Pending>,
-    next: u64,
+    pub(super) pending: BTreeMap<PeerRequestKey, Pending>,
+    pub(super) next: u64,
     roots: Vec<Root>,
     /// URL-mode elicitation ids by connection, oldest first.
     url_ids: BTreeMap<ConnId, VecDeque<String>>,
@@ -77,6 +90,9 @@ impl PeerState {
 const RESPONSE: FrameMeta = FrameMeta {
     kind: FrameKind::Response,
     method: None,
+    protocol: None,
+    name: None,
+    params: Vec::new(),
 };
 
 impl Manager {
@@ -185,7 +201,7 @@ impl Manager {
             Pending {
                 conn,
                 server: server.to_string(),
-                id,
+                origin: Origin::Wire(id),
                 kind: kind.clone(),
                 deadline,
             },
@@ -198,7 +214,7 @@ impl Manager {
     }
 
     /// Take a pending request out, disarming its timer.
-    fn take_pending(&mut self, key: PeerRequestKey) -> Option<Pending> {
+    pub(super) fn take_pending(&mut self, key: PeerRequestKey) -> Option<Pending> {
         let p = self.peer.pending.remove(&key)?;
         self.timers
             .disarm(p.deadline, TimerReason::PeerRequest { key });
@@ -219,17 +235,30 @@ impl Manager {
             );
             return;
         };
-        let (frame, class) = protocol::encode_peer_answer(&p.id, &p.kind, &answer);
-        match class {
-            AnswerClass::Answered => self.counters.peer_answered += 1,
-            AnswerClass::Declined => self.counters.peer_declined += 1,
-            AnswerClass::Failed => self.counters.peer_answered_error += 1,
-        }
+        let id = match p.origin {
+            Origin::Wire(id) => id,
+            Origin::Input { call, key: input } => {
+                let (result, class) = protocol::peer_answer_result(&p.kind, &answer);
+                self.count_answer(class);
+                self.on_input_answer(call, input, &p.kind, result);
+                return;
+            }
+        };
+        let (frame, class) = protocol::encode_peer_answer(&id, &p.kind, &answer);
+        self.count_answer(class);
         // A URL elicitation that was not accepted will not complete.
         if class != AnswerClass::Answered {
             self.forget_url_id(p.conn, &p.kind);
         }
         self.send(p.conn, frame, RESPONSE);
+    }
+
+    fn count_answer(&mut self, class: AnswerClass) {
+        match class {
+            AnswerClass::Answered => self.counters.peer_answered += 1,
+            AnswerClass::Declined => self.counters.peer_declined += 1,
+            AnswerClass::Failed => self.counters.peer_answered_error += 1,
+        }
     }
 
     fn forget_url_id(&mut self, conn: ConnId, kind: &PeerRequestKind) {
@@ -250,14 +279,23 @@ impl Manager {
             "the client did not answer within {} ms",
             self.opts.peer_request_timeout.as_millis()
         );
-        let frame = protocol::encode_error(&p.id, REQUEST_TIMEOUT, &message);
-        self.forget_url_id(p.conn, &p.kind);
-        self.send(p.conn, frame, RESPONSE);
-        self.emit(Event::PeerRequestWithdrawn {
-            server: p.server,
+        let withdrawn = Event::PeerRequestWithdrawn {
+            server: p.server.clone(),
             request: key,
             reason: WithdrawReason::TimedOut,
-        });
+        };
+        match p.origin {
+            Origin::Wire(id) => {
+                let frame = protocol::encode_error(&id, REQUEST_TIMEOUT, &message);
+                self.forget_url_id(p.conn, &p.kind);
+                self.send(p.conn, frame, RESPONSE);
+                self.emit(withdrawn);
+            }
+            Origin::Input { call, .. } => {
+                self.emit(withdrawn);
+                self.on_input_timeout(call, &p.kind, message);
+            }
+        }
     }
 
     /// The server on `conn` cancelled one of its requests: if it waits for the embedder, it
@@ -267,7 +305,9 @@ impl Manager {
             .peer
             .pending
             .iter()
-            .find(|(_, p)| p.conn == conn && p.id.0 == *request_id)
+            .find(|(_, p)| {
+                p.conn == conn && matches!(&p.origin, Origin::Wire(id) if id.0 == *request_id)
+            })
             .map(|(k, _)| *k);
         let Some(p) = key.and_then(|k| self.take_pending(k)) else {
             return;
@@ -355,6 +395,9 @@ impl Manager {
             .values()
             .filter(|s| s.init.is_some())
             .filter_map(|s| s.phase.conn())
+            // The stateless revision has no such notification: each request carries what it
+            // needs.
+            .filter(|c| !self.is_modern(*c))
             .collect();
         for conn in ready {
             self.counters.roots_list_changed_sent += 1;

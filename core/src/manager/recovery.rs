@@ -39,6 +39,9 @@ impl Manager {
                 .and_then(|c| c.stderr.render());
         }
         let was_connected = matches!(s.phase, Stage::Connected { .. });
+        // What it spoke or offered last may be what failed (or may change with a restarted
+        // server): the next attempt probes again.
+        s.handshake = None;
         let retrying = s.retry_attempt > 0;
         let in_round = s.round.is_some();
         s.last_error = Some(error.clone());

@@ -102,8 +102,11 @@ pub struct ServerState {
     pub filtered_tools: usize,
     /// Its tools in the view come from the cache.
     pub deferred: bool,
-    /// The protocol version the server agreed to in `initialize`.
+    /// The protocol version the server agreed to in `initialize`, or the stateless version
+    /// its `server/discover` listed and the client speaks with it.
     pub protocol_version: Option<String>,
+    /// The revision family the current attempt speaks, once decided.
+    pub era: Option<super::Era>,
     /// The name the server gave in `initialize` (`serverInfo.name`).
     pub server_name: Option<String>,
     /// The version the server gave in `initialize` (`serverInfo.version`).
@@ -248,6 +251,11 @@ pub(super) struct Server {
     pub(super) list_gen: u64,
     /// Its resources, templates and prompts, and their lists under way.
     pub(super) catalog: super::catalog::ServerCatalog,
+    /// The revision the current attempt speaks, once decided.
+    pub(super) era: Option<super::Era>,
+    /// How it was reached last (from this process or the cache): the next attempt skips
+    /// the probe.
+    pub(super) handshake: Option<super::Handshake>,
 }
 
 impl Server {
@@ -275,6 +283,8 @@ impl Server {
             refreshes: Vec::new(),
             list_gen: 0,
             catalog: Default::default(),
+            era: None,
+            handshake: None,
         }
     }
 
@@ -307,6 +317,7 @@ impl Server {
             },
             deferred: self.exposed == Some(true),
             protocol_version: self.init.as_ref().map(|i| i.protocol_version.clone()),
+            era: self.era,
             server_name: self.init.as_ref().and_then(|i| i.server_name.clone()),
             server_version: self.init.as_ref().and_then(|i| i.server_version.clone()),
             reconnect_attempt: self.retry_attempt,

@@ -73,6 +73,8 @@ enum Answer {
 #[derive(Debug, Clone)]
 pub(super) enum Req {
     Initialize,
+    /// `server/discover`, asked to learn which revision the server speaks.
+    Probe,
     ListTools,
     Call(CallId),
     Ping,
@@ -98,6 +100,8 @@ pub(super) struct Conn {
     pub(super) ping_timer: Option<(Instant, TimerReason)>,
     /// What this attempt's process wrote to stderr last; attached to the attempt's error.
     pub(super) stderr: StderrTail,
+    /// Which protocol revision it speaks (or whether that is still being found out).
+    pub(super) wire: super::era::Wire,
 }
 
 impl Manager {
@@ -148,6 +152,7 @@ impl Manager {
             .or_insert_with(|| Server::new(spec.clone(), hash.clone(), transport));
         if s.hash != hash {
             s.cache = CacheState::Unknown;
+            s.handshake = None;
             self.view_gen += 1;
         }
         s.spec = spec;
@@ -168,6 +173,7 @@ impl Manager {
         s.last_error = None;
         s.round = round;
         s.init = None;
+        s.era = None;
         s.relist_when_ready = false;
         let deadline = self.now
             + s.spec
@@ -187,6 +193,7 @@ impl Manager {
                 tracker: RequestTracker::default(),
                 ping_timer: None,
                 stderr: StderrTail::default(),
+                wire: super::era::Wire::Legacy,
             },
         );
         self.set_phase(&name, Stage::Opening { conn, deadline });
@@ -238,12 +245,7 @@ impl Manager {
                     if pc != conn {
                         return;
                     }
-                    let params = protocol::initialize_params(
-                        &self.opts.client_version,
-                        self.client_capabilities(),
-                    );
-                    self.request(conn, "initialize", Some(params), Req::Initialize);
-                    self.set_phase(&server, Stage::Initializing { conn, deadline });
+                    self.begin_handshake(conn, &server, deadline);
                 }
             }
             TransportEvent::Frame(frame) => self.on_frame(conn, &server, &frame),
@@ -290,6 +292,7 @@ impl Manager {
         };
         self.counters.requests_failed_by_transport += 1;
         match req {
+            Req::Probe => self.on_probe_undelivered(conn, server, id),
             Req::Initialize => {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.tracker.complete(id);
@@ -430,6 +433,7 @@ impl Manager {
             // nothing completes requests between the decode and here.
             (_, Answer::Page(_)) => {}
             (Req::Initialize, Answer::Raw(result)) => self.on_initialize(conn, server, result),
+            (Req::Probe, Answer::Raw(result)) => self.on_probe_answer(conn, server, result),
             (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
             (Req::Ping, Answer::Raw(_)) => self.on_pong(conn, server),
             (Req::TaskGet(call), Answer::Raw(result)) => self.on_task_status(call, result),
@@ -518,14 +522,44 @@ impl Manager {
                 }
             },
             Err(e) => {
-                let error = ServerError::new(
-                    ServerErrorKind::InitializeFailed,
-                    format!("initialize failed: {e}"),
-                );
+                let kind = if super::era::refused_for_version(&e) {
+                    self.counters.unsupported_versions += 1;
+                    ServerErrorKind::UnsupportedVersion
+                } else {
+                    ServerErrorKind::InitializeFailed
+                };
+                let error = ServerError::new(kind, format!("initialize failed: {e}"));
                 self.fail_server(server, error, true);
                 return;
             }
         };
+        if let Some(s) = self.servers.get_mut(server) {
+            s.era = Some(super::Era::Legacy);
+            if self.opts.protocol.probe {
+                s.handshake = Some(super::Handshake {
+                    era: super::Era::Legacy,
+                    discover: None,
+                });
+            }
+        }
+        self.on_ready_to_list(conn, server, deadline, init, true);
+    }
+
+    /// The server answered `initialize` (legacy) or `server/discover` (stateless, `notify`
+    /// false: no `notifications/initialized`): start its lists.
+    pub(super) fn on_ready_to_list(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        deadline: Instant,
+        init: protocol::InitializeResult,
+        notify: bool,
+    ) {
+        if !notify {
+            if let Some(s) = self.servers.get_mut(server) {
+                s.era = Some(super::Era::Modern);
+            }
+        }
         self.timers.disarm(
             deadline,
             TimerReason::Connect {
@@ -533,7 +567,9 @@ impl Manager {
                 conn,
             },
         );
-        self.notify(conn, "notifications/initialized", None);
+        if notify {
+            self.notify(conn, "notifications/initialized", None);
+        }
         let has_tools = init.has_tools;
         if let Some(s) = self.servers.get_mut(server) {
             s.init = Some(init);
@@ -566,6 +602,14 @@ impl Manager {
         if let Some(t) = c.ping_timer.take() {
             self.timers.remove(&t);
         }
+        if let super::era::Wire::Probing {
+            id,
+            deadline: Some(at),
+            ..
+        } = c.wire
+        {
+            self.timers.disarm(at, TimerReason::Probe { conn, id });
+        }
         for (id, req) in c.tracker.drain() {
             if let Req::ListTools | Req::List(_) = req {
                 self.timers.disarm_request(conn, id);
@@ -589,32 +633,49 @@ impl Manager {
         params: Option<Value>,
         req: Req,
     ) -> Option<u64> {
+        self.request_with(conn, method, params, req, Vec::new())
+    }
+
+    /// [`request`](Self::request) with the `Mcp-Param-*` headers of a stateless tool call.
+    pub(super) fn request_with(
+        &mut self,
+        conn: ConnId,
+        method: &'static str,
+        params: Option<Value>,
+        req: Req,
+        headers: Vec<(String, String)>,
+    ) -> Option<u64> {
+        let (params, mut meta) =
+            self.frame_for(conn, method, params, FrameKind::Request { id: 0 }, headers);
         let c = self.conns.get_mut(&conn)?;
         let (id, frame) = c.tracker.start(method, params, req);
-        let meta = FrameMeta {
-            kind: FrameKind::Request { id },
-            method: Some(method),
-        };
+        meta.kind = FrameKind::Request { id };
         self.out.push_back(Output::Send { conn, frame, meta });
         Some(id)
     }
 
     /// Write notification `method` on `conn`.
     pub(super) fn notify(&mut self, conn: ConnId, method: &'static str, params: Option<Value>) {
+        let (params, meta) = self.frame_for(
+            conn,
+            method,
+            params,
+            FrameKind::Notification { cancels: None },
+            Vec::new(),
+        );
         let frame = protocol::encode_notification(method, params);
-        let meta = FrameMeta {
-            kind: FrameKind::Notification { cancels: None },
-            method: Some(method),
-        };
         self.send(conn, frame, meta);
     }
 
     /// Tell the server we no longer wait for request `id`.
     pub(super) fn send_cancelled(&mut self, conn: ConnId, id: u64, reason: &str) {
-        let meta = FrameMeta {
-            kind: FrameKind::Notification { cancels: Some(id) },
-            method: Some("notifications/cancelled"),
-        };
+        let (_, meta) = self.frame_for(
+            conn,
+            "notifications/cancelled",
+            None,
+            FrameKind::Notification { cancels: Some(id) },
+            Vec::new(),
+        );
         self.send(conn, protocol::encode_cancelled(id, reason), meta);
     }
 }

@@ -69,6 +69,14 @@ pub enum TimerReason {
         /// The core's key for the request.
         key: PeerRequestKey,
     },
+    /// The `server/discover` probe `id` on stdio connection `conn` went unanswered: the
+    /// server is taken for one of the `initialize`-based revisions.
+    Probe {
+        /// The connection probed.
+        conn: ConnId,
+        /// The JSON-RPC id of the probe.
+        id: u64,
+    },
 }
 
 /// The armed timers, earliest first. Arming the same (when, why) twice keeps one; disarming

@@ -82,6 +82,29 @@ pub struct FrameMeta {
     pub kind: FrameKind,
     /// The JSON-RPC method of a request or notification (`None` for a response).
     pub method: Option<&'static str>,
+    /// Set on a frame of a stateless (2026-07-28) connection: the protocol version it speaks,
+    /// which an HTTP transport sends as `MCP-Protocol-Version` (with no session). `None`: a
+    /// frame of the `initialize`-based revisions.
+    pub protocol: Option<&'static str>,
+    /// What a stateless request names (`Mcp-Name`: a tool's name, a resource's URI, a
+    /// prompt's name).
+    pub name: Option<String>,
+    /// `Mcp-Param-<name>` headers of a stateless tool call: `(name, value)`, the value
+    /// already encoded.
+    pub params: Vec<(String, String)>,
+}
+
+impl FrameMeta {
+    /// A frame of the `initialize`-based revisions: its kind and method only.
+    pub fn legacy(kind: FrameKind, method: Option<&'static str>) -> FrameMeta {
+        FrameMeta {
+            kind,
+            method,
+            protocol: None,
+            name: None,
+            params: Vec::new(),
+        }
+    }
 }
 
 /// What kind of JSON-RPC message a frame is.

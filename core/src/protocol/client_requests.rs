@@ -274,17 +274,31 @@ pub fn encode_peer_answer(
     kind: &PeerRequestKind,
     answer: &PeerAnswer,
 ) -> (Bytes, AnswerClass) {
+    let (result, class) = peer_answer_result(kind, answer);
+    let frame = match result {
+        Ok(v) => encode_result(id, v),
+        Err((code, message)) => encode_error(id, code, &message),
+    };
+    (frame, class)
+}
+
+/// The embedder's answer as the result it stands for (or the error `(code, message)` it
+/// stands for), and how it answered: the body of the response on the wire, and the value
+/// a multi round-trip retry carries in `inputResponses`.
+pub fn peer_answer_result(
+    kind: &PeerRequestKind,
+    answer: &PeerAnswer,
+) -> (Result<Value, (i64, String)>, AnswerClass) {
     let elicit = kind.is_elicitation();
     match answer {
         PeerAnswer::Result { result } if result.is_object() => {
-            (encode_result(id, result.clone()), AnswerClass::Answered)
+            (Ok(result.clone()), AnswerClass::Answered)
         }
         PeerAnswer::Result { .. } => (
-            encode_error(
-                id,
+            Err((
                 codes::INTERNAL_ERROR,
-                "the client's answer was not a JSON object",
-            ),
+                "the client's answer was not a JSON object".into(),
+            )),
             AnswerClass::Failed,
         ),
         PeerAnswer::Accept { content } if elicit => {
@@ -295,7 +309,7 @@ pub fn encode_peer_answer(
                     r.insert("content".into(), Value::Object(c.clone()));
                 }
             }
-            (encode_result(id, Value::Object(r)), AnswerClass::Answered)
+            (Ok(Value::Object(r)), AnswerClass::Answered)
         }
         PeerAnswer::Decline | PeerAnswer::Cancel if elicit => {
             let action = if *answer == PeerAnswer::Decline {
@@ -303,26 +317,20 @@ pub fn encode_peer_answer(
             } else {
                 "cancel"
             };
-            (
-                encode_result(id, json!({ "action": action })),
-                AnswerClass::Declined,
-            )
+            (Ok(json!({ "action": action })), AnswerClass::Declined)
         }
         PeerAnswer::Decline | PeerAnswer::Cancel => (
-            encode_error(id, USER_REJECTED, "User rejected sampling request"),
+            Err((USER_REJECTED, "User rejected sampling request".into())),
             AnswerClass::Declined,
         ),
         PeerAnswer::Accept { .. } => (
-            encode_error(
-                id,
+            Err((
                 codes::INTERNAL_ERROR,
-                "the client answered a sampling request with an elicitation action",
-            ),
+                "the client answered a sampling request with an elicitation action".into(),
+            )),
             AnswerClass::Failed,
         ),
-        PeerAnswer::Error { code, message } => {
-            (encode_error(id, *code, message), AnswerClass::Failed)
-        }
+        PeerAnswer::Error { code, message } => (Err((*code, message.clone())), AnswerClass::Failed),
     }
 }
 

@@ -33,6 +33,14 @@ pub fn encode_request(id: u64, method: &str, params: Option<Value>) -> Bytes {
     Bytes::from(serde_json::to_vec(&req).unwrap_or_default())
 }
 
+/// A request frame whose params are JSON text already (spliced in as they are).
+pub fn encode_request_text(id: u64, method: &str, params: &str) -> Bytes {
+    let method = serde_json::to_string(method).unwrap_or_else(|_| "\"\"".into());
+    Bytes::from(format!(
+        r#"{{"id":{id},"jsonrpc":"2.0","method":{method},"params":{params}}}"#
+    ))
+}
+
 /// A notification frame.
 pub fn encode_notification(method: &str, params: Option<Value>) -> Bytes {
     let mut obj = Map::new();

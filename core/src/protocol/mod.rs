@@ -19,6 +19,7 @@ mod decode;
 mod encode;
 mod message;
 mod methods;
+mod modern;
 mod prompts;
 mod resources;
 mod tools_list;
@@ -26,8 +27,8 @@ mod tracker;
 
 pub use client_requests::{
     client_capabilities, encode_peer_answer, enum_values, form_defaults, parse_client_request,
-    property_default, roots_result, AnswerClass, ClientFeatures, PeerAnswer, PeerRequestKind,
-    Refusal, MAX_ELICIT_TEXT, REQUEST_TIMEOUT, USER_REJECTED,
+    peer_answer_result, property_default, roots_result, AnswerClass, ClientFeatures, PeerAnswer,
+    PeerRequestKind, Refusal, MAX_ELICIT_TEXT, REQUEST_TIMEOUT, USER_REJECTED,
 };
 pub use decode::{decode, decode_expecting, Expect};
 pub use encode::{
@@ -39,6 +40,13 @@ pub use message::{
 pub use methods::{
     answer_peer_request, call_tool_params, initialize_params, list_tools_params,
     parse_call_tool_result, parse_initialize_result, InitializeResult, Root,
+};
+pub use modern::{
+    classify_probe, header_params, header_text, modern_codes, param_header_values,
+    parse_discover_result, parse_input_required, pick_modern, request_meta, result_type,
+    retry_params_text, supported_versions, with_meta, HeaderAnnotationError, InputRequest,
+    InputRequired, ProbeAnswer, ResultType, MAX_INPUT_REQUESTS, META_LOG_LEVEL, MODERN_VERSION,
+    MODERN_VERSIONS,
 };
 pub use prompts::{
     complete_params, get_prompt_params, parse_completion_result, parse_prompt_result,

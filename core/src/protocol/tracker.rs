@@ -31,6 +31,15 @@ impl<T> RequestTracker<T> {
         (id, encode_request(id, method, params))
     }
 
+    /// Issue a request whose params are already JSON text (a retry that echoes what a server
+    /// sent byte for byte): returns its id and frame.
+    pub fn start_text(&mut self, method: &str, params: &str, tag: T) -> (u64, Bytes) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending.insert(id, tag);
+        (id, super::encode::encode_request_text(id, method, params))
+    }
+
     /// Match a response; `None` for an unknown or already answered id.
     pub fn complete(&mut self, id: u64) -> Option<T> {
         self.pending.remove(&id)

@@ -20,6 +20,12 @@ pub(super) struct FrameInfo {
     pub(super) request_id: Option<u64>,
     /// For `notifications/cancelled`: the id of the request it cancels.
     pub(super) cancels: Option<u64>,
+    /// A frame of the stateless revision: the version for `MCP-Protocol-Version` (no session).
+    pub(super) protocol: Option<&'static str>,
+    /// `Mcp-Name` of a stateless request.
+    pub(super) name: Option<String>,
+    /// `Mcp-Param-*` headers of a stateless tool call.
+    pub(super) params: Vec<(String, String)>,
 }
 
 impl FrameInfo {
@@ -33,6 +39,9 @@ impl FrameInfo {
             method: meta.method,
             request_id,
             cancels,
+            protocol: meta.protocol,
+            name: meta.name.clone(),
+            params: meta.params.clone(),
         }
     }
 
@@ -58,6 +67,25 @@ pub(super) fn response_id(frame: &[u8]) -> Option<String> {
     match (p.method, p.id) {
         (None, Some(id)) if !id.is_null() => Some(id.to_string()),
         _ => None,
+    }
+}
+
+/// Is `body` a JSON-RPC error response to request `id`? (A stateless server answers a request
+/// it refuses with an error status and the JSON-RPC error in the body.)
+pub(super) fn is_error_response_to(body: &[u8], id: u64) -> bool {
+    #[derive(Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        id: Option<Value>,
+        #[serde(default)]
+        error: Option<serde::de::IgnoredAny>,
+    }
+    match serde_json::from_slice::<Peek>(body) {
+        Ok(Peek {
+            id: Some(v),
+            error: Some(_),
+        }) => v.as_u64() == Some(id),
+        _ => false,
     }
 }
 

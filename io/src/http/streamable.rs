@@ -6,8 +6,8 @@
 use super::actor::with_timeout;
 use super::client::{Body, HttpError, Response, Url};
 use super::framing::{
-    content_type, initialized_notification, negotiated_version, response_id, split_json_body,
-    status_error, FrameInfo,
+    content_type, initialized_notification, is_error_response_to, negotiated_version, response_id,
+    split_json_body, status_error, FrameInfo,
 };
 use super::sse::SseParser;
 use super::{Inner, Internal, ERROR_BODY_PREFIX, ERROR_BODY_WAIT, IGNORED_BODY_LIMIT};
@@ -138,12 +138,94 @@ impl Inner {
             .await
     }
 
+    /// One frame of the stateless revision: no session; `MCP-Protocol-Version`, `Mcp-Method`,
+    /// `Mcp-Name` and `Mcp-Param-*` from the frame's metadata. A request refused with an error
+    /// status whose body is the JSON-RPC error for it passes that error on (the core reads
+    /// it); any other refusal fails the request.
+    async fn post_stateless(
+        &self,
+        frame: &Bytes,
+        info: &FrameInfo,
+        version: &'static str,
+    ) -> Result<(), PostError> {
+        if info.cancels.is_some() {
+            // Cancelling is closing the request's response stream (the actor aborted its POST);
+            // the stateless revision's HTTP transport has no cancellation message.
+            return Ok(());
+        }
+        let mut headers = self.headers_with(
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", version),
+            ],
+            &(None, None),
+        );
+        let mut set = |name: String, value: &str| match (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            (Ok(n), Ok(v)) => {
+                headers.retain(|(k, _)| *k != n);
+                headers.push((n, v));
+            }
+            _ => {
+                tracing::debug!(target: "switchboard::http", server = %self.server, header = %name, "left out a header whose name or value is not valid");
+            }
+        };
+        if let Some(method) = info.method {
+            set("mcp-method".into(), method);
+        }
+        if let Some(name) = &info.name {
+            set("mcp-name".into(), name);
+        }
+        for (name, value) in &info.params {
+            set(format!("mcp-param-{name}"), value);
+        }
+        let mut resp = self
+            .client
+            .request(Method::POST, &self.url, &headers, frame.clone())
+            .await
+            .map_err(|e| exchange_error(e, false))?;
+        let status = resp.status;
+        if status.is_success() {
+            if info.is_request() {
+                return self.read_answer(resp, info).await;
+            }
+            let _ = resp.body.read_to_end(IGNORED_BODY_LIMIT).await;
+            return Ok(());
+        }
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(PostError::Fatal(status_error(&mut resp).await));
+        }
+        let body = resp
+            .body
+            .read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT)
+            .await;
+        if let Some(id) = info.request_id {
+            if is_error_response_to(&body, id) {
+                self.emit.frame(body).await;
+                return Ok(());
+            }
+        }
+        let text = String::from_utf8_lossy(&body);
+        let text: String = text.trim().chars().take(200).collect();
+        Err(PostError::Request(if text.is_empty() {
+            format!("HTTP {}", status.as_u16())
+        } else {
+            format!("HTTP {}: {text}", status.as_u16())
+        }))
+    }
+
     /// One frame over Streamable HTTP, including session recovery.
     pub(super) async fn post_streamable(
         &self,
         frame: &Bytes,
         info: &FrameInfo,
     ) -> Result<(), PostError> {
+        if let Some(version) = info.protocol {
+            return self.post_stateless(frame, info, version).await;
+        }
         let mut renewed = false;
         loop {
             let session = if info.is_initialize() {

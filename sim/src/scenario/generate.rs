@@ -249,6 +249,7 @@ fn server_strategy(f: u32) -> impl Strategy<Value = ServerPlan> {
                     catalog: cache_latency_ms % 3 != 0,
                     call_latency_ms: call,
                     crash_loop,
+                    era: SimEra::Legacy,
                 }
             },
         )
@@ -358,6 +359,7 @@ fn options_strategy() -> impl Strategy<Value = SimOptions> {
                     reconnect: ReconnectMode::On,
                     max_tool_pages: None,
                     peer: None,
+                    probe: false,
                 }
             },
         )
@@ -432,6 +434,28 @@ fn mix_strategy() -> impl Strategy<Value = FaultMix> {
         )
 }
 
+/// Half the runs probe; in those, each server speaks a revision picked from `seed`: legacy
+/// (plainly, misleadingly, or silently — the silent ones on stdio only) or stateless.
+fn assign_eras(options: &mut SimOptions, servers: &mut [ServerPlan], seed: u64) {
+    let mut rng = switchboard_core::rng::SplitMix64::new(seed);
+    options.probe = rng.below(2) == 0;
+    if !options.probe {
+        return;
+    }
+    for (i, s) in servers.iter_mut().enumerate() {
+        // Every third server is an HTTP one (see `config_for`): a silent probe is a stdio thing.
+        let stdio = i % 3 != 2;
+        s.era = match rng.below(10) {
+            0..=2 => SimEra::Legacy,
+            3 => SimEra::LegacyUnrelatedError,
+            4 if stdio => SimEra::LegacySilent,
+            4 => SimEra::Legacy,
+            5..=8 => SimEra::Modern,
+            _ => SimEra::ModernRetry,
+        };
+    }
+}
+
 /// The scenario strategy: a fault mix first, then servers and actions shaped by it.
 pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
     (mix_strategy(), p.min_servers..=p.max_servers)
@@ -457,11 +481,14 @@ pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
                     prop_oneof![5 => Just(None), 1 => (2usize..=3).prop_map(Some)],
                     peer_strategy(),
                 ),
+                // The protocol revisions, drawn after everything else for the same reason.
+                any::<u64>(),
             )
         })
         .prop_map(
-            |(mix, mut options, names, mut servers, actions, world_seed, late)| {
+            |(mix, mut options, names, mut servers, actions, world_seed, late, eras)| {
                 (options.reconnect, options.max_tool_pages, options.peer) = late;
+                assign_eras(&mut options, &mut servers, eras);
                 for (s, n) in servers.iter_mut().zip(names) {
                     s.name = n.to_string();
                 }

@@ -58,6 +58,35 @@ pub struct SimOptions {
     /// and servers send none.
     #[serde(default)]
     pub peer: Option<PeerPlan>,
+    /// The manager probes every attempt with `server/discover` (both protocol revisions);
+    /// off: `initialize` at once, and every server speaks the legacy revision.
+    #[serde(default)]
+    pub probe: bool,
+}
+
+/// Which protocol revision a simulated server speaks, and how it answers the
+/// `server/discover` probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum SimEra {
+    /// Legacy: the probe gets -32601 (method not found).
+    #[default]
+    Legacy,
+    /// Legacy, misleading: the probe gets an unrelated error (-32000, not initialized).
+    LegacyUnrelatedError,
+    /// Legacy, silent: the probe is never answered (stdio only: the probe times out).
+    LegacySilent,
+    /// Stateless: a `DiscoverResult`; `initialize` refused with -32022; tool calls answered
+    /// with input-required rounds whose state must be echoed.
+    Modern,
+    /// Stateless, but the first probe of each attempt is refused with -32022 naming the
+    /// version it speaks.
+    ModernRetry,
+}
+
+impl SimEra {
+    pub fn is_modern(self) -> bool {
+        matches!(self, SimEra::Modern | SimEra::ModernRetry)
+    }
 }
 
 /// How a run exercises servers' requests to the client. Percentages are per opportunity.
@@ -144,6 +173,9 @@ pub struct ServerPlan {
     /// completion and subscriptions, whose lists change with its tools.
     #[serde(default)]
     pub catalog: bool,
+    /// The protocol revision it speaks (only seen when the scenario probes).
+    #[serde(default)]
+    pub era: SimEra,
 }
 
 /// A server that exits `after_ready_ms` after every first tools/list answer: for its first

@@ -83,6 +83,10 @@ pub(super) fn manager_options(sc: &Scenario) -> ManagerOptions {
             .map_or(ManagerOptions::default().max_peer_requests, |p| {
                 p.max_waiting
             }),
+        protocol: switchboard_core::manager::ProtocolPolicy {
+            probe: o.probe,
+            ..Default::default()
+        },
         ..ManagerOptions::default()
     }
 }

@@ -11,6 +11,7 @@
 
 mod catalog;
 mod embedder;
+mod era;
 mod os;
 mod peer;
 mod requests;

@@ -54,6 +54,8 @@ pub(super) struct Proc {
     pub(super) peer: super::peer::ProcPeer,
     /// Its resources, templates and prompts (`--catalog` servers): what the manager was sent.
     pub(super) catalog: super::catalog::CatalogProc,
+    /// What it saw of the protocol revision (the probe, the stateless requests).
+    pub(super) era: super::era::ProcEra,
 }
 
 impl Proc {
@@ -338,6 +340,7 @@ impl<'a> World<'a> {
             tasks: BTreeMap::new(),
             peer: Default::default(),
             catalog: Default::default(),
+            era: Default::default(),
         };
         match plan.spawn {
             Spawn::Ok { open_ms } => {

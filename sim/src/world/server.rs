@@ -118,6 +118,11 @@ impl World<'_> {
 
     pub(super) fn reply_tagged(&mut self, conn: ConnId, ms: u64, v: Value, tag: Tag) {
         let frame = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+        self.reply_frame(conn, ms, frame, tag);
+    }
+
+    /// Schedule a frame written by hand (its bytes exactly as given).
+    pub(super) fn reply_frame(&mut self, conn: ConnId, ms: u64, frame: Bytes, tag: Tag) {
         let j = self.jitter();
         let at = self.after_ms(ms + j);
         let ff = self.sc.mix.frame_fault_pct;
@@ -286,11 +291,18 @@ impl World<'_> {
         self.peer_saw_frame(conn, &v);
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
         let id = v.get("id").cloned();
+        self.era_check(conn, i, &v);
         if method.as_deref() == Some("ping") && id.is_some() {
             // The manager's health check reached the server (answered or not).
             self.obs.pinged[i] = Some(self.now);
         }
         match (method.as_deref(), id) {
+            (Some("initialize"), Some(id)) if self.sc.servers[i].era.is_modern() => {
+                self.cov.initialize_refused_by_modern += 1;
+                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
+                self.reply(conn, 1, r);
+            }
+            (Some("server/discover"), Some(id)) => self.discover(conn, i, &plan, id),
             (Some("initialize"), Some(id)) => {
                 let gate = self.sc.options.gate_ms;
                 let (ms, result) = match plan.init {
@@ -324,18 +336,7 @@ impl World<'_> {
                 }
                 let r = match result {
                     Ok(tools) => {
-                        let mut caps = if tools {
-                            json!({"tools": {"listChanged": true}, "logging": {}})
-                        } else {
-                            json!({"logging": {}})
-                        };
-                        if self.sc.mix.task_pct > 0 {
-                            caps["tasks"] =
-                                json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
-                        }
-                        if self.sc.servers[i].catalog {
-                            super::catalog::add_capabilities(&mut caps);
-                        }
+                        let caps = self.capabilities(i, tools);
                         json!({"jsonrpc": "2.0", "id": id, "result": {
                             "protocolVersion": "2025-06-18",
                             "capabilities": caps,
@@ -358,6 +359,11 @@ impl World<'_> {
                 let tool = v.pointer("/params/name").and_then(Value::as_str);
                 let tool = tool.unwrap_or("").to_string();
                 self.task_call(conn, i, id, tool);
+            }
+            (Some("tools/call"), Some(id)) if self.sc.servers[i].era.is_modern() => {
+                if !self.ask_for_input(conn, &id, &v, frame) {
+                    self.tool_call(conn, i, &plan, id, &v);
+                }
             }
             (Some("tools/call"), Some(id)) => {
                 self.tool_call(conn, i, &plan, id, &v);
@@ -423,6 +429,22 @@ impl World<'_> {
             (Some(_), None) => {}
             (None, id) => self.peer_answer(conn, id, &v),
         }
+    }
+
+    /// The capabilities it declares (in `initialize` or `server/discover`).
+    pub(super) fn capabilities(&self, i: usize, tools: bool) -> Value {
+        let mut caps = if tools {
+            json!({"tools": {"listChanged": true}, "logging": {}})
+        } else {
+            json!({"logging": {}})
+        };
+        if self.sc.mix.task_pct > 0 {
+            caps["tasks"] = json!({"cancel": {}, "requests": {"tools": {"call": {}}}});
+        }
+        if self.sc.servers[i].catalog {
+            super::catalog::add_capabilities(&mut caps);
+        }
+        caps
     }
 
     /// Check the client's answer to a request this server sent.

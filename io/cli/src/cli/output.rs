@@ -62,6 +62,8 @@ pub struct ServerJson {
     pub next_attempt_in_ms: Option<u64>,
     pub server_info: Option<ServerInfoJson>,
     pub protocol_version: Option<String>,
+    /// The protocol revision family the server speaks (`legacy` or `modern`), once known.
+    pub era: Option<&'static str>,
     /// The last error (for a stdio server that exited: with its last stderr lines).
     pub error: Option<String>,
     /// For a server from a project file: what approved it (`switchboard trust`,
@@ -99,6 +101,7 @@ impl ServerJson {
                 version: s.server_version.clone(),
             }),
             protocol_version: s.protocol_version.clone(),
+            era: s.era.map(|e| e.as_str()),
             error: s.last_error.as_ref().map(|e| e.to_string()),
             approved_by: session
                 .discovered
@@ -604,6 +607,7 @@ mod tests {
             filtered_tools: 0,
             deferred: true,
             protocol_version: None,
+            era: None,
             server_name: None,
             server_version: None,
             reconnect_attempt,

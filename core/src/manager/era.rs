@@ -1,0 +1,512 @@
+//! Which revision of MCP a connection speaks, decided once per connection attempt.
+//!
+//! An attempt starts `Probing` (when [`ProtocolPolicy::probe`] is on): it asks
+//! `server/discover` — the stateless revision's one request every server of it answers — with
+//! the stateless `_meta`. A `DiscoverResult` listing a version we speak makes the connection
+//! `Modern`; an `UnsupportedProtocolVersion` error naming a version we speak asks once more with
+//! it; any other answer, whatever its code (an older server answers an unknown method with an
+//! error of its own choosing), a transport that could not deliver it, or no answer within
+//! `probe_timeout` on stdio, makes it `Legacy`, and `initialize` follows on the same
+//! connection. The decision is remembered per server (and in the tool cache beside its
+//! tools), so the next attempt — a reconnect, or a warm start — skips the probe; an attempt
+//! that fails before it is ready forgets it, so the one after probes again.
+//!
+//! On a `Modern` connection every request carries `_meta` (protocol version, client
+//! capabilities, client info) and its frame metadata names the
+//! version, the request's target and the `x-mcp-header` arguments, from which an HTTP
+//! transport makes its headers.
+
+use super::errors::{ServerError, ServerErrorKind};
+use super::sessions::Req;
+use super::{ConnId, FrameKind, FrameMeta, Level, Manager, Output, TimerReason};
+use crate::protocol::{self, ProbeAnswer, RpcError};
+use crate::time::Instant;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::time::Duration;
+
+/// The revision family a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// `initialize`, sessions, server-to-client requests (2024-11-05 to 2025-11-25).
+    Legacy,
+    /// Stateless: `server/discover`, `_meta` on every request (2026-07-28).
+    Modern,
+}
+
+impl Era {
+    /// `legacy` or `modern`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}
+
+/// How the core chooses a connection's revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolPolicy {
+    /// Probe with `server/discover` before `initialize` (off: `initialize` at once, the
+    /// legacy revisions only). The library turns it on.
+    pub probe: bool,
+    /// How long a probe on stdio waits before the server is taken for a legacy one that
+    /// ignores unknown requests (2 s, and at most half of what is left of the connect
+    /// timeout).
+    pub probe_timeout: Duration,
+}
+
+impl Default for ProtocolPolicy {
+    fn default() -> Self {
+        ProtocolPolicy {
+            probe: false,
+            probe_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// How a server was reached last, kept with its cache entry so a warm start skips the probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handshake {
+    /// The revision family it spoke.
+    pub era: Era,
+    /// A stateless server's `server/discover` answer, as sent (read again at a warm start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discover: Option<String>,
+}
+
+/// What a connection speaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Wire {
+    /// `server/discover` (request `id`, asked with `version`) is out; `retried` after one
+    /// `UnsupportedProtocolVersion`; `deadline` is the stdio probe's timer.
+    Probing {
+        version: &'static str,
+        id: u64,
+        retried: bool,
+        deadline: Option<Instant>,
+    },
+    /// `initialize`-based.
+    Legacy,
+    /// Stateless, speaking `version`.
+    Modern { version: &'static str },
+}
+
+impl Wire {
+    /// The stateless version the connection's requests carry, if any.
+    pub(super) fn modern_version(&self) -> Option<&'static str> {
+        match self {
+            Wire::Probing { version, .. } | Wire::Modern { version } => Some(version),
+            Wire::Legacy => None,
+        }
+    }
+}
+
+fn static_version(v: &str) -> Option<&'static str> {
+    protocol::MODERN_VERSIONS.into_iter().find(|m| *m == v)
+}
+
+impl Manager {
+    /// The transport of attempt `conn` is open: probe, or go straight to what the server spoke
+    /// last time.
+    pub(super) fn begin_handshake(&mut self, conn: ConnId, server: &str, deadline: Instant) {
+        // The legacy HTTP+SSE transport only ever carries the initialize-based revisions.
+        let sse = self
+            .servers
+            .get(server)
+            .is_some_and(|s| s.transport == Some("sse"));
+        if !self.opts.protocol.probe || sse {
+            self.send_initialize(conn, server, deadline);
+            return;
+        }
+        let memo = self.servers.get(server).and_then(|s| s.handshake.clone());
+        match memo {
+            Some(Handshake {
+                era: Era::Modern,
+                discover: Some(text),
+            }) => {
+                let init = RawValue::from_string(text)
+                    .ok()
+                    .and_then(|raw| protocol::parse_discover_result(&raw).ok().flatten());
+                if let Some(init) = init {
+                    if let Some(version) = static_version(&init.protocol_version) {
+                        self.counters.probes_skipped += 1;
+                        self.set_wire(conn, Wire::Modern { version });
+                        self.set_phase(
+                            server,
+                            super::servers::Stage::Initializing { conn, deadline },
+                        );
+                        self.on_ready_to_list(conn, server, deadline, init, false);
+                        return;
+                    }
+                }
+            }
+            Some(Handshake {
+                era: Era::Legacy, ..
+            }) => {
+                self.counters.probes_skipped += 1;
+                self.send_initialize(conn, server, deadline);
+                return;
+            }
+            _ => {}
+        }
+        self.set_phase(
+            server,
+            super::servers::Stage::Initializing { conn, deadline },
+        );
+        self.send_probe(conn, server, protocol::MODERN_VERSION, false);
+    }
+
+    /// `initialize`, on a connection that speaks (or falls back to) the legacy revisions.
+    pub(super) fn send_initialize(&mut self, conn: ConnId, server: &str, deadline: Instant) {
+        self.set_wire(conn, Wire::Legacy);
+        let params =
+            protocol::initialize_params(&self.opts.client_version, self.client_capabilities());
+        self.request(conn, "initialize", Some(params), Req::Initialize);
+        self.set_phase(
+            server,
+            super::servers::Stage::Initializing { conn, deadline },
+        );
+    }
+
+    fn set_wire(&mut self, conn: ConnId, wire: Wire) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.wire = wire;
+        }
+    }
+
+    fn send_probe(&mut self, conn: ConnId, server: &str, version: &'static str, retried: bool) {
+        self.counters.probes_sent += 1;
+        // The probe itself speaks the stateless revision: mark the wire first so it carries
+        // the `_meta` and headers (its id is filled in once issued).
+        self.set_wire(
+            conn,
+            Wire::Probing {
+                version,
+                id: u64::MAX,
+                retried,
+                deadline: None,
+            },
+        );
+        let Some(id) = self.request(conn, "server/discover", None, Req::Probe) else {
+            return;
+        };
+        let stdio = self
+            .servers
+            .get(server)
+            .is_some_and(|s| s.transport == Some("stdio"));
+        // At most half of what is left of the connect timeout, so a silent legacy server
+        // still has time for `initialize` under a short one.
+        let left = self
+            .probing_deadline(server, conn)
+            .map_or(self.opts.protocol.probe_timeout, |d| {
+                d.saturating_duration_since(self.now) / 2
+            });
+        let wait = self.opts.protocol.probe_timeout.min(left);
+        let deadline = stdio.then(|| self.now + wait);
+        if let Some(at) = deadline {
+            self.timers.arm(at, TimerReason::Probe { conn, id });
+        }
+        self.set_wire(
+            conn,
+            Wire::Probing {
+                version,
+                id,
+                retried,
+                deadline,
+            },
+        );
+    }
+
+    /// The probe of `conn` is over (answered, failed or timed out): disarm its timer and
+    /// say what it asked with.
+    fn end_probe(&mut self, conn: ConnId) -> Option<(&'static str, bool)> {
+        let wire = self.conns.get(&conn).map(|c| c.wire.clone())?;
+        let Wire::Probing {
+            version,
+            id,
+            retried,
+            deadline,
+        } = wire
+        else {
+            return None;
+        };
+        if let Some(at) = deadline {
+            self.timers.disarm(at, TimerReason::Probe { conn, id });
+        }
+        Some((version, retried))
+    }
+
+    fn probing_deadline(&self, server: &str, conn: ConnId) -> Option<Instant> {
+        match self.servers.get(server).map(|s| &s.phase) {
+            Some(super::servers::Stage::Initializing { conn: c, deadline }) if *c == conn => {
+                Some(*deadline)
+            }
+            _ => None,
+        }
+    }
+
+    /// The answer to `server/discover` on `conn`.
+    pub(super) fn on_probe_answer(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        result: Result<Box<RawValue>, RpcError>,
+    ) {
+        let Some(deadline) = self.probing_deadline(server, conn) else {
+            return;
+        };
+        let Some((asked, retried)) = self.end_probe(conn) else {
+            return;
+        };
+        let raw_text = result.as_ref().ok().map(|r| r.get().to_string());
+        match protocol::classify_probe(result.as_deref(), asked) {
+            ProbeAnswer::Modern(init) => {
+                let Some(version) = static_version(&init.protocol_version) else {
+                    return;
+                };
+                self.counters.probes_modern += 1;
+                self.set_wire(conn, Wire::Modern { version });
+                if let Some(s) = self.servers.get_mut(server) {
+                    s.handshake = Some(Handshake {
+                        era: Era::Modern,
+                        discover: raw_text,
+                    });
+                }
+                self.on_ready_to_list(conn, server, deadline, init, false);
+            }
+            ProbeAnswer::Retry(version) if !retried => {
+                self.counters.probe_version_retries += 1;
+                self.send_probe(conn, server, version, true);
+            }
+            ProbeAnswer::Retry(version) => {
+                self.counters.unsupported_versions += 1;
+                let error = ServerError::new(
+                    ServerErrorKind::UnsupportedVersion,
+                    format!(
+                        "server/discover failed: the server rejected protocol version {version} although it lists it as supported"
+                    ),
+                );
+                self.fail_server(server, error, true);
+            }
+            ProbeAnswer::Refused(e) => {
+                let error = ServerError::new(
+                    ServerErrorKind::InitializeFailed,
+                    format!("server/discover failed: {e}"),
+                );
+                self.fail_server(server, error, true);
+            }
+            ProbeAnswer::Legacy => {
+                self.counters.probes_legacy += 1;
+                self.send_initialize(conn, server, deadline);
+            }
+        }
+    }
+
+    /// The transport could not deliver the probe: an older server (an HTTP server that
+    /// rejects it without a JSON-RPC answer, ...).
+    pub(super) fn on_probe_undelivered(&mut self, conn: ConnId, server: &str, id: u64) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.tracker.complete(id);
+        }
+        let Some(deadline) = self.probing_deadline(server, conn) else {
+            return;
+        };
+        if self.end_probe(conn).is_none() {
+            return;
+        }
+        self.counters.probes_legacy += 1;
+        self.send_initialize(conn, server, deadline);
+    }
+
+    /// The stdio probe `id` of `conn` went unanswered: a legacy server that ignores unknown
+    /// requests. Its answer, should it come, is ignored.
+    pub(super) fn on_probe_timeout(&mut self, conn: ConnId, id: u64) {
+        let Some(server) = self.conns.get(&conn).map(|c| c.server.clone()) else {
+            return;
+        };
+        let current = matches!(
+            self.conns.get(&conn).map(|c| &c.wire),
+            Some(Wire::Probing { id: i, .. }) if *i == id
+        );
+        if !current {
+            return;
+        }
+        let Some(deadline) = self.probing_deadline(&server, conn) else {
+            return;
+        };
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.tracker.forget(id);
+            c.wire = Wire::Legacy;
+        }
+        self.counters.probe_timeouts += 1;
+        self.counters.probes_legacy += 1;
+        self.diag(
+            Some(&server),
+            Level::Debug,
+            format!(
+                "server/discover went unanswered for {} ms: speaking the initialize-based protocol",
+                self.opts.protocol.probe_timeout.as_millis()
+            ),
+        );
+        self.send_initialize(conn, &server, deadline);
+    }
+
+    /// The `_meta` and frame metadata of request `method` on `conn`: the params to send and
+    /// the metadata to send them with.
+    pub(super) fn frame_for(
+        &self,
+        conn: ConnId,
+        method: &'static str,
+        params: Option<Value>,
+        kind: FrameKind,
+        headers: Vec<(String, String)>,
+    ) -> (Option<Value>, FrameMeta) {
+        let Some(c) = self.conns.get(&conn) else {
+            return (params, FrameMeta::legacy(kind, Some(method)));
+        };
+        let Some(version) = c.wire.modern_version() else {
+            return (params, FrameMeta::legacy(kind, Some(method)));
+        };
+        let name = params.as_ref().and_then(|p| {
+            let key = match method {
+                "tools/call" | "prompts/get" => "name",
+                "resources/read" => "uri",
+                _ => return None,
+            };
+            p.get(key)
+                .and_then(Value::as_str)
+                .map(protocol::header_text)
+        });
+        let params = if matches!(kind, FrameKind::Request { .. }) {
+            let meta = protocol::request_meta(
+                version,
+                &self.client_capabilities(),
+                &self.opts.client_version,
+                None,
+            );
+            Some(protocol::with_meta(params, meta))
+        } else {
+            params
+        };
+        let meta = FrameMeta {
+            kind,
+            method: Some(method),
+            protocol: Some(version),
+            name,
+            params: headers,
+        };
+        (params, meta)
+    }
+
+    /// Is `conn` a stateless connection?
+    pub(super) fn is_modern(&self, conn: ConnId) -> bool {
+        matches!(
+            self.conns.get(&conn).map(|c| &c.wire),
+            Some(Wire::Modern { .. })
+        )
+    }
+
+    /// The request to check a ready connection's health: `ping`, which the stateless revision
+    /// removed; there, `server/discover`, which every stateless server answers.
+    pub(super) fn health_method(&self, conn: ConnId) -> &'static str {
+        if self.is_modern(conn) {
+            "server/discover"
+        } else {
+            "ping"
+        }
+    }
+
+    /// The tools of a stateless server whose `x-mcp-header` annotations cannot be mirrored
+    /// into headers are dropped, each with a diagnostic; the others are kept.
+    pub(super) fn drop_unmirrorable_tools(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        tools: Vec<crate::tool::ToolDef>,
+    ) -> Vec<crate::tool::ToolDef> {
+        if !self.is_modern(conn) {
+            return tools;
+        }
+        let mut kept = Vec::with_capacity(tools.len());
+        for t in tools {
+            match protocol::header_params(t.input_schema.get()) {
+                Ok(_) => kept.push(t),
+                Err(e) => {
+                    self.counters.tools_dropped_for_headers += 1;
+                    self.diag(
+                        Some(server),
+                        Level::Warn,
+                        format!("dropped tool \"{}\": {e}", t.name),
+                    );
+                }
+            }
+        }
+        kept
+    }
+
+    /// The `Mcp-Param-*` headers of a call of `tool` with `arguments` on `conn` (none on a
+    /// legacy connection).
+    pub(super) fn call_headers(
+        &self,
+        conn: ConnId,
+        server: &str,
+        tool: &str,
+        arguments: Option<&Value>,
+    ) -> Vec<(String, String)> {
+        if !self.is_modern(conn) {
+            return Vec::new();
+        }
+        let Some(def) = self
+            .servers
+            .get(server)
+            .and_then(|s| s.tools.iter().find(|t| t.name == tool))
+        else {
+            return Vec::new();
+        };
+        match protocol::header_params(def.input_schema.get()) {
+            Ok(pairs) => protocol::param_header_values(&pairs, arguments),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Issue request `method` on `conn` with params given as JSON text after the `_meta` was
+    /// merged (a retry that echoes a server's state byte for byte).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn request_spliced(
+        &mut self,
+        conn: ConnId,
+        method: &'static str,
+        params: Value,
+        responses: Option<serde_json::Map<String, Value>>,
+        state: Option<&RawValue>,
+        req: Req,
+        headers: Vec<(String, String)>,
+    ) -> Option<u64> {
+        let (params, mut meta) = self.frame_for(
+            conn,
+            method,
+            Some(params),
+            FrameKind::Request { id: 0 },
+            headers,
+        );
+        let obj = match params {
+            Some(Value::Object(o)) => o,
+            _ => serde_json::Map::new(),
+        };
+        let text = protocol::retry_params_text(obj, responses, state);
+        let c = self.conns.get_mut(&conn)?;
+        let (id, frame) = c.tracker.start_text(method, &text, req);
+        meta.kind = FrameKind::Request { id };
+        self.out.push_back(Output::Send { conn, frame, meta });
+        Some(id)
+    }
+}
+
+/// The answer to `initialize` was a refusal of the version asked for by a stateless-only
+/// server: said so, so the error tells what happened.
+pub(super) fn refused_for_version(e: &RpcError) -> bool {
+    e.code == protocol::modern_codes::UNSUPPORTED_PROTOCOL_VERSION
+}

@@ -1,0 +1,350 @@
+//! The protocol revision decided per attempt, driven through the manager's inputs: a stateless
+//! server found by the probe, a legacy one (whatever error it answers), a silent one (the probe
+//! times out), a version retry, a warm start that skips the probe, and an input round whose
+//! state is echoed as written.
+
+use super::*;
+use crate::config::{ServerConfig, ServerSpec};
+use crate::time::Instant;
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn probing() -> ManagerOptions {
+    let mut o = ManagerOptions::default();
+    o.protocol.probe = true;
+    o.client_version = "test".into();
+    o
+}
+
+fn drain(m: &mut Manager) -> Vec<Output> {
+    std::iter::from_fn(|| m.poll_output()).collect()
+}
+
+/// The requests sent: (conn, id, method, params).
+fn sent(outs: &[Output]) -> Vec<(ConnId, u64, String, Value, FrameMeta)> {
+    outs.iter()
+        .filter_map(|o| match o {
+            Output::Send { conn, frame, meta } => {
+                let v: Value = serde_json::from_slice(frame).unwrap();
+                let id = v.get("id").and_then(Value::as_u64)?;
+                let method = v.get("method")?.as_str()?.to_string();
+                Some((*conn, id, method, v["params"].clone(), meta.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn open(m: &mut Manager, at: u64) -> (ConnId, Vec<Output>) {
+    let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
+    m.handle(
+        Instant::from_millis(at),
+        Input::Connect {
+            request: RequestId(at),
+            servers: vec![spec],
+        },
+    );
+    let outs = drain(m);
+    let conn = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .unwrap();
+    m.handle(
+        Instant::from_millis(at),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    (conn, drain(m))
+}
+
+fn answer(m: &mut Manager, at: u64, conn: ConnId, body: Value) -> Vec<Output> {
+    m.handle(
+        Instant::from_millis(at),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Frame(Bytes::from(body.to_string())),
+        },
+    );
+    drain(m)
+}
+
+fn discover_ok(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}})
+}
+
+fn has_full_meta(params: &Value) -> bool {
+    let m = &params["_meta"];
+    m["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+        && m["io.modelcontextprotocol/clientCapabilities"].is_object()
+        && m["io.modelcontextprotocol/clientInfo"]["name"] == "switchboard"
+}
+
+#[test]
+fn a_discover_result_makes_the_attempt_stateless_and_every_request_carries_the_meta() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let reqs = sent(&outs);
+    assert_eq!(reqs.len(), 1);
+    let (_, id, method, params, meta) = &reqs[0];
+    assert_eq!(method, "server/discover");
+    assert!(has_full_meta(params), "{params}");
+    assert_eq!(meta.protocol, Some("2026-07-28"));
+    let outs = answer(&mut m, 5, conn, discover_ok(*id));
+    let reqs = sent(&outs);
+    assert_eq!(reqs[0].2, "tools/list");
+    assert!(has_full_meta(&reqs[0].3));
+    // No handshake notification in the stateless revision.
+    assert!(!outs.iter().any(|o| matches!(o, Output::Send { meta, .. }
+        if meta.method == Some("notifications/initialized"))));
+    let outs = answer(
+        &mut m,
+        6,
+        conn,
+        json!({"jsonrpc": "2.0", "id": reqs[0].1, "result": {"tools": [
+            {"name": "t", "inputSchema": {"type": "object", "properties": {
+                "r": {"type": "string", "x-mcp-header": "Region"}}}},
+            {"name": "bad", "inputSchema": {"type": "object", "properties": {
+                "n": {"type": "number", "x-mcp-header": "N"}}}}]}}),
+    );
+    let state = m.server_state("s").unwrap();
+    assert_eq!(state.era, Some(Era::Modern));
+    assert_eq!(state.protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(
+        state.tool_count, 1,
+        "the tool whose header cannot be mirrored is dropped"
+    );
+    let stored = outs.iter().find_map(|o| match o {
+        Output::StoreCache { catalog, .. } => catalog.handshake.clone(),
+        _ => None,
+    });
+    assert_eq!(stored.map(|h| h.era), Some(Era::Modern));
+    // A call mirrors its annotated argument and names the tool.
+    m.handle(
+        Instant::from_millis(7),
+        Input::CallTool {
+            call: CallId(1),
+            tool: "mcp_s_t".into(),
+            arguments: Some(json!({"r": "eu west"})),
+            timeout: None,
+            progress: false,
+            meta: None,
+        },
+    );
+    let reqs = sent(&drain(&mut m));
+    let (_, _, method, params, meta) = &reqs[0];
+    assert_eq!(method, "tools/call");
+    assert!(has_full_meta(params));
+    assert_eq!(meta.name.as_deref(), Some("t"));
+    assert_eq!(
+        meta.params,
+        vec![("Region".to_string(), "eu west".to_string())]
+    );
+}
+
+#[test]
+fn any_error_to_the_probe_means_legacy_and_initialize_follows_on_the_same_connection() {
+    for (code, message) in [
+        (-32601, "Method not found"),
+        (-32000, "Bad Request: Server not initialized"),
+        (-32602, "Invalid params"),
+        (-32603, "Internal error"),
+    ] {
+        let mut m = Manager::new(probing(), Instant::ZERO);
+        let (conn, outs) = open(&mut m, 0);
+        let id = sent(&outs)[0].1;
+        let outs = answer(
+            &mut m,
+            1,
+            conn,
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
+        let reqs = sent(&outs);
+        assert_eq!(reqs[0].0, conn);
+        assert_eq!(reqs[0].2, "initialize", "after {code}");
+        assert!(reqs[0].3.get("_meta").is_none());
+        assert_eq!(reqs[0].4.protocol, None);
+        assert_eq!(m.counters().probes_legacy, 1);
+    }
+}
+
+#[test]
+fn a_silent_stdio_server_is_taken_for_legacy_once_the_probe_times_out() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    // Not before the probe timeout...
+    m.handle_timeout(Instant::from_millis(1999));
+    assert!(!sent(&drain(&mut m)).iter().any(|r| r.2 == "initialize"));
+    // ...but at it: `initialize`, on the same connection.
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let reqs = sent(&drain(&mut m));
+    assert_eq!(reqs[0].0, conn);
+    assert_eq!(reqs[0].2, "initialize");
+    // The late answer changes nothing: the revision was decided once.
+    let outs = answer(&mut m, 2100, conn, discover_ok(id));
+    assert!(sent(&outs).is_empty());
+    assert_eq!(m.counters().probe_timeouts, 1);
+}
+
+#[test]
+fn an_unsupported_version_error_naming_ours_asks_again_once() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    let refusal = |id| {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022,
+        "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}})
+    };
+    let outs = answer(&mut m, 1, conn, refusal(id));
+    let reqs = sent(&outs);
+    assert_eq!(reqs[0].2, "server/discover");
+    assert_ne!(reqs[0].1, id);
+    let outs = answer(&mut m, 2, conn, refusal(reqs[0].1));
+    assert!(sent(&outs).is_empty());
+    assert_eq!(
+        m.server_state("s").unwrap().last_error.unwrap().kind,
+        ServerErrorKind::UnsupportedVersion
+    );
+}
+
+#[test]
+fn a_warm_start_of_a_stateless_server_skips_the_probe() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers: vec![spec],
+        },
+    );
+    let outs = drain(&mut m);
+    let (conn, key) = (
+        outs.iter()
+            .find_map(|o| match o {
+                Output::OpenTransport { conn, .. } => Some(*conn),
+                _ => None,
+            })
+            .unwrap(),
+        outs.iter()
+            .find_map(|o| match o {
+                Output::LoadCache { key, .. } => Some(key.clone()),
+                _ => None,
+            })
+            .unwrap(),
+    );
+    let catalog = crate::catalog::Catalog {
+        handshake: Some(Handshake {
+            era: Era::Modern,
+            discover: Some(discover_ok(0)["result"].to_string()),
+        }),
+        ..Default::default()
+    };
+    m.handle(
+        Instant::ZERO,
+        Input::CacheLoaded {
+            server: "s".into(),
+            key,
+            tools: Some(Vec::new()),
+            catalog: Some(catalog),
+        },
+    );
+    drain(&mut m);
+    m.handle(
+        Instant::ZERO,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let reqs = sent(&drain(&mut m));
+    assert_eq!(reqs[0].2, "tools/list");
+    assert!(has_full_meta(&reqs[0].3));
+    assert_eq!(m.counters().probes_sent, 0);
+    assert_eq!(m.counters().probes_skipped, 1);
+}
+
+#[test]
+fn an_input_round_asks_the_embedder_then_retries_with_the_state_as_written() {
+    let mut o = probing();
+    o.client_features.elicitation_form = true;
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    let outs = answer(&mut m, 1, conn, discover_ok(id));
+    let list = sent(&outs)[0].1;
+    answer(
+        &mut m,
+        2,
+        conn,
+        json!({"jsonrpc": "2.0", "id": list, "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}}),
+    );
+    m.handle(
+        Instant::from_millis(3),
+        Input::CallTool {
+            call: CallId(9),
+            tool: "mcp_s_t".into(),
+            arguments: Some(json!({"x": 1})),
+            timeout: None,
+            progress: false,
+            meta: None,
+        },
+    );
+    let first = sent(&drain(&mut m))[0].1;
+    let state = r#""a\u00e9\/b""#;
+    let frame = format!(
+        r#"{{"jsonrpc":"2.0","id":{first},"result":{{"resultType":"input_required","inputRequests":{{"ok":{{"method":"elicitation/create","params":{{"message":"sure?","requestedSchema":{{"type":"object","properties":{{}}}}}}}},"roots":{{"method":"roots/list"}}}},"requestState":{state}}}}}"#
+    );
+    m.handle(
+        Instant::from_millis(4),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Frame(Bytes::from(frame)),
+        },
+    );
+    let outs = drain(&mut m);
+    let key = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        sent(&outs).is_empty(),
+        "nothing is retried before the input is in"
+    );
+    m.handle(
+        Instant::from_millis(5),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: crate::protocol::PeerAnswer::Accept { content: None },
+        },
+    );
+    let outs = drain(&mut m);
+    let retry = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::Send { frame, .. } => Some(String::from_utf8(frame.to_vec()).unwrap()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        retry.contains(&format!(r#""requestState":{state}"#)),
+        "{retry}"
+    );
+    let v: Value = serde_json::from_str(&retry).unwrap();
+    assert_ne!(v["id"].as_u64(), Some(first));
+    assert_eq!(v["params"]["arguments"], json!({"x": 1}));
+    assert_eq!(v["params"]["inputResponses"]["ok"]["action"], "accept");
+    assert!(v["params"]["inputResponses"]["roots"]["roots"].is_array());
+    assert!(has_full_meta(&v["params"]));
+}

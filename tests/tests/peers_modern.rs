@@ -1,0 +1,132 @@
+//! Real servers of the stateless revision (MCP 2026-07-28): a server written with the
+//! TypeScript SDK v2 (`@modelcontextprotocol/server`, pinned in tests/peers/package.json;
+//! tests/peers/ts_v2_server.mjs) that rejects clients of the 2025 revisions, over stdio and
+//! Streamable HTTP. The library must probe, speak 2026-07-28, and answer an input round with
+//! its elicitation handler. Gated on `SWITCHBOARD_PEERS=1`.
+
+use crate::demo_server::peers_enabled;
+use crate::support::repo_root;
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use switchboard::core::config::{ServerConfig, ServerSpec};
+use switchboard::core::protocol::PeerRequestKind;
+use switchboard::{
+    form_defaults, Builder, ElicitationHandler, Era, PeerAnswer, PeerFuture, PeerRequest,
+};
+
+fn node() -> String {
+    repo_root()
+        .join("tests/peers/node_modules/node/bin/node")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn script() -> String {
+    let s = repo_root().join("tests/peers/ts_v2_server.mjs");
+    let sdk = repo_root().join("tests/peers/node_modules/@modelcontextprotocol/server");
+    assert!(
+        sdk.exists(),
+        "{} is missing: run ./scripts/install-peers.sh",
+        sdk.display()
+    );
+    s.to_string_lossy().into_owned()
+}
+
+/// Accepts every form with its defaults.
+struct Defaults;
+
+impl ElicitationHandler for Defaults {
+    fn elicit(&self, request: PeerRequest) -> PeerFuture {
+        let answer = match &request.kind {
+            PeerRequestKind::ElicitForm {
+                requested_schema, ..
+            } => PeerAnswer::Accept {
+                content: Some(form_defaults(requested_schema)),
+            },
+            _ => PeerAnswer::Decline,
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+fn check_modern(spec: ServerSpec) {
+    smol::block_on(async {
+        let name = spec.name.clone();
+        let (sb, report) = Builder::servers(vec![spec])
+            .no_cache()
+            .elicitation_handler(Arc::new(Defaults))
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec![name.clone()], "{report:?}");
+        let state = sb.server_state(&name).unwrap();
+        assert_eq!(state.protocol_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(state.era, Some(Era::Modern));
+        let echo = format!("mcp_{}_echo", name.replace('-', "_"));
+        let r = sb.call(&echo, json!({"text": "stateless"})).await.unwrap();
+        assert_eq!(r.render_text(), "stateless");
+        // The server asks for a confirmation in an input round; the handler accepts the
+        // form's defaults and the retry carries them.
+        let confirm = format!("mcp_{}_confirm", name.replace('-', "_"));
+        let r = sb.call(&confirm, json!({})).await.unwrap();
+        assert_eq!(r.render_text(), r#"answer: accept {"sure":true}"#);
+        sb.shutdown().await;
+        assert!(sb.live_processes().is_empty());
+    });
+}
+
+#[test]
+fn ts_sdk_v2_server_rejecting_legacy_clients_connects_over_stdio_with_2026_07_28() {
+    if !peers_enabled("ts_sdk_v2_stdio") {
+        return;
+    }
+    let script = script();
+    check_modern(ServerSpec::new(
+        "v2-stdio",
+        ServerConfig::stdio(node(), &[&script, "--reject-legacy"]),
+    ));
+}
+
+#[test]
+fn ts_sdk_v2_server_rejecting_legacy_clients_connects_over_streamable_http_with_2026_07_28() {
+    if !peers_enabled("ts_sdk_v2_http") {
+        return;
+    }
+    let mut child = Command::new(node())
+        .args([&script(), "--http", "--reject-legacy"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    let outcome = std::panic::catch_unwind(|| {
+        check_modern(ServerSpec::new("v2-http", ServerConfig::http(url)));
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e);
+    }
+}
+
+#[test]
+fn ts_sdk_v2_server_that_serves_legacy_clients_too_is_spoken_to_in_2026_07_28() {
+    if !peers_enabled("ts_sdk_v2_stdio_both") {
+        return;
+    }
+    let script = script();
+    check_modern(ServerSpec::new(
+        "v2-both",
+        ServerConfig::stdio(node(), &[&script]),
+    ));
+}
