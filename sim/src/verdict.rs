@@ -91,6 +91,9 @@ pub enum Invariant {
     /// A task is polled no more often than the core's floor, and never after its result was
     /// asked for.
     TaskPollsAreBounded,
+    /// 30: a result that breaks its tool's output schema never completes a call `Ok`, and
+    /// an output-schema error answers only such a result.
+    OutputSchemaHonoured,
 }
 
 impl Invariant {
@@ -194,6 +197,9 @@ impl Invariant {
             | Invariant::StartupRetriesFollowPolicy => "liveness",
             Invariant::Determinism => "determinism",
             Invariant::TaskPollsAreBounded => "25 task polls are bounded",
+            Invariant::OutputSchemaHonoured => {
+                "30 results keep to their tool's output schema or fail the call"
+            }
         }
     }
 }

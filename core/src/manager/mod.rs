@@ -22,6 +22,7 @@ mod health;
 mod listing;
 mod operations;
 mod options;
+mod outputs;
 mod peer;
 mod reconcile;
 mod recovery;
@@ -34,8 +35,11 @@ mod types;
 mod view;
 
 pub use catalog::MAX_CATALOG_ITEMS;
+pub use listing::MAX_TOOLS;
 pub use counters::Counters;
-pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerErrorKind};
+pub use errors::{
+    CallError, OutputProblem, RefreshError, RequestError, ServerError, ServerErrorKind,
+};
 pub use event::{CallOutcome, Event, RequestId};
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
 pub use peer::{PeerRequestKey, WithdrawReason, MAX_ROOTS};

@@ -57,6 +57,11 @@ pub struct ManagerOptions {
     /// Most requests of one server's that may wait for the embedder at once (default 16); one
     /// more is answered with an error at once.
     pub max_peer_requests: usize,
+    /// Checks structured results against the `outputSchema` their tool declares (`None`, the
+    /// core's default: results are not checked). With one, a result without `isError` from
+    /// a tool with an output schema must carry a conforming `structuredContent`, or the call
+    /// fails with [`CallError::OutputSchema`](super::CallError::OutputSchema).
+    pub output_validator: Option<crate::schema::SharedValidator>,
 }
 
 /// Reconnect with backoff: after an unexpected close of a connected server, attempts follow
@@ -157,6 +162,7 @@ impl Default for ManagerOptions {
             client_features: ClientFeatures::default(),
             peer_request_timeout: Duration::from_secs(600),
             max_peer_requests: 16,
+            output_validator: None,
         }
     }
 }

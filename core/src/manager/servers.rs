@@ -11,7 +11,8 @@ use crate::protocol::InitializeResult;
 use crate::time::Instant;
 use crate::tool::ToolDef;
 use serde::Serialize;
-use std::collections::VecDeque;
+use crate::schema::Compiled;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -243,6 +244,9 @@ pub(super) struct Server {
     pub(super) list_gen: u64,
     /// Its resources, templates and prompts, and their lists under way.
     pub(super) catalog: super::catalog::ServerCatalog,
+    /// Output schemas compiled for the tools of the current list that were called, by raw
+    /// tool name; emptied whenever the list is replaced, so never larger than the list.
+    pub(super) schemas: BTreeMap<String, Compiled>,
 }
 
 impl Server {
@@ -269,6 +273,7 @@ impl Server {
             refreshes: Vec::new(),
             list_gen: 0,
             catalog: Default::default(),
+            schemas: BTreeMap::new(),
         }
     }
 

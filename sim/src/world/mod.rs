@@ -14,6 +14,7 @@ mod embedder;
 mod os;
 mod peer;
 mod requests;
+mod schemas;
 mod server;
 mod tasks;
 
