@@ -96,8 +96,8 @@ pub use switchboard_core::manager::{
     CallError, CallId, CallOutcome, ConnId, Event, Level, ManagerOptions, OutputProblem, Phase,
     RefreshError, RequestError, RequestId, ServerError, ServerErrorKind,
 };
-pub use switchboard_core::schema::SchemaMismatch;
 pub use switchboard_core::protocol::Root;
+pub use switchboard_core::schema::SchemaMismatch;
 pub use switchboard_core::{
     NamingScheme, ServerState, ServerStatus, StartupReport, Tool, ToolResult,
 };

@@ -8,7 +8,9 @@ use crate::support::repo_root;
 use bytes::Bytes;
 use serde_json::json;
 use std::time::Duration;
-use switchboard::{Builder, CallError, Error, Event, Level, ServerConfig, ServerErrorKind, ServerSpec};
+use switchboard::{
+    Builder, CallError, Error, Event, Level, ServerConfig, ServerErrorKind, ServerSpec,
+};
 use switchboard_core::manager::{CallOutcome, Input, ServerStatus, TransportEvent};
 
 #[test]
@@ -20,7 +22,8 @@ fn an_unreadable_answer_with_a_readable_id_fails_its_call_at_once() {
     s.call(10, 1, "mcp_a_echo", json!({}));
     // Calls are numbered after initialize (0) and tools/list (1): this one is request 2.
     let conn = s.conn("a");
-    let mut frame = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"XX"}]}}"#.to_vec();
+    let mut frame =
+        br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"XX"}]}}"#.to_vec();
     let at = frame.windows(2).position(|w| w == b"XX").unwrap();
     frame[at] = 0xff;
     frame[at + 1] = 0xfe;
@@ -96,7 +99,9 @@ fn a_real_server_s_broken_answers_fail_their_calls_with_the_reason() {
         ] {
             let e = sb.call(tool, json!({})).await.unwrap_err();
             match &e {
-                Error::Call(CallError::Transport(s)) if s.kind == ServerErrorKind::RequestFailed => {
+                Error::Call(CallError::Transport(s))
+                    if s.kind == ServerErrorKind::RequestFailed =>
+                {
                     assert!(s.message.contains(reason), "{tool}: {e}");
                 }
                 other => panic!("{tool}: expected a failed request, got {other:?}"),
@@ -109,8 +114,15 @@ fn a_real_server_s_broken_answers_fail_their_calls_with_the_reason() {
         assert_eq!(ok.render_text(), "fine");
         let mut stray = 0;
         while let Ok(e) = events.try_recv() {
-            if let Ok(Event::Diagnostic { level: Level::Warn, message, .. }) = &e {
-                stray += usize::from(message.contains("request id 987654, which this connection never sent"));
+            if let Ok(Event::Diagnostic {
+                level: Level::Warn,
+                message,
+                ..
+            }) = &e
+            {
+                stray += usize::from(
+                    message.contains("request id 987654, which this connection never sent"),
+                );
             }
         }
         assert_eq!(stray, 1);
@@ -130,7 +142,8 @@ fn odd_tools_json() -> (String, String) {
         .env_remove("RUST_LOG")
         .env("HOME", dir.path())
         .args(["--config", "mcp.json", "--no-project-config", "--no-cache"])
-        .args(["tools", "--json"])
+        // Warnings reach stderr from `-v` on (they are warning `Diagnostic` events either way).
+        .args(["-v", "tools", "--json"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -156,17 +169,23 @@ fn tools_with_bad_input_schemas_are_skipped_deep_schemas_kept_and_duplicates_war
         "the deep schema is not in tools --json byte for byte:\n{stdout}"
     );
     for skipped in ["as_string", "as_number", "as_array", "as_null"] {
-        assert!(!stdout.contains(&format!("\"mcp_odd_{skipped}\"")), "{skipped} listed:\n{stdout}");
+        assert!(
+            !stdout.contains(&format!("\"mcp_odd_{skipped}\"")),
+            "{skipped} listed:\n{stdout}"
+        );
     }
     assert!(
-        stderr.contains("skipped malformed tool definitions: as_string, as_number, as_array, as_null"),
+        stderr.contains(
+            "skipped malformed tool definitions: as_string, as_number, as_array, as_null"
+        ),
         "{stderr}"
     );
     // One `twice`, the first definition, and a warning.
     assert_eq!(stdout.matches("\"mcp_odd_twice\"").count(), 1, "{stdout}");
     assert!(stdout.contains("\"description\": \"first\""), "{stdout}");
     assert!(
-        stderr.contains("tools listed more than once (the first definition of each is kept): twice"),
+        stderr
+            .contains("tools listed more than once (the first definition of each is kept): twice"),
         "{stderr}"
     );
 }
@@ -211,7 +230,10 @@ fn an_http_answer_without_the_response_fails_that_call_at_once() {
             "{r:?}"
         );
         // The transport stays: the next call is answered.
-        let ok = sb.call("mcp_edge_echo", json!({"text": "found"})).await.unwrap();
+        let ok = sb
+            .call("mcp_edge_echo", json!({"text": "found"}))
+            .await
+            .unwrap();
         assert_eq!(ok.render_text(), "found");
         sb.shutdown().await;
     });

@@ -55,12 +55,29 @@ fn a_result_that_breaks_its_output_schema_fails_the_call_with_a_typed_error() {
     ready_with_schemas(&mut s);
 
     // Conforming: Ok.
-    let ok = call_and_answer(&mut s, 10, 1, "mcp_a_sum", json!({"content": [], "structuredContent": {"sum": 3}}));
+    let ok = call_and_answer(
+        &mut s,
+        10,
+        1,
+        "mcp_a_sum",
+        json!({"content": [], "structuredContent": {"sum": 3}}),
+    );
     assert!(matches!(ok, CallOutcome::Ok(_)), "{ok:?}");
 
     // Mismatch: typed, with where and why.
-    let bad = call_and_answer(&mut s, 20, 2, "mcp_a_sum", json!({"content": [], "structuredContent": {"sum": "3"}}));
-    let CallOutcome::Err(CallError::OutputSchema { server, tool, problem: OutputProblem::Mismatch(m) }) = &bad else {
+    let bad = call_and_answer(
+        &mut s,
+        20,
+        2,
+        "mcp_a_sum",
+        json!({"content": [], "structuredContent": {"sum": "3"}}),
+    );
+    let CallOutcome::Err(CallError::OutputSchema {
+        server,
+        tool,
+        problem: OutputProblem::Mismatch(m),
+    }) = &bad
+    else {
         panic!("expected an output-schema mismatch, got {bad:?}");
     };
     assert_eq!((server.as_str(), tool.as_str()), ("a", "sum"));
@@ -69,23 +86,53 @@ fn a_result_that_breaks_its_output_schema_fails_the_call_with_a_typed_error() {
     assert!(text.starts_with("MCP error: the structured content returned by tool \"sum\" of server \"a\" does not match its output schema: at /sum: "), "{text}");
 
     // Missing structuredContent.
-    let missing = call_and_answer(&mut s, 30, 3, "mcp_a_sum", json!({"content": [{"type": "text", "text": "3"}]}));
+    let missing = call_and_answer(
+        &mut s,
+        30,
+        3,
+        "mcp_a_sum",
+        json!({"content": [{"type": "text", "text": "3"}]}),
+    );
     assert!(
-        matches!(&missing, CallOutcome::Err(CallError::OutputSchema { problem: OutputProblem::Missing, .. })),
+        matches!(
+            &missing,
+            CallOutcome::Err(CallError::OutputSchema {
+                problem: OutputProblem::Missing,
+                ..
+            })
+        ),
         "{missing:?}"
     );
-    assert!(bad_text(&missing).contains("declares an output schema but returned no structured content"));
+    assert!(
+        bad_text(&missing).contains("declares an output schema but returned no structured content")
+    );
 
     // isError: passed on as it came, unchecked.
-    let is_error = call_and_answer(&mut s, 40, 4, "mcp_a_sum", json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
-    assert!(matches!(&is_error, CallOutcome::Ok(r) if r.is_error), "{is_error:?}");
+    let is_error = call_and_answer(
+        &mut s,
+        40,
+        4,
+        "mcp_a_sum",
+        json!({"content": [{"type": "text", "text": "no"}], "isError": true}),
+    );
+    assert!(
+        matches!(&is_error, CallOutcome::Ok(r) if r.is_error),
+        "{is_error:?}"
+    );
 
     // No schema: anything goes.
     let plain = call_and_answer(&mut s, 50, 5, "mcp_a_plain", json!({"content": []}));
     assert!(matches!(plain, CallOutcome::Ok(_)), "{plain:?}");
 
     let c = s.m.counters();
-    assert_eq!((c.output_schema_passed, c.output_schema_refused, c.output_schema_error_results), (1, 2, 1));
+    assert_eq!(
+        (
+            c.output_schema_passed,
+            c.output_schema_refused,
+            c.output_schema_error_results
+        ),
+        (1, 2, 1)
+    );
 }
 
 #[test]
@@ -94,13 +141,23 @@ fn a_schema_that_cannot_be_compiled_keeps_the_tool_unchecked_with_one_warning() 
     ready_with_schemas(&mut s);
     assert!(s.tool_names().contains(&"mcp_a_remote".to_string()));
     for call in 1..=2 {
-        let ok = call_and_answer(&mut s, call * 10, call, "mcp_a_remote", json!({"content": []}));
+        let ok = call_and_answer(
+            &mut s,
+            call * 10,
+            call,
+            "mcp_a_remote",
+            json!({"content": []}),
+        );
         assert!(matches!(ok, CallOutcome::Ok(_)), "{ok:?}");
     }
     let warnings: Vec<&String> = s
         .events()
         .filter_map(|e| match e {
-            Event::Diagnostic { level: Level::Warn, message, .. } if message.contains("output schema cannot be used") => Some(message),
+            Event::Diagnostic {
+                level: Level::Warn,
+                message,
+                ..
+            } if message.contains("output schema cannot be used") => Some(message),
             _ => None,
         })
         .collect();
@@ -114,13 +171,37 @@ fn a_schema_that_cannot_be_compiled_keeps_the_tool_unchecked_with_one_warning() 
 fn a_new_tool_list_brings_the_new_schema() {
     let mut s = Script::with(checked());
     ready_with_schemas(&mut s);
-    let bad = call_and_answer(&mut s, 10, 1, "mcp_a_sum", json!({"content": [], "structuredContent": {"sum": "x"}}));
-    assert!(matches!(bad, CallOutcome::Err(CallError::OutputSchema { .. })), "{bad:?}");
+    let bad = call_and_answer(
+        &mut s,
+        10,
+        1,
+        "mcp_a_sum",
+        json!({"content": [], "structuredContent": {"sum": "x"}}),
+    );
+    assert!(
+        matches!(bad, CallOutcome::Err(CallError::OutputSchema { .. })),
+        "{bad:?}"
+    );
     // The server changes `sum` to return strings.
-    s.frame_on(20, s.conn("a"), json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
-    s.reply(21, "a", "tools/list", json!({"tools": [{"name": "sum", "inputSchema": {"type": "object"},
-        "outputSchema": {"type": "object", "properties": {"sum": {"type": "string"}}}}]}));
-    let ok = call_and_answer(&mut s, 30, 2, "mcp_a_sum", json!({"content": [], "structuredContent": {"sum": "x"}}));
+    s.frame_on(
+        20,
+        s.conn("a"),
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    );
+    s.reply(
+        21,
+        "a",
+        "tools/list",
+        json!({"tools": [{"name": "sum", "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"sum": {"type": "string"}}}}]}),
+    );
+    let ok = call_and_answer(
+        &mut s,
+        30,
+        2,
+        "mcp_a_sum",
+        json!({"content": [], "structuredContent": {"sum": "x"}}),
+    );
     assert!(matches!(ok, CallOutcome::Ok(_)), "{ok:?}");
 }
 
@@ -130,7 +211,16 @@ fn without_a_validator_the_core_passes_results_on_unchecked() {
     ready_with_schemas(&mut s);
     let ok = call_and_answer(&mut s, 10, 1, "mcp_a_sum", json!({"content": []}));
     assert!(matches!(ok, CallOutcome::Ok(_)), "{ok:?}");
-    assert_eq!(s.count(|o| matches!(o, Output::Event(Event::Diagnostic { level: Level::Warn, .. }))), 0);
+    assert_eq!(
+        s.count(|o| matches!(
+            o,
+            Output::Event(Event::Diagnostic {
+                level: Level::Warn,
+                ..
+            })
+        )),
+        0
+    );
 }
 
 fn bad_text(outcome: &CallOutcome) -> String {
@@ -171,12 +261,21 @@ fn the_library_checks_structured_results_against_the_demo_servers_schema() {
         );
         let e = sb.call("mcp_missing_add", args.clone()).await.unwrap_err();
         assert!(
-            matches!(&e, Error::Call(CallError::OutputSchema { problem: OutputProblem::Missing, .. })),
+            matches!(
+                &e,
+                Error::Call(CallError::OutputSchema {
+                    problem: OutputProblem::Missing,
+                    ..
+                })
+            ),
             "{e:?}"
         );
 
         // A tool error (`isError`) is not checked.
-        let r = sb.call("mcp_mismatch_add", json!({"a": "x"})).await.unwrap();
+        let r = sb
+            .call("mcp_mismatch_add", json!({"a": "x"}))
+            .await
+            .unwrap();
         assert!(r.is_error, "{r:?}");
         sb.shutdown().await;
 

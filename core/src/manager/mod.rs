@@ -35,12 +35,12 @@ mod types;
 mod view;
 
 pub use catalog::MAX_CATALOG_ITEMS;
-pub use listing::MAX_TOOLS;
 pub use counters::Counters;
 pub use errors::{
     CallError, OutputProblem, RefreshError, RequestError, ServerError, ServerErrorKind,
 };
 pub use event::{CallOutcome, Event, RequestId};
+pub use listing::MAX_TOOLS;
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
 pub use peer::{PeerRequestKey, WithdrawReason, MAX_ROOTS};
 pub use servers::{Phase, ServerState, ServerStatus};

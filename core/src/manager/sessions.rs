@@ -439,11 +439,14 @@ impl Manager {
                 ),
                 (None, Some(id)) => (
                     Level::Warn,
-                    format!("ignored a response to request id {id}, which this connection never sent"),
+                    format!(
+                        "ignored a response to request id {id}, which this connection never sent"
+                    ),
                 ),
                 (None, None) => (
                     Level::Warn,
-                    "ignored a response without a usable id (a number or a numeric string)".to_string(),
+                    "ignored a response without a usable id (a number or a numeric string)"
+                        .to_string(),
                 ),
             };
             self.diag(Some(server), level, message);

@@ -308,7 +308,10 @@ impl<'de> Deserialize<'de> for Listed {
                 }
                 // An input schema must be an object (`"string"`, `42`, `[]` or `null` would
                 // reach the agent as the tool's arguments' schema): such a tool is skipped.
-                if input_schema.as_ref().is_some_and(|s| !s.get().starts_with('{')) {
+                if input_schema
+                    .as_ref()
+                    .is_some_and(|s| !s.get().starts_with('{'))
+                {
                     return Ok(Listed(Err(name)));
                 }
                 Ok(Listed(Ok(ToolDef {

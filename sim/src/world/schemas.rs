@@ -91,7 +91,13 @@ impl World<'_> {
     /// The result of a call of `tool` on server `i` that went well, with `text`: strict tools
     /// add a conforming `structuredContent`, or, when `may_break`, now and then a marked one
     /// that breaks the schema.
-    pub(super) fn tool_result(&mut self, i: usize, tool: &str, text: String, may_break: bool) -> Value {
+    pub(super) fn tool_result(
+        &mut self,
+        i: usize,
+        tool: &str,
+        text: String,
+        may_break: bool,
+    ) -> Value {
         let kind = schema_kind(tool, self.sc.mix.schema_pct);
         if kind != Some(SchemaKind::Strict) {
             return json!({"content": [{"type": "text", "text": text}]});
@@ -102,7 +108,11 @@ impl World<'_> {
             return json!({"content": [{"type": "text", "text": text}], "structuredContent": {"ok": text}});
         }
         let server = self.sc.servers[i].name.clone();
-        *self.obs.bad_outputs.entry((server, tool.to_string())).or_default() += 1;
+        *self
+            .obs
+            .bad_outputs
+            .entry((server, tool.to_string()))
+            .or_default() += 1;
         self.cov.schema_results_broken += 1;
         if self.rng.below(2) == 0 {
             json!({"content": [{"type": "text", "text": format!("{BAD_MARK}mismatch")}],

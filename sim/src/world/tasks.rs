@@ -152,8 +152,10 @@ impl World<'_> {
                 let server = self.procs.get(&conn).map_or(0, |p| p.server);
                 let r = match end {
                     TaskEnd::Completes => {
-                        let mut result = self.tool_result(server, &tool, format!("ok:{tool}"), false);
-                        result["_meta"] = json!({"io.modelcontextprotocol/related-task": {"taskId": task_id}});
+                        let mut result =
+                            self.tool_result(server, &tool, format!("ok:{tool}"), false);
+                        result["_meta"] =
+                            json!({"io.modelcontextprotocol/related-task": {"taskId": task_id}});
                         json!({"jsonrpc": "2.0", "id": id, "result": result})
                     }
                     TaskEnd::Fails => {

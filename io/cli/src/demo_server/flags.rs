@@ -145,7 +145,9 @@ pub(super) fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flag
                 flags.bad_output = match value().as_deref() {
                     Some("mismatch") => Some(BadOutput::Mismatch),
                     Some("missing") => Some(BadOutput::Missing),
-                    other => return Err(format!("--bad-output: mismatch or missing, not {other:?}")),
+                    other => {
+                        return Err(format!("--bad-output: mismatch or missing, not {other:?}"))
+                    }
                 }
             }
             "--fail-init" => flags.fail_init = true,
