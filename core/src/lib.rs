@@ -13,6 +13,7 @@
 // Not documented item by item yet: their own pass lifts these two exemptions.
 pub mod catalog;
 pub mod config;
+pub mod gateway;
 pub mod manager;
 pub mod names;
 pub mod protocol;

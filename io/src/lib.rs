@@ -74,6 +74,7 @@ pub mod process;
 mod rt;
 mod schema;
 mod secrets;
+pub mod serve;
 mod stdio;
 mod units;
 

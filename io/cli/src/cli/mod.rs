@@ -11,6 +11,7 @@ mod interrupt;
 mod output;
 mod peer;
 mod progress;
+mod serve;
 mod term;
 mod watch;
 
@@ -78,6 +79,13 @@ Exit status:
   0    every step behaved as narrated and no server process was left running
   1    a step failed or a process was left running (the narration says which)
   130  interrupted by Ctrl-C (143: SIGTERM); every server was shut down first";
+
+const SERVE_HELP: &str = "\
+Exit status:
+  0    stdin ended (stdio)
+  1    the HTTP address could not be bound, or writing to stdout failed
+  2    a usage or config error (a non-loopback --http without a bearer token)
+  130  stopped by Ctrl-C (143: SIGTERM); every server was shut down first";
 
 const WATCH_HELP: &str = "\
 Exit status:
@@ -248,6 +256,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve every configured server as one MCP server: on stdio (for a client to spawn), or
+    /// Streamable HTTP at http://ADDR/mcp with --http. Tools, resources and prompts are
+    /// answered at once from the gate's view (cached tools included) and kept current with
+    /// list_changed notifications.
+    #[command(after_help = SERVE_HELP)]
+    Serve {
+        /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8808) instead of stdio. A
+        /// non-loopback address requires a bearer token.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Require `Authorization: Bearer TOKEN` on every HTTP request [default: the
+        /// SWITCHBOARD_BEARER_TOKEN environment variable; none on loopback].
+        #[arg(long, value_name = "TOKEN", requires = "http")]
+        bearer_token: Option<String>,
+        /// An Origin allowed besides local ones (repeatable), e.g. https://app.example.
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+        allow_origins: Vec<String>,
+    },
     /// Complete an argument of a prompt (--prompt) or of a resource template (--resource).
     #[command(after_help = OPERATION_HELP)]
     Complete {
@@ -373,6 +399,18 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
     match cli.command {
         Command::Demo => demo::run(&g, interrupt).await,
         Command::Watch { json, for_ms } => watch::run(&g, interrupt, json, for_ms).await,
+        Command::Serve {
+            http,
+            bearer_token,
+            allow_origins,
+        } => {
+            let args = serve::ServeArgs {
+                http,
+                bearer_token,
+                allowed_origins: allow_origins,
+            };
+            serve::run(&g, interrupt, args).await
+        }
         Command::Status { json } => {
             let session = Session::start(&g, interrupt, Settle::All).await?;
             let failed = session.any_failed();
