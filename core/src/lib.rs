@@ -18,6 +18,7 @@ pub mod manager;
 pub mod names;
 pub mod protocol;
 pub mod rng;
+pub mod schema;
 pub mod time;
 pub mod tool;
 
@@ -30,5 +31,6 @@ pub use manager::{
 pub use manager::{Era, Handshake, PeerRequestKey, ProtocolPolicy, WithdrawReason};
 pub use names::NamingScheme;
 pub use protocol::{ClientFeatures, PeerAnswer, PeerRequestKind, Root};
+pub use schema::{CompiledSchema, OutputValidator, SchemaMismatch, SharedValidator};
 pub use time::Instant;
 pub use tool::{RawJson, TaskSupport, Tool, ToolDef, ToolRef, ToolResult};

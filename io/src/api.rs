@@ -107,7 +107,10 @@ impl Builder {
         options.protocol.probe = true;
         Builder {
             source,
-            options,
+            options: ManagerOptions {
+                output_validator: Some(crate::JsonSchemaValidator::shared()),
+                ..options
+            },
             cache_dir: None,
             no_cache: false,
             stdio: StdioOptions::default(),
@@ -332,6 +335,16 @@ impl Builder {
     /// [`process`](crate::process).
     pub fn adopt_orphans(mut self, on: bool) -> Self {
         self.adopt_orphans = on;
+        self
+    }
+
+    /// Check structured results against their tool's `outputSchema` (on by default, with
+    /// [`JsonSchemaValidator`](crate::JsonSchemaValidator)): a result without `isError`
+    /// whose `structuredContent` is missing or does not conform fails its call with
+    /// [`CallError::OutputSchema`](crate::CallError::OutputSchema). Off: results are passed
+    /// on unchecked.
+    pub fn check_output_schemas(mut self, on: bool) -> Self {
+        self.options.output_validator = on.then(crate::JsonSchemaValidator::shared);
         self
     }
 

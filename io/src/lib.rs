@@ -72,6 +72,7 @@ mod peer;
 mod proc;
 pub mod process;
 mod rt;
+mod schema;
 mod secrets;
 pub mod serve;
 mod stdio;
@@ -89,14 +90,16 @@ pub use peer::{
     SamplingHandler,
 };
 pub use rt::TaskFuture;
+pub use schema::JsonSchemaValidator;
 pub use secrets::CredentialProvider;
 pub use stdio::StdioOptions;
 pub use switchboard_core::config::{DenyList, ServerConfig, ServerSpec, TransportConfig};
 pub use switchboard_core::manager::{
-    CallError, CallId, CallOutcome, ConnId, Era, Event, Level, ManagerOptions, Phase,
-    ProtocolPolicy, RefreshError, RequestError, RequestId, ServerError, ServerErrorKind,
+    CallError, CallId, CallOutcome, ConnId, Era, Event, Level, ManagerOptions, OutputProblem,
+    Phase, ProtocolPolicy, RefreshError, RequestError, RequestId, ServerError, ServerErrorKind,
 };
 pub use switchboard_core::protocol::Root;
+pub use switchboard_core::schema::SchemaMismatch;
 pub use switchboard_core::{
     NamingScheme, ServerState, ServerStatus, StartupReport, Tool, ToolResult,
 };

@@ -38,6 +38,11 @@ macro_rules! coverage {
 }
 
 coverage! {
+    schema_results_conforming: "a tool with an output schema returned conforming structured content",
+    schema_results_broken: "a tool with an output schema returned a result that breaks it",
+    duplicate_tools_listed: "a server listed one tool name twice",
+    unreadable_answers_sent: "a server answered a call with a frame that is not UTF-8 (its id still readable)",
+    schema_errors_seen: "a call failed because its result broke its tool's output schema",
     catalog_operation_faults: "a resources, prompts or completion request failed or went unanswered",
     catalog_updates_sent: "a server sent resources/updated after a subscription",
     catalog_list_errors: "a resources, templates or prompts list answered with an error",

@@ -222,6 +222,9 @@ pub struct Observer {
     pub rounds: BTreeMap<u64, RoundObs>,
     pub max_round: u64,
     pub calls: BTreeMap<CallId, CallObs>,
+    /// Results sent that break their tool's output schema, per (server, tool), not yet
+    /// answered by an output-schema error.
+    pub bad_outputs: BTreeMap<(String, String), u64>,
     /// Servers that must show no tools until their next attempt starts (disconnected, or
     /// their late failure was reported).
     pub withdrawn: Vec<bool>,

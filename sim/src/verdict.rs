@@ -101,6 +101,9 @@ pub enum Invariant {
     /// 32: a retry after an input-required result echoes the server's `requestState` byte
     /// for byte, with the inputs asked for.
     RequestStateEchoed,
+    /// 33: a result that breaks its tool's output schema never completes a call `Ok`, and
+    /// an output-schema error answers only such a result.
+    OutputSchemaHonoured,
 }
 
 impl Invariant {
@@ -211,6 +214,9 @@ impl Invariant {
                 "31 every stateless request carries the protocol _meta"
             }
             Invariant::RequestStateEchoed => "32 requestState is echoed byte for byte",
+            Invariant::OutputSchemaHonoured => {
+                "33 results keep to their tool's output schema or fail the call"
+            }
         }
     }
 }

@@ -62,7 +62,8 @@ fn arb_tool() -> impl Strategy<Value = Value> {
 
 /// How pages were read while the codec built a `Value` tree of every answer: each entry went
 /// through `ToolDef`'s derived `Deserialize` (entries that are not objects are skipped, the one
-/// intended difference: the derived impl also read a definition given as an array).
+/// intended difference: the derived impl also read a definition given as an array), then
+/// skipped when a given `inputSchema` is not an object.
 fn page_via_value(v: &Value) -> Result<protocol::ToolsPage, String> {
     use serde::Deserialize;
     let tools = v
@@ -76,7 +77,14 @@ fn page_via_value(v: &Value) -> Result<protocol::ToolsPage, String> {
     };
     for t in tools {
         match ToolDef::deserialize(t) {
-            Ok(def) if t.is_object() && !def.name.is_empty() => page.tools.push(def),
+            // A given `inputSchema` must be an object (the streaming reader skips others).
+            Ok(def)
+                if t.is_object()
+                    && !def.name.is_empty()
+                    && t.get("inputSchema").is_none_or(Value::is_object) =>
+            {
+                page.tools.push(def)
+            }
             _ => page.skipped.push(
                 t.get("name")
                     .and_then(Value::as_str)

@@ -57,6 +57,7 @@ fn calm() -> FaultMix {
         stale_pct: 0,
         jitter_ms: 0,
         task_pct: 0,
+        schema_pct: 0,
     }
 }
 

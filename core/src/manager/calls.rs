@@ -292,7 +292,7 @@ impl Manager {
         }
         let outcome = match result {
             Ok(v) => match protocol::parse_call_tool_result(&v) {
-                Ok(r) => CallOutcome::Ok(r),
+                Ok(r) => self.check_output(call, r),
                 Err(e) => CallOutcome::Err(CallError::Protocol(e.to_string())),
             },
             Err(e) => CallOutcome::Err(CallError::Rpc {

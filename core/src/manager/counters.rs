@@ -32,6 +32,10 @@ pub struct Counters {
     pub unknown_responses: u64,
     /// Frames that could not be read (malformed, or too large).
     pub bad_frames: u64,
+    /// Tool names a live list gave more than once (the first definition kept, with a warning).
+    pub duplicate_tool_names: u64,
+    /// Unreadable frames whose id named a request in flight: that request failed at once.
+    pub unreadable_answers: u64,
     /// `initialize` answers with a protocol version the client does not speak.
     pub unsupported_versions: u64,
     /// `server/discover` probes sent (a retry with another version counts again).
@@ -168,4 +172,13 @@ pub struct Counters {
     pub resource_updates: u64,
     /// `tasks/list` pages answered.
     pub task_pages_listed: u64,
+    /// Structured results checked against their tool's output schema and found conforming.
+    pub output_schema_passed: u64,
+    /// Results refused: no `structuredContent`, or one that does not match the tool's
+    /// output schema.
+    pub output_schema_refused: u64,
+    /// Output schemas that did not compile (their tools' results go unchecked).
+    pub output_schema_unusable: u64,
+    /// Results with `isError` from a tool with an output schema, passed on unchecked.
+    pub output_schema_error_results: u64,
 }

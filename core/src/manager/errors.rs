@@ -174,6 +174,16 @@ pub enum CallError {
         /// Why it cannot be given.
         reason: String,
     },
+    /// The tool declares an `outputSchema` and its result (without `isError`) does not keep
+    /// to it: no `structuredContent`, or one that does not conform. Generated locally.
+    OutputSchema {
+        /// The tool's server.
+        server: String,
+        /// The tool's name on that server.
+        tool: String,
+        /// What is wrong with the result.
+        problem: OutputProblem,
+    },
     /// An operation (a read, a prompt, a completion, ...) reached its deadline.
     OperationTimeout {
         /// The method it sent (or would have sent).
@@ -261,6 +271,22 @@ impl fmt::Display for CallError {
                 f,
                 "MCP error: server \"{server}\" does not offer {method}"
             ),
+            CallError::OutputSchema {
+                server,
+                tool,
+                problem: OutputProblem::Missing,
+            } => write!(
+                f,
+                "MCP error: tool \"{tool}\" of server \"{server}\" declares an output schema but returned no structured content"
+            ),
+            CallError::OutputSchema {
+                server,
+                tool,
+                problem: OutputProblem::Mismatch(m),
+            } => write!(
+                f,
+                "MCP error: the structured content returned by tool \"{tool}\" of server \"{server}\" does not match its output schema: {m}"
+            ),
             CallError::OperationTimeout {
                 method,
                 after,
@@ -277,6 +303,16 @@ impl fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// What is wrong with a result checked against its tool's output schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum OutputProblem {
+    /// The result has no `structuredContent`.
+    Missing,
+    /// Its `structuredContent` does not conform.
+    Mismatch(crate::schema::SchemaMismatch),
+}
 
 /// Why a `RefreshTools` did not apply a fresh list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

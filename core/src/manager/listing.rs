@@ -36,6 +36,10 @@ impl Listing {
     }
 }
 
+/// The most tools one server's list may hold (over all its pages); a longer list fails like
+/// any broken listing: the first list fails the server, a re-list keeps the previous tools.
+pub const MAX_TOOLS: usize = 100_000;
+
 impl Manager {
     /// A `tools/list` page went unanswered: cancel it, then fail a first listing or keep the
     /// previous list of a refresh.
@@ -125,6 +129,10 @@ impl Manager {
                 acc.extend(tools);
                 let pages = listing.pages + 1;
                 match next {
+                    // Pages are bounded, and so is what they add up to.
+                    _ if acc.len() > MAX_TOOLS => {
+                        Err(format!("tools/list failed: more than {MAX_TOOLS} tools"))
+                    }
                     None => Ok(acc),
                     Some(cursor) => {
                         let mut cursors = listing.cursors;
@@ -176,12 +184,20 @@ impl Manager {
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
+        if s.phase.conn().is_none() {
+            return;
+        }
+        let tools = self.dedupe_listed(server, tools);
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
         let Some(conn) = s.phase.conn() else {
             return;
         };
-        let (tools, filtered) = filter_tools(&s.spec.config, dedupe(tools));
+        let (tools, filtered) = filter_tools(&s.spec.config, tools);
         s.tools = tools.into();
         s.filtered_tools = filtered;
+        s.schemas.clear();
         self.view_gen += 1;
         s.ready_at = Some(self.now);
         s.last_error = None;
@@ -363,6 +379,14 @@ impl Manager {
     }
 
     fn end_refresh(&mut self, server: &str, outcome: Result<Vec<ToolDef>, String>) {
+        let connected = matches!(
+            self.servers.get(server).map(|s| &s.phase),
+            Some(Stage::Connected { .. })
+        );
+        if !connected {
+            return;
+        }
+        let outcome = outcome.map(|tools| self.dedupe_listed(server, tools));
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
@@ -388,9 +412,10 @@ impl Manager {
         match outcome {
             Ok(tools) => {
                 self.counters.list_changed_applied += 1;
-                let (tools, filtered) = filter_tools(&s.spec.config, dedupe(tools));
+                let (tools, filtered) = filter_tools(&s.spec.config, tools);
                 s.filtered_tools = filtered;
                 s.tools = tools.as_slice().into();
+                s.schemas.clear();
                 s.cache = CacheState::Hit(s.tools.clone());
                 self.view_gen += 1;
                 let key = CacheKey {
@@ -451,14 +476,46 @@ impl Manager {
 }
 
 /// Keep the first definition of each tool name.
-fn dedupe(mut tools: Vec<ToolDef>) -> Vec<ToolDef> {
+fn dedupe(tools: Vec<ToolDef>) -> Vec<ToolDef> {
+    dedupe_named(tools).0
+}
+
+/// Keep the first definition of each tool name; also the names given more than once (each
+/// once, in order).
+fn dedupe_named(mut tools: Vec<ToolDef>) -> (Vec<ToolDef>, Vec<String>) {
     let mut seen = BTreeSet::new();
     let keep: Vec<bool> = tools.iter().map(|t| seen.insert(t.name.as_str())).collect();
+    let mut repeated = Vec::new();
     if keep.contains(&false) {
+        let mut named = BTreeSet::new();
+        for (t, k) in tools.iter().zip(&keep) {
+            if !k && named.insert(t.name.as_str()) {
+                repeated.push(t.name.clone());
+            }
+        }
         let mut keep = keep.into_iter();
         tools.retain(|_| keep.next().unwrap_or(false));
     }
-    tools
+    (tools, repeated)
+}
+
+impl Manager {
+    /// A live list with duplicate names keeps each name's first definition, with a warning.
+    fn dedupe_listed(&mut self, server: &str, tools: Vec<ToolDef>) -> Vec<ToolDef> {
+        let (tools, repeated) = dedupe_named(tools);
+        if !repeated.is_empty() {
+            self.counters.duplicate_tool_names += repeated.len() as u64;
+            self.diag(
+                Some(server),
+                Level::Warn,
+                format!(
+                    "tools listed more than once (the first definition of each is kept): {}",
+                    repeated.join(", ")
+                ),
+            );
+        }
+        tools
+    }
 }
 
 /// The tools the config's filters let through, and how many they hid. A filtered tool never

@@ -26,6 +26,7 @@ mod listing;
 mod mrtr;
 mod operations;
 mod options;
+mod outputs;
 mod peer;
 mod reconcile;
 mod recovery;
@@ -40,8 +41,11 @@ mod view;
 pub use catalog::MAX_CATALOG_ITEMS;
 pub use counters::Counters;
 pub use era::{Era, Handshake, ProtocolPolicy};
-pub use errors::{CallError, RefreshError, RequestError, ServerError, ServerErrorKind};
+pub use errors::{
+    CallError, OutputProblem, RefreshError, RequestError, ServerError, ServerErrorKind,
+};
 pub use event::{CallOutcome, Event, RequestId};
+pub use listing::MAX_TOOLS;
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
 pub use peer::{PeerRequestKey, WithdrawReason, MAX_ROOTS};
 pub use servers::{Phase, ServerState, ServerStatus};

@@ -60,6 +60,11 @@ pub struct ManagerOptions {
     /// How a connection's protocol revision is chosen (the `server/discover` probe is off by
     /// default here: `initialize` at once; the library turns it on).
     pub protocol: super::ProtocolPolicy,
+    /// Checks structured results against the `outputSchema` their tool declares (`None`, the
+    /// core's default: results are not checked). With one, a result without `isError` from
+    /// a tool with an output schema must carry a conforming `structuredContent`, or the call
+    /// fails with [`CallError::OutputSchema`](super::CallError::OutputSchema).
+    pub output_validator: Option<crate::schema::SharedValidator>,
 }
 
 /// Reconnect with backoff: after an unexpected close of a connected server, attempts follow
@@ -161,6 +166,7 @@ impl Default for ManagerOptions {
             peer_request_timeout: Duration::from_secs(600),
             max_peer_requests: 16,
             protocol: super::ProtocolPolicy::default(),
+            output_validator: None,
         }
     }
 }

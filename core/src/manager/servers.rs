@@ -8,10 +8,11 @@ use super::listing::Listing;
 use super::{ConnId, Event, Manager, Output, RequestId};
 use crate::config::{ServerSpec, SourceMeta};
 use crate::protocol::InitializeResult;
+use crate::schema::Compiled;
 use crate::time::Instant;
 use crate::tool::ToolDef;
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -256,6 +257,9 @@ pub(super) struct Server {
     /// How it was reached last (from this process or the cache): the next attempt skips
     /// the probe.
     pub(super) handshake: Option<super::Handshake>,
+    /// Output schemas compiled for the tools of the current list that were called, by raw
+    /// tool name; emptied whenever the list is replaced, so never larger than the list.
+    pub(super) schemas: BTreeMap<String, Compiled>,
 }
 
 impl Server {
@@ -285,6 +289,7 @@ impl Server {
             catalog: Default::default(),
             era: None,
             handshake: None,
+            schemas: BTreeMap::new(),
         }
     }
 

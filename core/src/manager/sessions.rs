@@ -374,7 +374,30 @@ impl Manager {
             }
             Err(e) => {
                 self.counters.bad_frames += 1;
-                self.diag(Some(server), Level::Warn, format!("ignored a frame: {e}"));
+                // An answer to a request in flight that cannot be read fails that request
+                // now, with the reason, rather than leaving it to its timeout.
+                let pending = protocol::salvage_response_id(frame).filter(|id| {
+                    self.conns
+                        .get(&conn)
+                        .is_some_and(|c| c.tracker.get(*id).is_some())
+                });
+                match pending {
+                    Some(id) => {
+                        self.counters.unreadable_answers += 1;
+                        self.diag(
+                            Some(server),
+                            Level::Warn,
+                            format!("the answer to request {id} could not be read: {e}"),
+                        );
+                        self.on_request_failed(
+                            conn,
+                            server,
+                            id,
+                            format!("the server's answer could not be read: {e}"),
+                        );
+                    }
+                    None => self.diag(Some(server), Level::Warn, format!("ignored a frame: {e}")),
+                }
                 return;
             }
         };
@@ -405,14 +428,31 @@ impl Manager {
         });
         let Some((id, req)) = req else {
             self.counters.unknown_responses += 1;
-            self.diag(
-                Some(server),
-                Level::Debug,
-                format!(
-                    "ignored a response to an unknown or already answered request id {}",
-                    id.map_or("(none)".to_string(), |i| i.to_string())
+            // A late answer to a request we gave up on (timed out, cancelled) is normal; an
+            // id we never issued, or none, means the server is confused: say so.
+            let issued = id.filter(|id| {
+                self.conns
+                    .get(&conn)
+                    .is_some_and(|c| c.tracker.was_issued(*id))
+            });
+            let (level, message) = match (issued, id) {
+                (Some(id), _) => (
+                    Level::Debug,
+                    format!("ignored a response to an unknown or already answered request id {id}"),
                 ),
-            );
+                (None, Some(id)) => (
+                    Level::Warn,
+                    format!(
+                        "ignored a response to request id {id}, which this connection never sent"
+                    ),
+                ),
+                (None, None) => (
+                    Level::Warn,
+                    "ignored a response without a usable id (a number or a numeric string)"
+                        .to_string(),
+                ),
+            };
+            self.diag(Some(server), level, message);
             return;
         };
         match (req, answer) {

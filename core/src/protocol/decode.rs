@@ -226,6 +226,21 @@ fn decode_frame(
     }
 }
 
+/// The id of the answer a frame that failed to decode was meant to be, when one can still be
+/// read: the frame read again with invalid UTF-8 replaced, as an object that has an `id` and
+/// no `method` (a response). `None` for anything else (not JSON even so, a request, a
+/// notification, an id that is not ours), so the caller can tell "fail this request" from
+/// "the frame names nothing".
+pub fn salvage_response_id(frame: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(frame);
+    let value: Value = serde_json::from_str(&text).ok()?;
+    let obj = value.as_object()?;
+    if obj.contains_key("method") {
+        return None;
+    }
+    obj.get("id").and_then(id_as_u64)
+}
+
 /// Our ids are non-negative integers; some servers echo them as strings.
 fn id_as_u64(id: &Value) -> Option<u64> {
     match id {

@@ -29,8 +29,8 @@ pub struct ToolsPage {
 /// no `Value` tree of the page is ever built.
 ///
 /// A definition is skipped (its name reported, or `(unnamed)`) when it is not an object, its
-/// `name` is missing, empty or not a string, or its `title` or `description` is neither a
-/// string nor null. A member given twice counts with its last value, as in a `Value` object.
+/// `name` is missing, empty or not a string, its `title` or `description` is neither a
+/// string nor null, or its `inputSchema` is given but not an object. A member given twice counts with its last value, as in a `Value` object.
 pub fn parse_list_tools_result(raw: &RawValue) -> Result<ToolsPage, ProtocolError> {
     let parts: PageParts =
         serde_json::from_str(raw.get()).map_err(|e| malformed("tools/list", e.to_string()))?;
@@ -304,6 +304,14 @@ impl<'de> Deserialize<'de> for Listed {
                     return Ok(Listed(Err(name)));
                 };
                 if name.is_empty() {
+                    return Ok(Listed(Err(name)));
+                }
+                // An input schema must be an object (`"string"`, `42`, `[]` or `null` would
+                // reach the agent as the tool's arguments' schema): such a tool is skipped.
+                if input_schema
+                    .as_ref()
+                    .is_some_and(|s| !s.get().starts_with('{'))
+                {
                     return Ok(Listed(Err(name)));
                 }
                 Ok(Listed(Ok(ToolDef {

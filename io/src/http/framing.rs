@@ -89,6 +89,15 @@ pub(super) fn is_error_response_to(body: &[u8], id: u64) -> bool {
     }
 }
 
+/// Whether `frame` is the response to our request `id` (a number, or a numeric string as
+/// some servers echo it back, as the core reads it).
+pub(super) fn answers(frame: &[u8], id: u64) -> bool {
+    response_id(frame).is_some_and(|got| {
+        let got = got.trim_matches('"');
+        got.parse::<u64>() == Ok(id)
+    })
+}
+
 /// The `protocolVersion` of an `initialize` result.
 pub(super) fn negotiated_version(frame: &[u8]) -> Option<String> {
     #[derive(Deserialize)]

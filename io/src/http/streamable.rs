@@ -6,7 +6,8 @@
 use super::actor::with_timeout;
 use super::client::{Body, HttpError, Response, Url};
 use super::framing::{
-    content_type, initialized_notification, is_error_response_to, negotiated_version, response_id,
+    answers, content_type, initialized_notification, is_error_response_to, negotiated_version,
+    response_id,
     split_json_body, status_error, FrameInfo,
 };
 use super::sse::SseParser;
@@ -318,13 +319,23 @@ impl Inner {
                     .read_to_end(self.opts.max_message_len)
                     .await
                     .map_err(|e| PostError::Request(e.to_string()))?;
+                let mut answered = false;
                 for frame in split_json_body(body) {
                     if info.is_initialize() {
                         self.record_version(&frame);
                     }
+                    answered |= info.request_id.is_some_and(|id| answers(&frame, id));
                     self.emit.frame(frame).await;
                 }
-                Ok(())
+                // A JSON answer is the whole exchange: without the response in it, nothing
+                // more will come for this request, so it fails now rather than at its timeout.
+                if answered {
+                    Ok(())
+                } else {
+                    Err(PostError::Request(
+                        "the server's HTTP answer (application/json) held no JSON-RPC response to the request".into(),
+                    ))
+                }
             }
             "text/event-stream" => self.read_post_stream(resp.body, info).await,
             other => Err(PostError::Request(format!(

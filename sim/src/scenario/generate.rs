@@ -410,6 +410,7 @@ fn mix_strategy() -> impl Strategy<Value = FaultMix> {
         prop_oneof![1 => Just(0u8), 1 => 10u8..80],
         prop_oneof![1 => Just(0u64), 2 => 1u64..120],
         prop_oneof![2 => Just(0u8), 1 => 20u8..100],
+        prop_oneof![1 => Just(0u8), 1 => 20u8..100],
     )
         .prop_map(
             |(
@@ -420,6 +421,7 @@ fn mix_strategy() -> impl Strategy<Value = FaultMix> {
                 stale_pct,
                 jitter_ms,
                 task_pct,
+                schema_pct,
             )| {
                 FaultMix {
                     attempt_faults,
@@ -429,6 +431,7 @@ fn mix_strategy() -> impl Strategy<Value = FaultMix> {
                     stale_pct,
                     jitter_ms,
                     task_pct,
+                    schema_pct,
                 }
             },
         )

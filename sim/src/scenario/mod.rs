@@ -145,6 +145,10 @@ pub struct FaultMix {
     /// `tools/call` when above 0): their calls run as tasks.
     #[serde(default)]
     pub task_pct: u8,
+    /// Percent of tools listed with an `outputSchema` (some of which cannot be compiled);
+    /// with `call_fault_pct`, some of their results break it.
+    #[serde(default)]
+    pub schema_pct: u8,
 }
 
 /// A simulated MCP server and how it behaves.

@@ -87,6 +87,7 @@ pub(super) fn manager_options(sc: &Scenario) -> ManagerOptions {
             probe: o.probe,
             ..Default::default()
         },
+        output_validator: Some(super::schemas::validator()),
         ..ManagerOptions::default()
     }
 }
@@ -312,9 +313,30 @@ impl World<'_> {
         }
         let deferred = self.obs.calls.get(&call).is_some_and(|c| c.deferred);
         match &outcome {
-            CallOutcome::Ok(_) => {
+            CallOutcome::Ok(r) => {
                 self.cov.calls_ok += 1;
                 self.cov.deferred_call_succeeded += u64::from(deferred);
+                if !r.is_error && r.render_text().starts_with(super::schemas::BAD_MARK) {
+                    let d = format!(
+                        "call {} completed Ok with a result that breaks its tool's output schema: {r:?}",
+                        call.0
+                    );
+                    self.fail(Invariant::OutputSchemaHonoured, d);
+                }
+            }
+            CallOutcome::Err(CallError::OutputSchema { server, tool, .. }) => {
+                self.cov.schema_errors_seen += 1;
+                let key = (server.clone(), tool.clone());
+                match self.obs.bad_outputs.get_mut(&key) {
+                    Some(n) if *n > 0 => *n -= 1,
+                    _ => {
+                        let d = format!(
+                            "call {} failed its output schema, but {server}/{tool} sent no result breaking it: {outcome:?}",
+                            call.0
+                        );
+                        self.fail(Invariant::OutputSchemaHonoured, d);
+                    }
+                }
             }
             CallOutcome::Err(CallError::UnknownTool { .. }) => self.cov.calls_unknown_tool += 1,
             _ => {}

@@ -15,6 +15,7 @@ mod era;
 mod os;
 mod peer;
 mod requests;
+mod schemas;
 mod server;
 mod tasks;
 

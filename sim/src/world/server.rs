@@ -121,7 +121,7 @@ impl World<'_> {
         self.reply_frame(conn, ms, frame, tag);
     }
 
-    /// Schedule a frame written by hand (its bytes exactly as given).
+    /// Send these bytes as one frame (which need not be valid JSON, or even UTF-8).
     pub(super) fn reply_frame(&mut self, conn: ConnId, ms: u64, frame: Bytes, tag: Tag) {
         let j = self.jitter();
         let at = self.after_ms(ms + j);
@@ -548,6 +548,7 @@ impl World<'_> {
             }
         }
         let task_pct = self.sc.mix.task_pct;
+        let schema_pct = self.sc.mix.schema_pct;
         let page_json = |names: &[String]| -> Vec<Value> {
             names
                 .iter()
@@ -555,6 +556,9 @@ impl World<'_> {
                     let mut t = json!({"name": n, "description": format!("{n} tool"), "inputSchema": {"type": "object"}});
                     if super::tasks::task_required(n, task_pct) {
                         t["execution"] = json!({"taskSupport": "required"});
+                    }
+                    if let Some(kind) = super::schemas::schema_kind(n, schema_pct) {
+                        t["outputSchema"] = super::schemas::schema_json(kind);
                     }
                     t
                 })
@@ -587,7 +591,16 @@ impl World<'_> {
                 let per = tools.len().div_ceil(pages).max(1);
                 let lo = (k * per).min(tools.len());
                 let hi = ((k + 1) * per).min(tools.len());
-                let mut result = json!({ "tools": page_json(&tools[lo..hi]) });
+                let mut listed = page_json(&tools[lo..hi]);
+                // Under a schema mix, every fourth server lists its first tool twice (again on
+                // its last page): the client keeps the first definition and warns.
+                if self.sc.mix.schema_pct > 0 && i % 4 == 3 && k + 1 >= pages && !tools.is_empty() {
+                    let mut again = page_json(&tools[..1]);
+                    again[0]["description"] = json!("a second definition, ignored");
+                    listed.extend(again);
+                    self.cov.duplicate_tools_listed += 1;
+                }
+                let mut result = json!({ "tools": listed });
                 let kind = if k + 1 < pages {
                     result["nextCursor"] = json!(format!("p{}", k + 1));
                     ListKind::Page
@@ -709,7 +722,7 @@ impl World<'_> {
             .map(|t| t.timeout.as_millis() as u64);
         let cf = self.sc.mix.call_fault_pct;
         let fault = if self.pct(cf) {
-            Some(self.rng.below(4))
+            Some(self.rng.below(5))
         } else {
             None
         };
@@ -728,21 +741,19 @@ impl World<'_> {
                     let p = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token_json, "progress": k, "total": n + 1}});
                     self.reply_tagged(conn, k * step, p, progress_tag);
                 }
+                let result = self.tool_result(i, &tool, "slow but alive".into(), false);
                 (
                     n * step + t / 2,
-                    answers.then(|| {
-                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "slow but alive"}]}})
-                    }),
+                    answers.then(|| json!({"jsonrpc": "2.0", "id": id, "result": result})),
                 )
             }
             Some(0) => {
                 self.cov.slow_calls += 1;
                 let ms = self.sc.options.call_timeout_ms + 100;
+                let result = self.tool_result(i, &tool, "late".into(), false);
                 (
                     ms,
-                    Some(
-                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "late"}]}}),
-                    ),
+                    Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
                 )
             }
             Some(1) => {
@@ -763,16 +774,31 @@ impl World<'_> {
                     ),
                 )
             }
+            Some(3) => {
+                // An answer whose id still reads but whose text is not UTF-8: the call fails
+                // at once with the reason, the server stays.
+                self.cov.unreadable_answers_sent += 1;
+                let mut frame = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"content": [{"type": "text", "text": "@@"}]}}))
+                .unwrap_or_default();
+                if let Some(at) = frame.windows(2).position(|w| w == b"@@") {
+                    frame[at] = 0xff;
+                    frame[at + 1] = 0xfe;
+                }
+                self.reply_frame(conn, lat + session_delay_ms, Bytes::from(frame), Tag::None);
+                (lat, None)
+            }
             Some(_) => {
                 self.cov.unanswered_calls += 1;
                 (lat, None)
             }
-            None => (
-                lat,
-                Some(
-                    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": format!("ok:{tool}")}]}}),
-                ),
-            ),
+            None => {
+                let result = self.tool_result(i, &tool, format!("ok:{tool}"), true);
+                (
+                    lat,
+                    Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+                )
+            }
         };
         let cp = self.sc.mix.chatter_pct;
         if self.pct(cp) {

@@ -149,10 +149,15 @@ impl World<'_> {
                     return;
                 };
                 let wait = at.as_millis().saturating_sub(now.as_millis());
+                let server = self.procs.get(&conn).map_or(0, |p| p.server);
                 let r = match end {
-                    TaskEnd::Completes => json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "content": [{"type": "text", "text": format!("ok:{tool}")}],
-                        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task_id}}}}),
+                    TaskEnd::Completes => {
+                        let mut result =
+                            self.tool_result(server, &tool, format!("ok:{tool}"), false);
+                        result["_meta"] =
+                            json!({"io.modelcontextprotocol/related-task": {"taskId": task_id}});
+                        json!({"jsonrpc": "2.0", "id": id, "result": result})
+                    }
                     TaskEnd::Fails => {
                         json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "task failed"}})
                     }

@@ -3,6 +3,7 @@
 //! and calls whose tool or server is gone.
 
 use super::*;
+use switchboard_core::manager::Level;
 
 #[test]
 fn an_unsupported_protocol_version_fails_the_connection_with_a_clear_error() {
@@ -134,22 +135,30 @@ fn responses_to_unknown_and_already_answered_ids_become_diagnostics() {
         conn,
         json!({"jsonrpc": "2.0", "id": 0, "result": init_result()}),
     );
-    let diags: Vec<String> = s.outputs[mark..]
+    let diags: Vec<(Level, String)> = s.outputs[mark..]
         .iter()
         .map(|o| match o {
             Output::Event(Event::Diagnostic {
                 server: Some(n),
-                level: switchboard_core::manager::Level::Debug,
+                level,
                 message,
-            }) if n == "a" => message.clone(),
+            }) if n == "a" => (*level, message.clone()),
             other => panic!("unexpected output {other:?}"),
         })
         .collect();
+    // An id never sent is the server's confusion: a warning. A late or repeated answer to
+    // one we did send is routine (a call given up on): only for debugging.
     assert_eq!(
         diags,
         [
-            "ignored a response to an unknown or already answered request id 99",
-            "ignored a response to an unknown or already answered request id 0",
+            (
+                Level::Warn,
+                "ignored a response to request id 99, which this connection never sent".into()
+            ),
+            (
+                Level::Debug,
+                "ignored a response to an unknown or already answered request id 0".into()
+            ),
         ]
     );
     assert_eq!(s.m.counters().unknown_responses, 2);

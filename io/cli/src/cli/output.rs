@@ -446,6 +446,25 @@ pub fn status(session: &Session, json: bool) {
     print!("{}", super::term::terminal_safe(&out));
 }
 
+/// A member a server sent, as `--json` prints it: parsed, so it is indented with the rest,
+/// when it can be; otherwise the server's text verbatim. A schema nested deeper than the
+/// parser's depth limit (128) is thus kept byte for byte, never printed as `null`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Exact {
+    Parsed(Value),
+    Raw(RawJson),
+}
+
+impl Exact {
+    pub fn of(raw: &RawJson) -> Self {
+        match serde_json::from_str(raw.get()) {
+            Ok(v) => Exact::Parsed(v),
+            Err(_) => Exact::Raw(raw.clone()),
+        }
+    }
+}
+
 /// One tool in `tools --json`.
 #[derive(Debug, Serialize)]
 pub struct ToolJson {
@@ -458,18 +477,18 @@ pub struct ToolJson {
     pub description: Option<String>,
     /// Served from the cache while its server is still connecting; a call waits for it.
     pub deferred: bool,
-    pub input_schema: Value,
+    pub input_schema: Exact,
     /// The schema of its `structuredContent`, if it declares one.
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Exact>,
     /// Its behaviour hints (`readOnlyHint`, ...), as the server sent them.
-    pub annotations: Option<Value>,
+    pub annotations: Option<Exact>,
     /// Its icons, as the server sent them.
-    pub icons: Option<Value>,
+    pub icons: Option<Exact>,
     /// Its `_meta` object, as the server sent it.
     #[serde(rename = "_meta")]
-    pub meta: Option<Value>,
+    pub meta: Option<Exact>,
     /// How it runs (`{"taskSupport": ...}`), as the server sent it.
-    pub execution: Option<Value>,
+    pub execution: Option<Exact>,
 }
 
 /// `tools --json`.
@@ -505,12 +524,12 @@ pub fn tools(session: &Session, server: Option<&str>, json: bool) {
                     title: t.def.title.clone(),
                     description: t.def.description.as_deref().map(str::to_string),
                     deferred: t.deferred,
-                    input_schema: t.def.input_schema.to_value(),
-                    output_schema: t.def.output_schema.as_ref().map(RawJson::to_value),
-                    annotations: t.def.annotations.as_ref().map(RawJson::to_value),
-                    icons: t.def.icons.as_ref().map(RawJson::to_value),
-                    meta: t.def.meta.as_ref().map(RawJson::to_value),
-                    execution: t.def.execution.as_ref().map(RawJson::to_value),
+                    input_schema: Exact::of(&t.def.input_schema),
+                    output_schema: t.def.output_schema.as_ref().map(Exact::of),
+                    annotations: t.def.annotations.as_ref().map(Exact::of),
+                    icons: t.def.icons.as_ref().map(Exact::of),
+                    meta: t.def.meta.as_ref().map(Exact::of),
+                    execution: t.def.execution.as_ref().map(Exact::of),
                 })
                 .collect(),
             errors,

@@ -44,6 +44,8 @@ FLAGS:
   --catalog                  offer resources (demo://readme, demo://logo, demo://numbers), the
                              template demo://greeting/{name}, prompts greet and summary,
                              completion, subscriptions and logging/setLevel
+  --bad-output MODE          `add` breaks its outputSchema: `mismatch` returns the sum as a
+                             string in structuredContent, `missing` returns none
   -h, --help                 print this help and exit
 ";
 
@@ -72,6 +74,16 @@ pub(super) struct Flags {
     pub(super) garbage_lines: usize,
     pub(super) stats_tool: bool,
     pub(super) catalog: bool,
+    pub(super) bad_output: Option<BadOutput>,
+}
+
+/// How `add` breaks its output schema (`--bad-output`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BadOutput {
+    /// `structuredContent` with the sum as a string.
+    Mismatch,
+    /// No `structuredContent`.
+    Missing,
 }
 
 pub(super) fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
@@ -129,6 +141,15 @@ pub(super) fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<Flag
             "--garbage-lines" => flags.garbage_lines = number(&flag, value())?,
             "--stats-tool" => flags.stats_tool = true,
             "--catalog" => flags.catalog = true,
+            "--bad-output" => {
+                flags.bad_output = match value().as_deref() {
+                    Some("mismatch") => Some(BadOutput::Mismatch),
+                    Some("missing") => Some(BadOutput::Missing),
+                    other => {
+                        return Err(format!("--bad-output: mismatch or missing, not {other:?}"))
+                    }
+                }
+            }
             "--fail-init" => flags.fail_init = true,
             "--fail-list" => flags.fail_list = true,
             "--hang-init" => flags.hang_init = true,

@@ -650,10 +650,18 @@ impl Server {
                         _ => None,
                     }
                     .unwrap_or_else(|| json!(a + b));
-                    json!({
-                        "content": [{"type": "text", "text": sum.to_string()}],
-                        "structuredContent": {"sum": sum},
-                    })
+                    let text = sum.to_string();
+                    match self.flags.bad_output {
+                        None => json!({
+                            "content": [{"type": "text", "text": text}],
+                            "structuredContent": {"sum": sum},
+                        }),
+                        Some(flags::BadOutput::Mismatch) => json!({
+                            "content": [{"type": "text", "text": text}],
+                            "structuredContent": {"sum": text},
+                        }),
+                        Some(flags::BadOutput::Missing) => text_result(&text),
+                    }
                 }
                 _ => tool_error("add needs numbers `a` and `b`"),
             },
