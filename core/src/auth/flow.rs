@@ -481,6 +481,9 @@ impl Flow {
     /// The client: from the config, else the one held for this issuer, else a client ID
     /// metadata document URL where supported, else dynamic registration.
     fn register(&mut self) -> Step {
+        if !self.settings.interactive {
+            return self.fail(AuthError::NeedsLogin);
+        }
         let issuer = self.issuer.clone().unwrap_or_default();
         if let Some(p) = &self.settings.pre_registered {
             let auth_method = p.auth_method.unwrap_or(if p.client_secret.is_some() {

@@ -12,6 +12,7 @@ fn settings() -> AuthSettings {
         server_url: SERVER.into(),
         redirect_uri: "http://127.0.0.1:9/callback".into(),
         client_name: "switchboard".into(),
+        interactive: true,
         ..AuthSettings::default()
     }
 }
@@ -298,6 +299,19 @@ fn iss_is_compared_as_a_plain_string_and_required_when_advertised() {
             "{advertised} {iss:?}: {step:?}"
         );
     }
+}
+
+#[test]
+fn non_interactive_flow_stops_before_registering() {
+    let mut s = settings();
+    s.interactive = false;
+    let (mut flow, step) = Flow::authorize(s, Challenge::default(), None, false, &entropy(), 0);
+    let _ = fetch(step);
+    let _ = fetch(flow.on_response(prm(SERVER)));
+    assert_eq!(
+        flow.on_response(asm(serde_json::json!({}))),
+        Step::Failed(AuthError::NeedsLogin)
+    );
 }
 
 #[test]

@@ -170,6 +170,9 @@ pub struct AuthSettings {
     pub scopes: Option<Vec<String>>,
     /// The authorization server's metadata URL from the config, skipping discovery.
     pub auth_server_metadata_url: Option<String>,
+    /// Whether the user can be sent to the authorization endpoint. When not, a flow that
+    /// would need that ends with [`AuthError::NeedsLogin`] before registering anything.
+    pub interactive: bool,
 }
 
 /// The random input of one flow: the PKCE verifier and the `state` value, from the shell's

@@ -26,6 +26,7 @@ mod hash;
 mod jsonc;
 mod merge;
 mod model;
+mod oauth;
 mod validate;
 
 pub use document::{
@@ -39,6 +40,7 @@ pub use model::{
     ConfigError, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig, TransportKind,
     DEFAULT_CONNECT_TIMEOUT,
 };
+pub use oauth::{oauth_config, OAuthConfig};
 pub use validate::{resolve, valid_server_name, validate};
 
 #[cfg(test)]
