@@ -79,6 +79,8 @@ pub struct Flow {
     state_param: String,
     scopes: Vec<String>,
     now: u64,
+    /// The URL of the last request asked for (named when it gets no answer).
+    last_url: String,
 }
 
 /// The largest metadata or token document parsed (the shell also bounds what it reads).
@@ -102,6 +104,7 @@ impl Flow {
             state_param: base64_url(&entropy.state),
             scopes: Vec::new(),
             now,
+            last_url: String::new(),
         }
     }
 
@@ -174,7 +177,8 @@ impl Flow {
         ];
         let request = token_request(&creds.token_endpoint, &creds.client, &mut pairs);
         flow.previous = Some(creds);
-        (flow, Step::Fetch(request))
+        let step = flow.fetch(request);
+        (flow, step)
     }
 
     /// The scopes this flow asks for (empty: the `scope` parameter is omitted).
@@ -187,7 +191,7 @@ impl Flow {
         let (status, body) = match response {
             HttpResponse::Answered { status, body } => (status, body),
             HttpResponse::Unreachable(reason) => {
-                let url = self.current_url().unwrap_or_default();
+                let url = self.last_url.clone();
                 return self.fail(AuthError::Unreachable { url, reason });
             }
         };
@@ -334,21 +338,18 @@ impl Flow {
         ];
         let endpoint = self.meta.token_endpoint.clone().unwrap_or_default();
         self.state = State::Exchanging;
-        Step::Fetch(token_request(&endpoint, &client, &mut pairs))
+        let request = token_request(&endpoint, &client, &mut pairs);
+        self.fetch(request)
+    }
+
+    fn fetch(&mut self, request: HttpRequest) -> Step {
+        self.last_url = request.url.clone();
+        Step::Fetch(request)
     }
 
     fn fail(&mut self, e: AuthError) -> Step {
         self.state = State::Finished;
         Step::Failed(e)
-    }
-
-    fn current_url(&self) -> Option<String> {
-        match &self.state {
-            State::Resource { urls, next } | State::Server { urls, next, .. } => {
-                urls.get(*next).cloned()
-            }
-            _ => None,
-        }
     }
 
     /// Discovery from the start: the resource metadata, unless the config named the
@@ -376,7 +377,7 @@ impl Flow {
             Some(url) => {
                 let request = get(url);
                 self.state = State::Resource { urls, next };
-                Step::Fetch(request)
+                self.fetch(request)
             }
             // No resource metadata anywhere: a 2025-03-26 server, its own authorization
             // server at its origin.
@@ -425,7 +426,7 @@ impl Flow {
         if let Some(url) = urls.get(next) {
             let request = get(url);
             self.state = State::Server { urls, next, legacy };
-            return Step::Fetch(request);
+            return self.fetch(request);
         }
         if legacy {
             // 2025-03-26: no metadata, so the default endpoints at the server's origin.
@@ -536,7 +537,7 @@ impl Flow {
             "application_type": "native",
         });
         self.state = State::Registering { method };
-        Step::Fetch(HttpRequest {
+        self.fetch(HttpRequest {
             method: HttpMethod::Post,
             url: endpoint,
             headers: vec![

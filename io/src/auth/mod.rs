@@ -107,7 +107,9 @@ impl AuthLayer {
             url: url.to_string(),
             oauth,
             ctx,
-            client: HttpClient::new(Duration::from_secs(10), 1),
+            // No idle connections kept: the flow's requests are minutes apart around the
+            // browser, longer than servers keep an idle connection open.
+            client: HttpClient::new(Duration::from_secs(10), 0),
             state: Mutex::new(State {
                 creds: None,
                 guard: Guard::default(),

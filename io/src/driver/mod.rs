@@ -395,7 +395,9 @@ impl Driver {
     fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
         if matches!(
             event,
-            TransportEvent::Closed { .. } | TransportEvent::Failed { .. }
+            TransportEvent::Closed { .. }
+                | TransportEvent::Failed { .. }
+                | TransportEvent::Unauthorized { id: None, .. }
         ) {
             // The transport reaped itself; forget the handle without closing it again.
             if let Some(t) = self.transports.remove(&conn) {
