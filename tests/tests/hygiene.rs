@@ -209,3 +209,65 @@ fn a_server_whose_main_process_exits_is_closed_even_while_a_child_holds_its_pipe
         sb.shutdown().await;
     });
 }
+
+/// `watch` on a stdout nobody reads (a paused pager) while a server floods log messages: the
+/// output waits on a thread of its own, so the deadline and the signals still end the watch,
+/// its servers are shut down (the one here ignores SIGTERM, so it takes the SIGKILL), and its
+/// memory stays bounded (the events lag instead of piling up).
+fn watch_with_an_unread_stdout(extra: &[&str]) -> (std::process::Child, i32, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = crate::support::repo_root().join("tests/scripts/log_flood.py");
+    let pid_file = dir.path().join("pids").join("flood");
+    std::fs::create_dir_all(dir.path().join("pids")).unwrap();
+    let config = json!({"mcpServers": {"flood": {
+        "command": "python3",
+        "args": [script.to_string_lossy(), pid_file.to_string_lossy(), "--ignore-sigterm"],
+    }}});
+    std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
+    let child = switchboard(dir.path())
+        .args(["watch", "--json"])
+        .args(extra)
+        // Piped and never read: once the pipe's buffer is full, every write blocks.
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = recorded_pid(dir.path(), "flood");
+    (child, server, dir)
+}
+
+/// Waits for `child` to exit, for at most [`WAIT`]; kills it (and fails) past that.
+fn exit_within_wait(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: watch did not exit while its stdout was not read");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn watch_for_ms_ends_even_when_nobody_reads_its_output() {
+    let (mut watch, server, _dir) = watch_with_an_unread_stdout(&["--for-ms", "1500"]);
+    let status = exit_within_wait(&mut watch, "--for-ms");
+    assert!(status.success(), "{status:?}");
+    wait_gone(server, "a flooding server that ignores SIGTERM");
+}
+
+#[test]
+fn watch_ends_on_sigterm_even_when_nobody_reads_its_output() {
+    let (mut watch, server, _dir) = watch_with_an_unread_stdout(&[]);
+    // Give the flood time to fill the pipe, so the writer is surely blocked.
+    std::thread::sleep(Duration::from_millis(1000));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGTERM) };
+    let status = exit_within_wait(&mut watch, "SIGTERM");
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    wait_gone(server, "a flooding server that ignores SIGTERM");
+}

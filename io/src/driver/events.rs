@@ -17,7 +17,7 @@ pub(super) struct Batch {
     /// Rebuilding the view costs O(view): only when it changed, not on every status change.
     refresh_tools: bool,
     /// Events go out after the shared snapshot is refreshed, so a subscriber that reacts to
-    /// `ToolsChanged` reads the new view.
+    /// `ToolsChanged` reads the new view, and before the replies of the same batch.
     events: Vec<Event>,
     /// Nobody listens: events are not kept (a startup report is then moved, not copied).
     subscribed: bool,
@@ -203,7 +203,7 @@ impl Driver {
         }
     }
 
-    /// Publishes a batch: the shared snapshot first, then the replies, then the events.
+    /// Publishes a batch: the shared snapshot first, then the events, then the replies.
     pub(super) fn finish(&mut self, batch: Batch) {
         let Batch {
             refresh,
@@ -230,6 +230,12 @@ impl Driver {
                 s.servers = self.m.servers();
             }
         }
+        // Events before replies: a caller whose request completed finds every event of the
+        // same batch (the `ToolsChanged` its refresh caused, say) already queued for its
+        // subscription, whichever thread runs it. Publishing never waits.
+        for ev in &events {
+            self.subscribers.publish(ev);
+        }
         for (w, report) in replies {
             let _ = w.try_send(report);
         }
@@ -241,9 +247,6 @@ impl Driver {
         }
         for (reply, answer) in answers {
             let _ = reply.try_send(answer);
-        }
-        for ev in &events {
-            self.subscribers.publish(ev);
         }
     }
 }

@@ -2,6 +2,11 @@
 //! change, tool change, reconnect attempt and diagnostic as it happens, until Ctrl-C or
 //! `--for-ms`; then shut down cleanly.
 //!
+//! Its lines are written by a thread of their own, so a stdout that nobody reads (a paused
+//! pager) never holds back the signals or `--for-ms`: the events lag instead (a `lagged` line
+//! says how many were missed), and once the watch has stopped its last lines get at most 3 s
+//! to be written.
+//!
 //! The watch subscribes to the switchboard's events the moment `start` returns at the gate
 //! (before anything is printed), prints each server's state at the gate, then every event in
 //! order (a status change already shown in a `server` line is not repeated). With `--json`,
@@ -42,31 +47,98 @@ fn status_word(s: ServerStatus) -> &'static str {
     }
 }
 
+/// How many formatted lines wait for the writer thread at most. Past it the watch stops
+/// reading events until the output catches up, and its subscription reports what it missed.
+const OUTPUT_QUEUE: usize = 256;
+
+/// After the watch stopped, how long its last lines may take to reach stdout. A reader that
+/// never reads (a paused pager) cannot hold the process past it.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(3);
+
+/// Formats the watch's lines; a thread of its own writes them to stdout, so a stdout that
+/// nobody reads never blocks the task that watches for signals and the deadline.
 struct Printer {
     json: bool,
     started: Instant,
+    /// Lines formatted but not yet handed to the writer (at most a few per event).
+    pending: std::collections::VecDeque<String>,
+    out: async_channel::Sender<String>,
 }
 
 impl Printer {
-    fn emit(&self, event: &str, server: Option<&str>, fields: Value, human: String) {
-        let mut out = std::io::stdout().lock();
+    /// Starts the writer thread; the receiver of the returned channel closes when it ends.
+    fn new(json: bool, started: Instant) -> (Self, async_channel::Receiver<()>) {
+        let (out, lines) = async_channel::bounded::<String>(OUTPUT_QUEUE);
+        let (done_tx, done) = async_channel::bounded::<()>(1);
+        std::thread::Builder::new()
+            .name("switchboard-watch-out".into())
+            .spawn(move || {
+                let _done = done_tx;
+                let stdout = std::io::stdout();
+                while let Ok(line) = lines.recv_blocking() {
+                    let mut out = stdout.lock();
+                    if out
+                        .write_all(line.as_bytes())
+                        .and_then(|()| out.flush())
+                        .is_err()
+                    {
+                        break; // stdout is gone: nothing more can be shown
+                    }
+                }
+            })
+            .expect("spawning the watch's output thread");
+        let p = Printer {
+            json,
+            started,
+            pending: Default::default(),
+            out,
+        };
+        (p, done)
+    }
+
+    fn emit(&mut self, event: &str, server: Option<&str>, fields: Value, human: String) {
         let ms = self.started.elapsed().as_millis() as u64;
-        if self.json {
+        let line = if self.json {
             let mut obj = json!({"time_ms": ms, "event": event, "server": server});
             if let (Some(o), Value::Object(f)) = (obj.as_object_mut(), fields) {
                 o.extend(f);
             }
-            let _ = writeln!(out, "{obj}");
+            format!("{obj}\n")
         } else {
-            let _ = writeln!(
-                out,
-                "{:>9}  {:<12} {}",
+            format!(
+                "{:>9}  {:<12} {}\n",
                 format!("+{:.3}s", ms as f64 / 1000.0),
                 super::term::line_safe(server.unwrap_or("-")),
                 super::term::terminal_safe(&human)
-            );
+            )
+        };
+        self.pending.push_back(line);
+    }
+
+    /// Hands the pending lines to the writer, waiting while its queue is full. Cancel-safe:
+    /// a line is taken off `pending` only once the writer's queue accepted it.
+    async fn flush(&mut self) {
+        while let Some(line) = self.pending.front() {
+            if self.out.send(line.clone()).await.is_err() {
+                self.pending.clear();
+                return;
+            }
+            self.pending.pop_front();
         }
-        let _ = out.flush();
+    }
+
+    /// Hands over what is pending and ends the writer; waits for it to write everything, for
+    /// at most [`OUTPUT_DRAIN`].
+    async fn finish(mut self, done: async_channel::Receiver<()>) {
+        let drain = async {
+            self.flush().await;
+            self.out.close();
+            let _ = done.recv().await; // closed when the thread ends
+        };
+        future::or(drain, async {
+            async_io::Timer::after(OUTPUT_DRAIN).await;
+        })
+        .await;
     }
 }
 
@@ -105,11 +177,9 @@ pub(super) async fn run(
     // From here the watch ends itself on a signal, to print its last line.
     interrupt.take_over();
     let sb = session.sb.clone();
+    let (printer, written) = Printer::new(as_json, started);
     let mut w = Watch {
-        p: Printer {
-            json: as_json,
-            started,
-        },
+        p: printer,
         sb: &sb,
         first_round: session.report.round,
         printed: BTreeMap::new(),
@@ -133,7 +203,7 @@ pub(super) async fn run(
             ),
         );
     }
-    startup_complete(&w.p, &session.report);
+    startup_complete(&mut w.p, &session.report);
     let events = session
         .events
         .ok_or_else(|| Fatal::failed("no event subscription".to_string()))?;
@@ -149,6 +219,7 @@ pub(super) async fn run(
     };
     let watch = async {
         loop {
+            w.p.flush().await;
             match events.recv().await {
                 Ok(ev) => w.event(ev),
                 Err(RecvError::Lagged { missed }) => w.p.emit(
@@ -162,6 +233,8 @@ pub(super) async fn run(
         }
         "stopped"
     };
+    // The output runs on its own thread: a stdout nobody reads cannot hold back the signal
+    // or the deadline, only the events (which then lag).
     let reason = future::or(watch, future::or(stop, limit)).await;
     sb.shutdown().await;
     // Every live process below this one, escaped descendants included.
@@ -172,6 +245,7 @@ pub(super) async fn run(
         json!({"reason": reason, "processes_left": left}),
         format!("stopped ({reason}); processes left: {left}"),
     );
+    w.p.finish(written).await;
     Ok(match reason {
         "ctrl-c" => 130,
         "sigterm" => 143,
@@ -179,7 +253,7 @@ pub(super) async fn run(
     })
 }
 
-fn startup_complete(p: &Printer, report: &switchboard::StartupReport) {
+fn startup_complete(p: &mut Printer, report: &switchboard::StartupReport) {
     let errors: BTreeMap<&str, String> = report
         .errors
         .iter()
@@ -299,7 +373,7 @@ impl Watch<'_> {
             }
             // The first round's event may race the subscription: it was printed already.
             Event::StartupComplete { report } if report.round == self.first_round => {}
-            Event::StartupComplete { report } => startup_complete(&self.p, &report),
+            Event::StartupComplete { report } => startup_complete(&mut self.p, &report),
             // Request completions, calls and the rest: the lines above already say it.
             _ => {}
         }
