@@ -157,7 +157,9 @@ struct Global {
     sampling_command: Option<String>,
     /// When an HTTP server needs OAuth authorization, log in on the spot (print the URL,
     /// open it with $BROWSER or the system browser, wait for the redirect) instead of
-    /// reporting it as `needs login` [default: never wait for a person].
+    /// reporting it as `needs login` [default: never wait for a person]. The browser (and
+    /// whatever it starts) must outlive the command, so this run does not sweep descendants
+    /// that escaped their process group (servers are still closed by process group).
     #[arg(long, global = true)]
     login: bool,
 }
@@ -649,7 +651,7 @@ impl Session {
             .unwrap_or_default();
         let health = g.health_ms.map(Duration::from_millis);
         let mut builder = Builder::servers(servers)
-            .adopt_orphans(true)
+            .adopt_orphans(!g.login)
             .project_dir(&project)
             .naming(naming(g.naming))
             .uncached_wait(Duration::ZERO)
