@@ -136,7 +136,12 @@ impl Flow {
         flow.challenge = challenge;
         flow.previous = previous;
         flow.step_up = step_up;
-        let step = flow.discover();
+        // Nobody to send to the authorization server: no request at all, the user logs in.
+        let step = if flow.settings.interactive {
+            flow.discover()
+        } else {
+            flow.fail(AuthError::NeedsLogin)
+        };
         (flow, step)
     }
 
@@ -482,6 +487,7 @@ impl Flow {
     /// The client: from the config, else the one held for this issuer, else a client ID
     /// metadata document URL where supported, else dynamic registration.
     fn register(&mut self) -> Step {
+        // Reached without a person only after a refused refresh.
         if !self.settings.interactive {
             return self.fail(AuthError::NeedsLogin);
         }

@@ -302,11 +302,17 @@ fn iss_is_compared_as_a_plain_string_and_required_when_advertised() {
 }
 
 #[test]
-fn non_interactive_flow_stops_before_registering() {
+fn non_interactive_flow_makes_no_request_and_needs_login() {
     let mut s = settings();
     s.interactive = false;
-    let (mut flow, step) = Flow::authorize(s, Challenge::default(), None, false, &entropy(), 0);
+    let (_, step) = Flow::authorize(s.clone(), Challenge::default(), None, false, &entropy(), 0);
+    assert_eq!(step, Step::Failed(AuthError::NeedsLogin));
+    // A refused refresh falls back to discovery, which stops before registering.
+    let mut creds = held(true);
+    creds.token_endpoint = format!("{ISSUER}/token");
+    let (mut flow, step) = Flow::refresh(s, creds, &entropy(), 0);
     let _ = fetch(step);
+    let _ = fetch(flow.on_response(status(400)));
     let _ = fetch(flow.on_response(prm(SERVER)));
     assert_eq!(
         flow.on_response(asm(serde_json::json!({}))),
