@@ -14,6 +14,7 @@
 pub mod auth;
 pub mod catalog;
 pub mod config;
+pub mod gateway;
 pub mod manager;
 pub mod names;
 pub mod protocol;

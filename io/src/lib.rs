@@ -74,6 +74,7 @@ mod proc;
 pub mod process;
 mod rt;
 mod secrets;
+pub mod serve;
 mod stdio;
 mod units;
 

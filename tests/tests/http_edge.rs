@@ -72,6 +72,8 @@ pub struct EdgeServer {
     pub log: Arc<Mutex<Vec<Req>>>,
     /// Held-open (`hang`) responses whose client closed the connection.
     pub hung_closed: Arc<AtomicUsize>,
+    /// Connections accepted so far.
+    pub accepted: Arc<AtomicUsize>,
     _accept: Task<()>,
     _conns: Arc<Mutex<Vec<Task<()>>>>,
 }
@@ -83,10 +85,13 @@ impl EdgeServer {
         let log = Arc::new(Mutex::new(Vec::new()));
         let hung_closed = Arc::new(AtomicUsize::new(0));
         let conns: Arc<Mutex<Vec<Task<()>>>> = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicUsize::new(0));
         let accept = {
             let (log, hung_closed, conns) = (log.clone(), hung_closed.clone(), conns.clone());
+            let accepted = accepted.clone();
             smol::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
+                    accepted.fetch_add(1, Ordering::SeqCst);
                     let _ = stream.get_ref().set_nodelay(true);
                     let task = smol::spawn(serve(
                         stream,
@@ -104,6 +109,7 @@ impl EdgeServer {
             port,
             log,
             hung_closed,
+            accepted,
             _accept: accept,
             _conns: conns,
         }

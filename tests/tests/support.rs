@@ -101,9 +101,16 @@ pub struct DemoServer {
 
 impl DemoServer {
     pub fn spawn(args: &[&str]) -> Self {
+        Self::spawn_program(&demo_server_bin(), args, &[])
+    }
+
+    /// Any line-oriented JSON-RPC process (`switchboard serve`, say), driven the same way,
+    /// with these environment variables set.
+    pub fn spawn_program(program: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         use std::os::unix::process::CommandExt;
-        let mut child = Command::new(demo_server_bin())
+        let mut child = Command::new(program)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

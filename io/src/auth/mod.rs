@@ -109,7 +109,7 @@ impl AuthLayer {
             ctx,
             // No idle connections kept: the flow's requests are minutes apart around the
             // browser, longer than servers keep an idle connection open.
-            client: HttpClient::new(Duration::from_secs(10), 0),
+            client: HttpClient::new(Duration::from_secs(10), 0, 4),
             state: Mutex::new(State {
                 creds: None,
                 guard: Guard::default(),

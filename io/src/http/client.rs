@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_io::{Async, Timer};
+use async_lock::{Semaphore, SemaphoreGuardArc};
 
 /// What went wrong, sorted by what the caller does about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,14 +39,18 @@ pub enum HttpError {
     Transfer(String),
     /// A body or event is larger than the limit.
     TooLarge(String),
+    /// This process could not make the connection for a reason of its own (no file
+    /// descriptor left): the request fails, the server is not to blame.
+    Local(String),
 }
 
 impl std::fmt::Display for HttpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HttpError::Connect(m) | HttpError::Transfer(m) | HttpError::TooLarge(m) => {
-                f.write_str(m)
-            }
+            HttpError::Connect(m)
+            | HttpError::Transfer(m)
+            | HttpError::TooLarge(m)
+            | HttpError::Local(m) => f.write_str(m),
         }
     }
 }
@@ -184,6 +189,8 @@ pub struct Response {
 pub struct Body {
     incoming: Incoming,
     conn: Option<(Conn, Arc<Pool>, Origin)>,
+    /// The connection's place among the client's busy connections, given back with it.
+    permit: Option<SemaphoreGuardArc>,
 }
 
 impl Body {
@@ -245,6 +252,7 @@ impl Body {
         if let Some((conn, pool, origin)) = self.conn.take() {
             pool.put(origin, conn);
         }
+        self.permit = None;
     }
 }
 
@@ -291,19 +299,24 @@ impl Pool {
 /// The HTTP client of one transport.
 pub struct HttpClient {
     pool: Arc<Pool>,
+    /// Busy connections (a request sent, its body not yet read to the end), at most: past
+    /// it a request waits for one to come free instead of opening yet another socket.
+    busy: Arc<Semaphore>,
     connect_timeout: Duration,
     spawner: Spawner,
 }
 
 impl HttpClient {
-    /// A client with its own connection pool: connects time out after `connect_timeout`,
-    /// and at most `max_idle_per_origin` idle connections are kept per origin.
-    pub fn new(connect_timeout: Duration, max_idle_per_origin: usize) -> Self {
+    /// A client with its own connection pool: connects time out after `connect_timeout`, at
+    /// most `max_idle_per_origin` idle connections are kept per origin, and at most
+    /// `max_busy` connections are busy at once (at least [`MIN_BUSY`]).
+    pub fn new(connect_timeout: Duration, max_idle_per_origin: usize, max_busy: usize) -> Self {
         HttpClient {
             pool: Arc::new(Pool {
                 idle: Mutex::new(BTreeMap::new()),
                 max_idle_per_origin,
             }),
+            busy: Arc::new(Semaphore::new(max_busy.max(MIN_BUSY))),
             connect_timeout,
             spawner: Spawner::default(),
         }
@@ -335,11 +348,14 @@ impl HttpClient {
             req.body(Full::new(body.clone()))
                 .map_err(|e| HttpError::Transfer(format!("cannot build the request: {e}")))
         };
+        // Waits while every allowed connection is busy: thousands of concurrent requests queue
+        // here instead of opening thousands of sockets.
+        let permit = self.busy.acquire_arc().await;
         // A pooled connection may have been closed by the server while idle; if hyper hands
         // the request back unsent, retry it once on a fresh connection.
         if let Some(mut conn) = self.pool.take(&url.origin) {
             match conn.sender.try_send_request(build()?).await {
-                Ok(resp) => return Ok(self.response(resp, conn, url)),
+                Ok(resp) => return Ok(self.response(resp, conn, url, permit)),
                 Err(mut e) => {
                     if e.take_message().is_none() {
                         return Err(HttpError::Transfer(describe_hyper(e.error())));
@@ -350,16 +366,23 @@ impl HttpClient {
         }
         let mut conn = self.connect(&url.origin).await?;
         match conn.sender.send_request(build()?).await {
-            Ok(resp) => Ok(self.response(resp, conn, url)),
+            Ok(resp) => Ok(self.response(resp, conn, url, permit)),
             Err(e) => Err(HttpError::Transfer(describe_hyper(&e))),
         }
     }
 
-    fn response(&self, resp: hyper::Response<Incoming>, conn: Conn, url: &Url) -> Response {
+    fn response(
+        &self,
+        resp: hyper::Response<Incoming>,
+        conn: Conn,
+        url: &Url,
+        permit: SemaphoreGuardArc,
+    ) -> Response {
         let (parts, incoming) = resp.into_parts();
         let mut body = Body {
             incoming,
             conn: Some((conn, self.pool.clone(), url.origin.clone())),
+            permit: Some(permit),
         };
         if hyper::body::Body::is_end_stream(&body.incoming) {
             body.release();
@@ -382,13 +405,40 @@ impl HttpClient {
 
     async fn connect(&self, origin: &Origin) -> Result<Conn, HttpError> {
         let limit = self.connect_timeout;
-        let attempt = async { Some(connect(origin, &self.spawner).await) };
+        // Set while the attempt waits for a free file descriptor, so a timeout says so.
+        let out_of_fds = std::sync::atomic::AtomicBool::new(false);
+        let attempt = async {
+            let mut pause = FD_RETRY_FIRST;
+            loop {
+                match connect(origin, &self.spawner).await {
+                    Err(Connect::NoDescriptor(e)) => {
+                        // Local back-pressure, not the server's failure: wait for one of this
+                        // process's descriptors to be closed, then try again.
+                        out_of_fds.store(true, std::sync::atomic::Ordering::Relaxed);
+                        tracing::debug!(target: "switchboard::http", origin = %origin, "no file descriptor for a new connection ({e}); waiting {pause:?}");
+                        Timer::after(pause).await;
+                        pause = (pause * 2).min(FD_RETRY_MAX);
+                    }
+                    Err(Connect::Failed(e)) => return Some(Err(e)),
+                    Ok(conn) => return Some(Ok(conn)),
+                }
+            }
+        };
         let timeout = async {
             Timer::after(limit).await;
             None
         };
         match future::or(attempt, timeout).await {
             Some(r) => r,
+            None if out_of_fds.load(std::sync::atomic::Ordering::Relaxed) => {
+                Err(HttpError::Local(format!(
+                    "no connection to {}:{} for {} s: this process has no file descriptor left \
+                     (too many open files)",
+                    origin.host,
+                    origin.port,
+                    limit.as_secs_f64()
+                )))
+            }
             None => Err(HttpError::Connect(format!(
                 "connecting to {}:{} timed out after {} s",
                 origin.host,
@@ -399,7 +449,34 @@ impl HttpClient {
     }
 }
 
-async fn connect(origin: &Origin, spawner: &Spawner) -> Result<Conn, HttpError> {
+/// Busy connections allowed at least: an open GET stream and a streamed answer each keep one,
+/// and the requests that answer them need another.
+pub const MIN_BUSY: usize = 4;
+
+/// The first wait for a file descriptor after `EMFILE`/`ENFILE`; it doubles up to
+/// [`FD_RETRY_MAX`].
+const FD_RETRY_FIRST: Duration = Duration::from_millis(10);
+const FD_RETRY_MAX: Duration = Duration::from_millis(250);
+
+/// Why one connection attempt failed.
+enum Connect {
+    /// The process (or the system) is out of file descriptors: worth waiting for.
+    NoDescriptor(std::io::Error),
+    Failed(HttpError),
+}
+
+impl From<HttpError> for Connect {
+    fn from(e: HttpError) -> Self {
+        Connect::Failed(e)
+    }
+}
+
+/// `EMFILE` or `ENFILE`: no descriptor left, in this process or in the system.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+async fn connect(origin: &Origin, spawner: &Spawner) -> Result<Conn, Connect> {
     let host = origin.host.clone();
     let port = origin.port;
     let addrs: Vec<SocketAddr> = blocking::unblock(move || {
@@ -409,17 +486,21 @@ async fn connect(origin: &Origin, spawner: &Spawner) -> Result<Conn, HttpError> 
     })
     .await
     .map_err(|e| {
-        HttpError::Connect(format!(
+        if out_of_descriptors(&e) {
+            return Connect::NoDescriptor(e);
+        }
+        Connect::Failed(HttpError::Connect(format!(
             "DNS lookup for \"{}\" failed: {}",
             origin.host,
             io_reason(&e)
-        ))
+        )))
     })?;
     if addrs.is_empty() {
         return Err(HttpError::Connect(format!(
             "DNS lookup for \"{}\" found no address",
             origin.host
-        )));
+        ))
+        .into());
     }
     let mut last = None;
     let mut tcp = None;
@@ -429,13 +510,14 @@ async fn connect(origin: &Origin, spawner: &Spawner) -> Result<Conn, HttpError> 
                 tcp = Some(s);
                 break;
             }
+            Err(e) if out_of_descriptors(&e) => return Err(Connect::NoDescriptor(e)),
             Err(e) => last = Some((addr, e)),
         }
     }
     let tcp = match (tcp, last) {
         (Some(t), _) => t,
         (None, Some((addr, e))) => {
-            return Err(HttpError::Connect(
+            return Err(Connect::Failed(HttpError::Connect(
                 if e.kind() == std::io::ErrorKind::ConnectionRefused {
                     format!("connection refused by {} ({addr})", hostport(origin))
                 } else {
@@ -445,7 +527,7 @@ async fn connect(origin: &Origin, spawner: &Spawner) -> Result<Conn, HttpError> 
                         io_reason(&e)
                     )
                 },
-            ))
+            )))
         }
         (None, None) => unreachable!("addrs is not empty"),
     };

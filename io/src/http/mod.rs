@@ -138,6 +138,11 @@ pub struct HttpOptions {
     pub max_resume_attempts: u32,
     /// Idle keep-alive connections kept per origin (16).
     pub max_idle_per_origin: usize,
+    /// Connections busy at once, per transport (128; at least 4): a request beyond it waits
+    /// for one to come free instead of opening another socket, so thousands of concurrent
+    /// calls share a bounded number of file descriptors. An open SSE stream (the GET stream,
+    /// a streamed answer) keeps its connection busy while it lasts.
+    pub max_busy_connections: usize,
     /// Bytes of outgoing frames waiting for the transport to take them (16 MiB, like the
     /// stdio write queue): a transport that stops taking frames fails with an error saying
     /// so, instead of the queue growing.
@@ -154,6 +159,7 @@ impl Default for HttpOptions {
             default_retry: Duration::from_secs(1),
             max_resume_attempts: 5,
             max_idle_per_origin: 16,
+            max_busy_connections: 128,
             max_write_queue: 16 * MIB,
         }
     }
@@ -356,8 +362,12 @@ impl HttpTransport {
             server: server.to_string(),
             url,
             headers,
-            client: HttpClient::new(opts.connect_timeout, opts.max_idle_per_origin)
-                .with_spawner(spawner.clone()),
+            client: HttpClient::new(
+                opts.connect_timeout,
+                opts.max_idle_per_origin,
+                opts.max_busy_connections,
+            )
+            .with_spawner(spawner.clone()),
             spawner: spawner.clone(),
             opts: opts.clone(),
             emit: Emitter {

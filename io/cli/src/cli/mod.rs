@@ -12,6 +12,7 @@ mod login;
 mod output;
 mod peer;
 mod progress;
+mod serve;
 mod term;
 mod watch;
 
@@ -85,6 +86,12 @@ Exit status:
   0    logged in (logout: the tokens are gone, or there were none)
   1    authorization failed (the error says why)
   2    a usage or config error, or SERVER names no configured HTTP server";
+const SERVE_HELP: &str = "\
+Exit status:
+  0    stdin ended (stdio)
+  1    the HTTP address could not be bound, or writing to stdout failed
+  2    a usage or config error (a non-loopback --http without a bearer token)
+  130  stopped by Ctrl-C (143: SIGTERM); every server was shut down first";
 
 const WATCH_HELP: &str = "\
 Exit status:
@@ -279,6 +286,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve every configured server as one MCP server: on stdio (for a client to spawn), or
+    /// Streamable HTTP at http://ADDR/mcp with --http. Tools, resources and prompts are
+    /// answered at once from the gate's view (cached tools included) and kept current with
+    /// list_changed notifications.
+    #[command(after_help = SERVE_HELP)]
+    Serve {
+        /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8808) instead of stdio. A
+        /// non-loopback address requires a bearer token.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Require `Authorization: Bearer TOKEN` on every HTTP request [default: the
+        /// SWITCHBOARD_BEARER_TOKEN environment variable; none on loopback].
+        #[arg(long, value_name = "TOKEN", requires = "http")]
+        bearer_token: Option<String>,
+        /// An Origin allowed besides local ones (repeatable), e.g. https://app.example.
+        #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+        allow_origins: Vec<String>,
+    },
     /// Complete an argument of a prompt (--prompt) or of a resource template (--resource).
     #[command(after_help = OPERATION_HELP)]
     Complete {
@@ -406,6 +431,18 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
         Command::Watch { json, for_ms } => watch::run(&g, interrupt, json, for_ms).await,
         Command::Login { server, no_browser } => login::login(&g, &server, !no_browser).await,
         Command::Logout { server } => login::logout(&server).await,
+        Command::Serve {
+            http,
+            bearer_token,
+            allow_origins,
+        } => {
+            let args = serve::ServeArgs {
+                http,
+                bearer_token,
+                allowed_origins: allow_origins,
+            };
+            serve::run(&g, interrupt, args).await
+        }
         Command::Status { json } => {
             let session = Session::start(&g, interrupt, Settle::All).await?;
             let failed = session.any_failed();

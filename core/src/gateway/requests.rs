@@ -1,0 +1,542 @@
+//! Downstream requests: answered from the view at once, or handed to the manager as a call or
+//! operation and answered from its completion.
+
+use super::wire::{self, Message};
+use super::{id_key, ExchangeId, Gateway, GatewayOutput, Pending, PendingKind, SessionId};
+use crate::catalog::{CompletionRef, LogLevel, Operation, OperationOutcome, OperationResult};
+use crate::manager::{CallError, CallOutcome, Input};
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A request refused before it reached the manager.
+struct Refusal {
+    code: i64,
+    message: String,
+}
+
+fn invalid(message: impl Into<String>) -> Refusal {
+    Refusal {
+        code: wire::INVALID_PARAMS,
+        message: message.into(),
+    }
+}
+
+/// What a request needs from the manager.
+enum Forward {
+    Tool {
+        tool: String,
+        arguments: Option<Value>,
+        meta: Option<Map<String, Value>>,
+    },
+    Operation(Operation, PendingKind),
+}
+
+impl Gateway {
+    pub(super) fn frame(&mut self, session: SessionId, exchange: ExchangeId, frame: &[u8]) {
+        let Some(s) = self.sessions.get(&session) else {
+            return;
+        };
+        let strict_uninitialized = s.strict && !s.initialized;
+        let message = match wire::decode(frame) {
+            Ok(m) => m,
+            Err(e) => {
+                self.counters.malformed += 1;
+                let id = e.id.unwrap_or(Value::Null);
+                let frame = wire::error(&id, e.code, &e.message, None);
+                self.answer(session, exchange, frame);
+                return;
+            }
+        };
+        match message {
+            Message::Request { id, method, params } => {
+                if strict_uninitialized && method != "initialize" && method != "ping" {
+                    let frame = wire::error(
+                        &id,
+                        wire::INVALID_REQUEST,
+                        "the session is not initialized: send initialize first",
+                        None,
+                    );
+                    self.answer(session, exchange, frame);
+                    self.close(session, true);
+                    return;
+                }
+                self.request(session, exchange, id, &method, params);
+            }
+            Message::Notification { method, params } => {
+                self.outputs
+                    .push_back(GatewayOutput::Accepted { session, exchange });
+                if method == "notifications/cancelled" {
+                    if let Some(id) = params.get("requestId") {
+                        self.cancel(session, id);
+                    }
+                }
+            }
+            Message::Response { .. } => {
+                self.outputs
+                    .push_back(GatewayOutput::Accepted { session, exchange });
+            }
+        }
+    }
+
+    /// The client gave up on request `id`: no answer goes out, and the manager cancels it.
+    fn cancel(&mut self, session: SessionId, id: &Value) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        let Some(call) = s.in_flight.remove(&id_key(id)) else {
+            return;
+        };
+        if self.pending.remove(&call).is_some() {
+            self.counters.cancelled += 1;
+            self.outputs
+                .push_back(GatewayOutput::Manager(Input::CancelCall { call }));
+        }
+    }
+
+    fn request(
+        &mut self,
+        session: SessionId,
+        exchange: ExchangeId,
+        id: Value,
+        method: &str,
+        params: Value,
+    ) {
+        let forward = match method {
+            "initialize" => {
+                let frame = self.initialize(session, &id, &params);
+                self.answer(session, exchange, frame);
+                return;
+            }
+            "ping" => {
+                self.answer(session, exchange, wire::result(&id, Map::new()));
+                return;
+            }
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
+                let frame = self.list(&id, method, &params);
+                self.answer(session, exchange, frame);
+                return;
+            }
+            "logging/setLevel" => {
+                let frame = match params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .and_then(LogLevel::parse)
+                {
+                    Some(level) => {
+                        if let Some(s) = self.sessions.get_mut(&session) {
+                            s.log_level = Some(level);
+                        }
+                        wire::result(&id, Map::new())
+                    }
+                    None => wire::error(&id, wire::INVALID_PARAMS, "unknown log level", None),
+                };
+                self.answer(session, exchange, frame);
+                return;
+            }
+            "resources/unsubscribe" => {
+                let frame = match params.get("uri").and_then(Value::as_str) {
+                    Some(uri) => {
+                        let held = self
+                            .sessions
+                            .get_mut(&session)
+                            .is_some_and(|s| s.subscriptions.remove(uri));
+                        if held {
+                            self.release_subscription(uri);
+                        }
+                        wire::result(&id, Map::new())
+                    }
+                    None => wire::error(&id, wire::INVALID_PARAMS, "uri must be a string", None),
+                };
+                self.answer(session, exchange, frame);
+                return;
+            }
+            "resources/subscribe" => match params.get("uri").and_then(Value::as_str) {
+                None => Err(invalid("uri must be a string")),
+                Some(uri) => {
+                    let here = self.sessions.get(&session);
+                    let count = here.map_or(0, |s| s.subscriptions.len());
+                    if here.is_some_and(|s| s.subscriptions.contains(uri)) {
+                        self.answer(session, exchange, wire::result(&id, Map::new()));
+                        return;
+                    }
+                    if count >= self.options.max_subscriptions {
+                        Err(Refusal {
+                            code: wire::TOO_MANY_REQUESTS,
+                            message: format!(
+                                "too many subscriptions (limit {})",
+                                self.options.max_subscriptions
+                            ),
+                        })
+                    } else if self
+                        .sessions
+                        .values()
+                        .any(|s| s.subscriptions.contains(uri))
+                    {
+                        // Another session holds it upstream already.
+                        if let Some(s) = self.sessions.get_mut(&session) {
+                            s.subscriptions.insert(uri.to_string());
+                        }
+                        self.answer(session, exchange, wire::result(&id, Map::new()));
+                        return;
+                    } else {
+                        Ok(Forward::Operation(
+                            Operation::Subscribe {
+                                uri: uri.to_string(),
+                                server: None,
+                            },
+                            PendingKind::Subscribe {
+                                uri: uri.to_string(),
+                            },
+                        ))
+                    }
+                }
+            },
+            "tools/call" => tool_call(&params),
+            "resources/read" => match params.get("uri").and_then(Value::as_str) {
+                Some(uri) => Ok(Forward::Operation(
+                    Operation::ReadResource {
+                        uri: uri.to_string(),
+                        server: None,
+                    },
+                    PendingKind::Operation,
+                )),
+                None => Err(invalid("uri must be a string")),
+            },
+            "prompts/get" => prompt_get(&params),
+            "completion/complete" => complete(&params),
+            _ => Err(Refusal {
+                code: wire::METHOD_NOT_FOUND,
+                message: format!("method not found: {method}"),
+            }),
+        };
+        match forward {
+            Ok(forward) => self.forward(session, exchange, id, &params, forward),
+            Err(r) => {
+                let frame = wire::error(&id, r.code, &r.message, None);
+                self.answer(session, exchange, frame);
+            }
+        }
+    }
+
+    fn forward(
+        &mut self,
+        session: SessionId,
+        exchange: ExchangeId,
+        id: Value,
+        params: &Value,
+        forward: Forward,
+    ) {
+        let limit = self.options.max_in_flight;
+        let next_call = self.next_call;
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        let key = id_key(&id);
+        if s.in_flight.contains_key(&key) {
+            let frame = wire::error(
+                &id,
+                wire::INVALID_REQUEST,
+                "a request with this id is already in flight",
+                None,
+            );
+            self.answer(session, exchange, frame);
+            return;
+        }
+        if s.in_flight.len() >= limit {
+            let frame = wire::error(
+                &id,
+                wire::TOO_MANY_REQUESTS,
+                &format!("too many requests in flight (limit {limit})"),
+                None,
+            );
+            self.answer(session, exchange, frame);
+            return;
+        }
+        let call = super::CallId(next_call);
+        self.next_call += 1;
+        s.in_flight.insert(key, call);
+        let progress = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let (input, kind) = match forward {
+            Forward::Tool {
+                tool,
+                arguments,
+                meta,
+            } => {
+                let server = self
+                    .view
+                    .tools
+                    .iter()
+                    .find(|t| t.qualified_name == tool)
+                    .map(|t| t.server.clone());
+                (
+                    Input::CallTool {
+                        call,
+                        tool,
+                        arguments,
+                        timeout: None,
+                        progress: progress.is_some(),
+                        meta,
+                    },
+                    PendingKind::Tool { server },
+                )
+            }
+            Forward::Operation(op, kind) => (
+                Input::Operation {
+                    call,
+                    op,
+                    timeout: None,
+                },
+                kind,
+            ),
+        };
+        self.pending.insert(
+            call,
+            Pending {
+                session,
+                exchange,
+                id,
+                progress,
+                kind,
+            },
+        );
+        self.counters.forwarded += 1;
+        self.outputs.push_back(GatewayOutput::Manager(input));
+    }
+
+    fn initialize(&mut self, session: SessionId, id: &Value, params: &Value) -> Bytes {
+        let asked = params.get("protocolVersion").and_then(Value::as_str);
+        let version = super::DOWNSTREAM_VERSIONS
+            .iter()
+            .find(|v| Some(**v) == asked)
+            .copied()
+            .unwrap_or(super::DOWNSTREAM_VERSIONS[0]);
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.initialized = true;
+            s.version = Some(version.to_string());
+        }
+        // Every capability the gateway can forward: servers arrive after this answer, so
+        // what they declare is not known yet; a request no server can take fails on its own.
+        let mut result = serde_json::json!({
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": { "listChanged": true },
+                "resources": { "subscribe": true, "listChanged": true },
+                "prompts": { "listChanged": true },
+                "completions": {},
+                "logging": {},
+            },
+            "serverInfo": { "name": self.options.name, "version": self.options.version },
+        });
+        if let (Some(text), Some(obj)) = (&self.options.instructions, result.as_object_mut()) {
+            obj.insert("instructions".into(), Value::String(text.clone()));
+        }
+        wire::result(id, result)
+    }
+
+    fn list(&self, id: &Value, method: &str, params: &Value) -> Bytes {
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => match c.parse::<usize>() {
+                Ok(n) => n,
+                Err(_) => return wire::error(id, wire::INVALID_PARAMS, "invalid cursor", None),
+            },
+            Some(_) => return wire::error(id, wire::INVALID_PARAMS, "invalid cursor", None),
+        };
+        let size = self.options.page_size.max(1);
+        let len = match method {
+            "tools/list" => self.view.tools.len(),
+            "resources/list" => self.view.resources.len(),
+            "resources/templates/list" => self.view.templates.len(),
+            _ => self.view.prompts.len(),
+        };
+        if start > len {
+            return wire::error(id, wire::INVALID_PARAMS, "invalid cursor", None);
+        }
+        let end = (start + size).min(len);
+        let next = (end < len).then(|| end.to_string());
+        let next = next.as_deref();
+        match method {
+            "tools/list" => wire::tools_page(id, &self.view.tools[start..end], next),
+            "resources/list" => wire::resources_page(id, &self.view.resources[start..end], next),
+            "resources/templates/list" => {
+                wire::templates_page(id, &self.view.templates[start..end], next)
+            }
+            _ => wire::prompts_page(id, &self.view.prompts[start..end], next),
+        }
+    }
+}
+
+fn tool_call(params: &Value) -> Result<Forward, Refusal> {
+    let tool = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("name must be a string"))?;
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => None,
+        Some(a @ Value::Object(_)) => Some(a.clone()),
+        Some(_) => return Err(invalid("arguments must be an object")),
+    };
+    let meta = params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "progressToken")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Map<String, Value>>()
+        })
+        .filter(|m| !m.is_empty());
+    Ok(Forward::Tool {
+        tool: tool.to_string(),
+        arguments,
+        meta,
+    })
+}
+
+fn string_map(value: Option<&Value>, what: &str) -> Result<BTreeMap<String, String>, Refusal> {
+    match value {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(invalid(format!("{what} must be strings"))),
+            })
+            .collect(),
+        Some(_) => Err(invalid(format!("{what} must be an object"))),
+    }
+}
+
+fn prompt_get(params: &Value) -> Result<Forward, Refusal> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("name must be a string"))?;
+    let arguments = string_map(params.get("arguments"), "arguments")?;
+    Ok(Forward::Operation(
+        Operation::GetPrompt {
+            name: name.to_string(),
+            arguments,
+        },
+        PendingKind::Operation,
+    ))
+}
+
+fn complete(params: &Value) -> Result<Forward, Refusal> {
+    let r = params.get("ref").ok_or_else(|| invalid("ref is missing"))?;
+    let reference = match r.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => CompletionRef::Prompt {
+            name: r
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid("ref.name must be a string"))?
+                .to_string(),
+        },
+        Some("ref/resource") => CompletionRef::Resource {
+            uri: r
+                .get("uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid("ref.uri must be a string"))?
+                .to_string(),
+            server: None,
+        },
+        _ => return Err(invalid("ref.type must be ref/prompt or ref/resource")),
+    };
+    let arg = params
+        .get("argument")
+        .ok_or_else(|| invalid("argument is missing"))?;
+    let argument = arg
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("argument.name must be a string"))?;
+    let value = arg.get("value").and_then(Value::as_str).unwrap_or("");
+    let context = string_map(
+        params.get("context").and_then(|c| c.get("arguments")),
+        "context arguments",
+    )?;
+    Ok(Forward::Operation(
+        Operation::Complete {
+            reference,
+            argument: argument.to_string(),
+            value: value.to_string(),
+            context,
+        },
+        PendingKind::Operation,
+    ))
+}
+
+/// The answer to a `tools/call`: the server's result as it sent it; its JSON-RPC error as it
+/// sent it; an unknown name as invalid params; every other failure (a server that failed,
+/// is not connected, timed out) as a tool error the model can read, naming the server and
+/// why. `None` for a cancelled call: the client that cancelled it expects no answer.
+pub(super) fn call_answer(
+    id: &Value,
+    server: Option<&str>,
+    outcome: &CallOutcome,
+) -> Option<Bytes> {
+    Some(match outcome {
+        CallOutcome::Ok(r) => wire::tool_result(id, r),
+        CallOutcome::Err(CallError::Rpc {
+            code,
+            message,
+            data,
+        }) => wire::error(id, *code, message, data.as_ref()),
+        CallOutcome::Err(e @ CallError::UnknownTool { .. }) => {
+            wire::error(id, wire::INVALID_PARAMS, &e.to_string(), None)
+        }
+        CallOutcome::Err(e) => {
+            let reason = match e {
+                CallError::NotConnected {
+                    reason: Some(r), ..
+                } => format!(": {r}"),
+                _ => String::new(),
+            };
+            let text = match server {
+                Some(server) => format!("the call to server \"{server}\" failed: {e}{reason}"),
+                None => format!("{e}{reason}"),
+            };
+            wire::tool_error(id, &text)
+        }
+        CallOutcome::Cancelled => {
+            wire::error(id, wire::INTERNAL_ERROR, "the call was cancelled", None)
+        }
+        #[allow(unreachable_patterns)]
+        _ => wire::error(id, wire::INTERNAL_ERROR, "unexpected call outcome", None),
+    })
+}
+
+/// The answer to an operation: its result, or the server's JSON-RPC error as sent, or an
+/// error naming what was not found or why no server could answer.
+pub(super) fn operation_answer(id: &Value, outcome: &OperationOutcome) -> Option<Bytes> {
+    Some(match outcome {
+        OperationOutcome::Ok(OperationResult::Read(r)) => wire::read_result(id, r),
+        OperationOutcome::Ok(OperationResult::Prompt(p)) => wire::prompt_result(id, p),
+        OperationOutcome::Ok(OperationResult::Completion(c)) => wire::completion_result(id, c),
+        OperationOutcome::Ok(_) => wire::result(id, Map::new()),
+        OperationOutcome::Err(CallError::Rpc {
+            code,
+            message,
+            data,
+        }) => wire::error(id, *code, message, data.as_ref()),
+        OperationOutcome::Err(e @ CallError::UnknownResource { uri }) => wire::error(
+            id,
+            wire::RESOURCE_NOT_FOUND,
+            &e.to_string(),
+            Some(&serde_json::json!({ "uri": uri })),
+        ),
+        OperationOutcome::Err(
+            e @ (CallError::UnknownPrompt { .. } | CallError::AmbiguousResource { .. }),
+        ) => wire::error(id, wire::INVALID_PARAMS, &e.to_string(), None),
+        OperationOutcome::Err(e) => wire::error(id, wire::INTERNAL_ERROR, &e.to_string(), None),
+        OperationOutcome::Cancelled => {
+            wire::error(id, wire::INTERNAL_ERROR, "the request was cancelled", None)
+        }
+        #[allow(unreachable_patterns)]
+        _ => wire::error(id, wire::INTERNAL_ERROR, "unexpected outcome", None),
+    })
+}

@@ -1,0 +1,359 @@
+//! The gateway's side of the wire: downstream JSON-RPC messages decoded into what the
+//! gateway acts on, and the frames it writes back (responses, errors, notifications, the
+//! lists of the view), serialized straight from the view's types without a `Value` tree.
+
+use crate::catalog::{Completion, Prompt, PromptResult, ReadResult, Resource, ResourceTemplate};
+use crate::tool::{RawJson, Tool, ToolResult};
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// JSON-RPC: the frame is not valid JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC: no such method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC: bad params (an unknown tool or prompt, a malformed argument).
+pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC: the request could not be carried out.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// MCP: no resource with that URI.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// The gateway's own limit on requests in flight for one session was reached.
+pub const TOO_MANY_REQUESTS: i64 = -32000;
+
+/// One downstream message, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request: answered exactly once (unless the client cancels it).
+    Request {
+        /// Its id, as sent (a string or a number).
+        id: Value,
+        /// The method.
+        method: String,
+        /// Its params (`Null` when absent).
+        params: Value,
+    },
+    /// A notification.
+    Notification {
+        /// The method.
+        method: String,
+        /// Its params (`Null` when absent).
+        params: Value,
+    },
+    /// A response to a request of ours.
+    Response {
+        /// Its id.
+        id: Value,
+    },
+}
+
+/// Why a frame is not a message, with the id to answer to when one could be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Malformed {
+    /// The request's id, if the frame had a usable one.
+    pub id: Option<Value>,
+    /// The JSON-RPC error code.
+    pub code: i64,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn malformed(id: Option<Value>, code: i64, message: impl Into<String>) -> Malformed {
+    Malformed {
+        id,
+        code,
+        message: message.into(),
+    }
+}
+
+/// Decode one frame: a single JSON-RPC 2.0 message (batches are not part of the protocol
+/// since 2025-06-18).
+pub fn decode(frame: &[u8]) -> Result<Message, Malformed> {
+    let value: Value = serde_json::from_slice(frame)
+        .map_err(|e| malformed(None, PARSE_ERROR, format!("the frame is not JSON: {e}")))?;
+    let Value::Object(mut obj) = value else {
+        let what = if value.is_array() {
+            "JSON-RPC batches are not supported"
+        } else {
+            "a message must be a JSON object"
+        };
+        return Err(malformed(None, INVALID_REQUEST, what));
+    };
+    let id = obj.remove("id");
+    let usable_id = id
+        .clone()
+        .filter(|id| id.is_string() || id.is_i64() || id.is_u64());
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(malformed(
+            usable_id,
+            INVALID_REQUEST,
+            "jsonrpc must be \"2.0\"",
+        ));
+    }
+    let params = obj.remove("params").unwrap_or(Value::Null);
+    match (obj.remove("method"), id) {
+        (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
+        (Some(Value::String(method)), Some(_)) => match usable_id {
+            Some(id) => Ok(Message::Request { id, method, params }),
+            None => Err(malformed(
+                None,
+                INVALID_REQUEST,
+                "a request id must be a string or an integer",
+            )),
+        },
+        (Some(_), _) => Err(malformed(
+            usable_id,
+            INVALID_REQUEST,
+            "method must be a string",
+        )),
+        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
+            Ok(Message::Response { id })
+        }
+        (None, _) => Err(malformed(usable_id, INVALID_REQUEST, "no method")),
+    }
+}
+
+#[derive(Serialize)]
+struct Response<'a, R: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: R,
+}
+
+#[derive(Serialize)]
+struct ErrorResponse<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    error: ErrorBody<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: i64,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct Notification<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<P>,
+}
+
+fn to_bytes(value: &impl Serialize) -> Bytes {
+    // Serializing these types cannot fail: maps have string keys, numbers are finite or
+    // already JSON text.
+    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
+}
+
+/// A response with `result`.
+pub fn result(id: &Value, result: impl Serialize) -> Bytes {
+    to_bytes(&Response {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+}
+
+/// An error response.
+pub fn error(id: &Value, code: i64, message: &str, data: Option<&Value>) -> Bytes {
+    to_bytes(&ErrorResponse {
+        jsonrpc: "2.0",
+        id,
+        error: ErrorBody {
+            code,
+            message,
+            data,
+        },
+    })
+}
+
+/// A notification (no params when `params` is `None`).
+pub fn notification(method: &str, params: Option<impl Serialize>) -> Bytes {
+    to_bytes(&Notification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+}
+
+/// A tool as the downstream client sees it: the qualified name instead of the server's, and
+/// no `execution`: the gateway runs task-augmented tools itself and answers the call directly.
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(rename = "inputSchema")]
+    input_schema: &'a RawJson,
+    #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+    output_schema: Option<&'a RawJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a RawJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    icons: Option<&'a RawJson>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<&'a RawJson>,
+}
+
+fn wire_tool(t: &Tool) -> WireTool<'_> {
+    WireTool {
+        name: &t.qualified_name,
+        title: t.def.title.as_deref(),
+        description: t.def.description.as_deref(),
+        input_schema: &t.def.input_schema,
+        output_schema: t.def.output_schema.as_ref(),
+        annotations: t.def.annotations.as_ref(),
+        icons: t.def.icons.as_ref(),
+        meta: t.def.meta.as_ref(),
+    }
+}
+
+#[derive(Serialize)]
+struct Page<'a, T: Serialize> {
+    #[serde(flatten)]
+    items: T,
+    #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Tools<'a> {
+    tools: Vec<WireTool<'a>>,
+}
+
+/// A `tools/list` result of `tools`.
+pub fn tools_page(id: &Value, tools: &[Tool], next_cursor: Option<&str>) -> Bytes {
+    result(
+        id,
+        Page {
+            items: Tools {
+                tools: tools.iter().map(wire_tool).collect(),
+            },
+            next_cursor,
+        },
+    )
+}
+
+#[derive(Serialize)]
+struct Resources<'a> {
+    resources: Vec<&'a crate::catalog::ResourceDef>,
+}
+
+/// A `resources/list` result of `resources`.
+pub fn resources_page(id: &Value, resources: &[Resource], next_cursor: Option<&str>) -> Bytes {
+    result(
+        id,
+        Page {
+            items: Resources {
+                resources: resources.iter().map(|r| &r.def).collect(),
+            },
+            next_cursor,
+        },
+    )
+}
+
+#[derive(Serialize)]
+struct Templates<'a> {
+    #[serde(rename = "resourceTemplates")]
+    templates: Vec<&'a crate::catalog::ResourceTemplateDef>,
+}
+
+/// A `resources/templates/list` result of `templates`.
+pub fn templates_page(id: &Value, templates: &[ResourceTemplate], next: Option<&str>) -> Bytes {
+    result(
+        id,
+        Page {
+            items: Templates {
+                templates: templates.iter().map(|t| &t.def).collect(),
+            },
+            next_cursor: next,
+        },
+    )
+}
+
+#[derive(Serialize)]
+struct WirePrompt<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    arguments: &'a [crate::catalog::PromptArgument],
+}
+
+#[derive(Serialize)]
+struct Prompts<'a> {
+    prompts: Vec<WirePrompt<'a>>,
+}
+
+/// A `prompts/list` result of `prompts`, under their qualified names.
+pub fn prompts_page(id: &Value, prompts: &[Prompt], next_cursor: Option<&str>) -> Bytes {
+    result(
+        id,
+        Page {
+            items: Prompts {
+                prompts: prompts
+                    .iter()
+                    .map(|p| WirePrompt {
+                        name: &p.qualified_name,
+                        title: p.def.title.as_deref(),
+                        description: p.def.description.as_deref(),
+                        arguments: &p.def.arguments,
+                    })
+                    .collect(),
+            },
+            next_cursor,
+        },
+    )
+}
+
+/// A `tools/call` result: exactly what the server sent when it came from one.
+pub fn tool_result(id: &Value, r: &ToolResult) -> Bytes {
+    match &r.raw {
+        Some(raw) => result(id, raw),
+        None => result(id, r),
+    }
+}
+
+/// A tool error the model can read: `isError: true` with one text part.
+pub fn tool_error(id: &Value, text: &str) -> Bytes {
+    result(
+        id,
+        serde_json::json!({"content": [{"type": "text", "text": text}], "isError": true}),
+    )
+}
+
+/// A `resources/read` result.
+pub fn read_result(id: &Value, r: &ReadResult) -> Bytes {
+    result(id, serde_json::json!({ "contents": r.contents }))
+}
+
+/// A `prompts/get` result.
+pub fn prompt_result(id: &Value, p: &PromptResult) -> Bytes {
+    let mut out = Map::new();
+    if let Some(d) = &p.description {
+        out.insert("description".into(), Value::String(d.clone()));
+    }
+    out.insert(
+        "messages".into(),
+        serde_json::to_value(&p.messages).unwrap_or(Value::Array(Vec::new())),
+    );
+    result(id, Value::Object(out))
+}
+
+/// A `completion/complete` result.
+pub fn completion_result(id: &Value, c: &Completion) -> Bytes {
+    let mut completion = serde_json::json!({ "values": c.values, "hasMore": c.has_more });
+    if let (Some(total), Some(obj)) = (c.total, completion.as_object_mut()) {
+        obj.insert("total".into(), Value::from(total));
+    }
+    result(id, serde_json::json!({ "completion": completion }))
+}

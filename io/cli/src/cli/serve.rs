@@ -1,0 +1,73 @@
+//! `switchboard serve`: every configured server as one MCP server, over stdio (for a client
+//! to spawn) or Streamable HTTP (`--http ADDR`). Discovery, flags and the startup gate are
+//! every other command's; the serving itself is the library's (`switchboard::serve`).
+
+use super::{interrupt, Fatal, Global, Session, Settle, EXIT_OK};
+use std::net::SocketAddr;
+use switchboard::core::gateway::GatewayOptions;
+use switchboard::serve::{serve_http, serve_stdio, HttpServeOptions};
+
+/// The environment variable read for the bearer token when `--bearer-token` is not given
+/// (so the token stays out of the process list).
+pub(super) const TOKEN_ENV: &str = "SWITCHBOARD_BEARER_TOKEN";
+
+/// `serve`'s own flags.
+pub(super) struct ServeArgs {
+    pub http: Option<SocketAddr>,
+    pub bearer_token: Option<String>,
+    pub allowed_origins: Vec<String>,
+}
+
+pub(super) async fn run(
+    g: &Global,
+    interrupt: &interrupt::Interrupt,
+    args: ServeArgs,
+) -> Result<u8, Fatal> {
+    let token = args
+        .bearer_token
+        .or_else(|| std::env::var(TOKEN_ENV).ok())
+        .filter(|t| !t.is_empty());
+    if let Some(addr) = args.http {
+        if !addr.ip().is_loopback() && token.is_none() {
+            return Err(Fatal::usage(format!(
+                "--http {addr} is not a loopback address: set --bearer-token (or {TOKEN_ENV})"
+            )));
+        }
+    }
+    // The protocol owns stdin and stdout: nobody can be asked on the terminal, so servers'
+    // elicitation requests are declined unless --elicit says otherwise.
+    let mut g = g.clone();
+    g.elicit = g.elicit.or(Some(super::peer::Elicit::Decline));
+    // Like `tools`: servers with cached tools are served deferred at the gate; servers
+    // without are waited for (bounded by their connect timeouts), so a first run's list is
+    // complete too. Later runs answer at once from the cache.
+    let session = Session::start(&g, interrupt, Settle::Uncached).await?;
+    let sb = session.sb;
+    let gateway = GatewayOptions::default();
+    let result = match args.http {
+        None => serve_stdio(&sb, gateway)
+            .await
+            .map_err(|e| Fatal::failed(format!("serving on stdio failed: {e}"))),
+        Some(addr) => {
+            let quiet = g.quiet;
+            serve_http(
+                &sb,
+                HttpServeOptions {
+                    addr,
+                    bearer_token: token,
+                    allowed_origins: args.allowed_origins,
+                    gateway,
+                },
+                |local| {
+                    if !quiet {
+                        eprintln!("switchboard: serving http://{local}/mcp");
+                    }
+                },
+            )
+            .await
+            .map_err(|e| Fatal::failed(e.to_string()))
+        }
+    };
+    sb.shutdown().await;
+    result.map(|()| EXIT_OK)
+}

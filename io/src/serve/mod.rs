@@ -1,0 +1,230 @@
+//! Serving: every configured server as one MCP server, over stdio ([`serve_stdio`]) or
+//! Streamable HTTP ([`serve_http`]).
+//!
+//! The decisions are the core's [`Gateway`]'s; this shell only carries frames. One loop owns
+//! the gateway and feeds it what the downstream transports read, the library's events (the
+//! view is handed over again after every change) and the completions of the calls and
+//! operations it asked for; it performs the gateway's outputs: a frame to a session, a call or
+//! operation through the library's API (one task each, dropped to cancel), a session to close.
+//! The gateway's calls are the library's calls under the gateway's own numbers: the library's
+//! events about its own call ids never reach the gateway.
+
+mod http;
+mod stdio;
+
+pub use http::{serve_http, HttpServeError, HttpServeOptions};
+pub use stdio::serve_stdio;
+
+use crate::driver::link::{Error, Progress};
+use crate::{CallOptions, Switchboard};
+use async_channel::{Receiver, Sender};
+use futures_lite::future;
+use std::collections::BTreeMap;
+use std::future::Future;
+use switchboard_core::catalog::OperationOutcome;
+use switchboard_core::gateway::{Gateway, GatewayInput, GatewayOptions, GatewayOutput, View};
+use switchboard_core::manager::{CallError, CallId, CallOutcome, Event, Input};
+
+/// The most bytes one downstream message may have (16 MiB); a longer one ends its session
+/// (stdio) or is refused with `413` (HTTP).
+pub const MAX_DOWNSTREAM_FRAME: usize = 16 * 1024 * 1024;
+
+/// Completions of the work the loop started.
+enum Internal {
+    CallDone(CallId, CallOutcome),
+    OpDone(CallId, OperationOutcome),
+    Progress(CallId, Progress),
+}
+
+/// What a downstream transport does with the gateway's outputs about its sessions.
+pub(crate) trait Sink {
+    /// Perform one `Send`, `Accepted` or `Close`.
+    fn deliver(&mut self, out: GatewayOutput) -> impl Future<Output = ()>;
+}
+
+/// What the loop waits for.
+enum Wake {
+    Downstream(Option<GatewayInput>),
+    Internal(Internal),
+    Event(Option<Result<Event, crate::RecvError>>),
+}
+
+/// Run the gateway until `downstream` closes (every transport reader is gone): feed it, perform
+/// its outputs through `sink` and the library. Calls still in flight are cancelled on return.
+pub(crate) async fn run<S: Sink>(
+    sb: &Switchboard,
+    options: GatewayOptions,
+    downstream: Receiver<GatewayInput>,
+    sink: &mut S,
+) {
+    let ex = async_executor::LocalExecutor::new();
+    ex.run(run_loop(sb, options, downstream, sink, &ex)).await;
+}
+
+async fn run_loop<S: Sink>(
+    sb: &Switchboard,
+    options: GatewayOptions,
+    downstream: Receiver<GatewayInput>,
+    sink: &mut S,
+    ex: &async_executor::LocalExecutor<'_>,
+) {
+    let events = sb.events();
+    let mut g = Gateway::new(options);
+    let (internal_tx, internal_rx) = async_channel::unbounded::<Internal>();
+    // The tasks of the calls and operations in flight; dropping one cancels it.
+    let mut tasks: BTreeMap<CallId, async_executor::Task<()>> = BTreeMap::new();
+    let mut events_open = true;
+    g.handle(GatewayInput::View(view(sb)));
+    loop {
+        let wake = future::or(
+            async { Wake::Downstream(downstream.recv().await.ok()) },
+            future::or(
+                async {
+                    // The loop holds a sender, so this never ends.
+                    match internal_rx.recv().await {
+                        Ok(i) => Wake::Internal(i),
+                        Err(_) => future::pending().await,
+                    }
+                },
+                async {
+                    if events_open {
+                        Wake::Event(Some(events.recv().await))
+                    } else {
+                        future::pending().await
+                    }
+                },
+            ),
+        )
+        .await;
+        match wake {
+            Wake::Downstream(None) => break,
+            Wake::Downstream(Some(input)) => g.handle(input),
+            Wake::Internal(Internal::CallDone(call, outcome)) => {
+                tasks.remove(&call);
+                g.handle_event(&Event::CallCompleted { call, outcome });
+            }
+            Wake::Internal(Internal::OpDone(call, outcome)) => {
+                tasks.remove(&call);
+                g.handle_event(&Event::OperationCompleted { call, outcome });
+            }
+            Wake::Internal(Internal::Progress(call, p)) => g.handle_event(&Event::Progress {
+                server: String::new(),
+                call: Some(call),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            }),
+            Wake::Event(Some(Ok(event))) => match &event {
+                // The library's own calls: not the gateway's.
+                Event::CallCompleted { .. }
+                | Event::OperationCompleted { .. }
+                | Event::Progress { .. } => {}
+                Event::ServerLog { .. } | Event::ResourceUpdated { .. } => g.handle_event(&event),
+                _ => g.handle(GatewayInput::View(view(sb))),
+            },
+            // Missed events: the view is read again, which is all they could have changed
+            // that the gateway keeps.
+            Wake::Event(Some(Err(crate::RecvError::Lagged { .. }))) => {
+                g.handle(GatewayInput::View(view(sb)))
+            }
+            Wake::Event(_) => events_open = false,
+        }
+        while let Some(out) = g.poll_output() {
+            match out {
+                GatewayOutput::Manager(input) => start(sb, ex, &internal_tx, &mut tasks, input),
+                other => sink.deliver(other).await,
+            }
+        }
+    }
+}
+
+/// The manager's view as the library's snapshot holds it.
+fn view(sb: &Switchboard) -> View {
+    View {
+        tools: sb.tools(),
+        resources: sb.resources(),
+        templates: sb.resource_templates(),
+        prompts: sb.prompts(),
+    }
+}
+
+/// Perform one manager input of the gateway's through the library.
+fn start<'a>(
+    sb: &Switchboard,
+    ex: &async_executor::LocalExecutor<'a>,
+    done: &Sender<Internal>,
+    tasks: &mut BTreeMap<CallId, async_executor::Task<()>>,
+    input: Input,
+) {
+    match input {
+        Input::CallTool {
+            call,
+            tool,
+            arguments,
+            timeout,
+            progress,
+            meta,
+        } => {
+            let (sb, done) = (sb.clone(), done.clone());
+            let task = ex.spawn(async move {
+                let handle = sb.call_with(
+                    &tool,
+                    arguments.unwrap_or_else(|| serde_json::json!({})),
+                    CallOptions {
+                        timeout,
+                        progress,
+                        meta,
+                    },
+                );
+                let updates = handle.progress().cloned();
+                let forward = async {
+                    if let Some(rx) = updates {
+                        while let Ok(p) = rx.recv().await {
+                            let _ = done.send(Internal::Progress(call, p)).await;
+                        }
+                    }
+                    future::pending::<Result<switchboard_core::ToolResult, Error>>().await
+                };
+                let outcome = match future::or(handle, forward).await {
+                    Ok(r) => CallOutcome::Ok(r),
+                    Err(e) => match call_error(e) {
+                        Some(e) => CallOutcome::Err(e),
+                        None => CallOutcome::Cancelled,
+                    },
+                };
+                let _ = done.send(Internal::CallDone(call, outcome)).await;
+            });
+            tasks.insert(call, task);
+        }
+        Input::Operation { call, op, timeout } => {
+            let (sb, done) = (sb.clone(), done.clone());
+            let task = ex.spawn(async move {
+                let outcome = match sb.operation(op, timeout).await {
+                    Ok(r) => OperationOutcome::Ok(r),
+                    Err(e) => match call_error(e) {
+                        Some(e) => OperationOutcome::Err(e),
+                        None => OperationOutcome::Cancelled,
+                    },
+                };
+                let _ = done.send(Internal::OpDone(call, outcome)).await;
+            });
+            tasks.insert(call, task);
+        }
+        Input::CancelCall { call } => {
+            // Dropping the task drops its call handle, which cancels the call.
+            tasks.remove(&call);
+        }
+        _ => {}
+    }
+}
+
+/// The library's error back as the core's (`None`: cancelled).
+fn call_error(e: Error) -> Option<CallError> {
+    Some(match e {
+        Error::Call(e) => e,
+        Error::Cancelled => return None,
+        Error::UnknownServer(server) => CallError::UnknownServer { server },
+        Error::NotConnected { server, reason } => CallError::NotConnected { server, reason },
+        other => CallError::Protocol(other.to_string()),
+    })
+}
