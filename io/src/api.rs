@@ -43,6 +43,7 @@ pub struct Builder {
     stdio: StdioOptions,
     http: crate::http::HttpOptions,
     credentials: Option<Arc<dyn CredentialProvider>>,
+    authorization: crate::auth::AuthContext,
     env: Option<BTreeMap<String, String>>,
     seeded: bool,
     project_dir: Option<PathBuf>,
@@ -116,6 +117,10 @@ impl Builder {
             stdio: StdioOptions::default(),
             http: crate::http::HttpOptions::default(),
             credentials: None,
+            authorization: crate::auth::AuthContext {
+                store: crate::auth::TokenStore::default_location(),
+                handler: None,
+            },
             env: None,
             seeded: false,
             project_dir: None,
@@ -215,6 +220,23 @@ impl Builder {
     /// [`CredentialProvider`]).
     pub fn credential_provider(mut self, p: Arc<dyn CredentialProvider>) -> Self {
         self.credentials = Some(p);
+        self
+    }
+
+    /// Who sends the user to an authorization server when an HTTP server needs OAuth
+    /// authorization (open this URL, hand back the redirect): for example a
+    /// [`LoopbackAuthorizer`](crate::auth::LoopbackAuthorizer). Without one (the default) the
+    /// library never waits for a person: a server with no usable stored credentials fails
+    /// with [`ServerErrorKind::NeedsLogin`](crate::ServerErrorKind::NeedsLogin).
+    pub fn authorization_handler(mut self, h: Arc<dyn crate::auth::AuthorizationHandler>) -> Self {
+        self.authorization.handler = Some(h);
+        self
+    }
+
+    /// Where OAuth tokens are kept (default: [`TokenStore::default_location`]
+    /// (crate::auth::TokenStore::default_location)); `None` keeps them in memory only.
+    pub fn token_store(mut self, store: Option<crate::auth::TokenStore>) -> Self {
+        self.authorization.store = store;
         self
     }
 
@@ -419,6 +441,7 @@ impl Builder {
                 http: self.http,
                 cache,
                 credentials: self.credentials,
+                authorization: self.authorization,
                 registry: registry.clone(),
                 spawner: self.spawner.clone(),
                 inbound_capacity: queues.inbound,

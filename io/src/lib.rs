@@ -61,6 +61,7 @@
 pub use switchboard_core as core;
 
 mod api;
+pub mod auth;
 mod cache;
 mod call;
 mod discovery;

@@ -597,7 +597,7 @@ fn a_broken_response_stream_is_resumed_with_last_event_id_after_the_retry_delay(
 }
 
 #[test]
-fn unauthorized_reports_the_status_body_and_challenge() {
+fn unauthorized_without_credentials_needs_login_and_never_waits() {
     let server = EdgeServer::start(Arc::new(|_req: &Req| Reply::Full {
         status: 401,
         headers: vec![(
@@ -609,16 +609,15 @@ fn unauthorized_reports_the_status_body_and_challenge() {
     }));
     smol::block_on(async {
         let (sb, report) = start(vec![spec("auth", server.url())]).await;
-        let err = report
-            .errors
-            .get("auth")
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("HTTP 401: missing bearer token"), "{err}");
-        assert!(err.contains("authentication required"), "{err}");
+        let err = report.errors.get("auth").cloned().expect("auth failed");
+        // No browser was offered (no authorization handler): the typed answer, at once,
+        // and no request beyond the refused one.
+        assert_eq!(err.kind, switchboard::ServerErrorKind::NeedsLogin, "{err}");
+        assert!(err.to_string().contains("switchboard login auth"), "{err}");
         assert!(
-            err.contains("WWW-Authenticate: Bearer resource_metadata="),
-            "{err}"
+            server.requests().iter().all(|r| r.method == "POST"),
+            "{:?}",
+            server.summary()
         );
         sb.shutdown().await;
     });

@@ -27,6 +27,7 @@ mod jsonc;
 mod merge;
 mod model;
 mod trust;
+mod oauth;
 mod validate;
 
 pub use document::{
@@ -45,6 +46,7 @@ pub use trust::{
     ApprovedBy, AwaitingApproval, ClaudeApprovals, ClaudeSettings, FolderTrust, RejectedBy,
     TrustDecision,
 };
+pub use oauth::{oauth_config, OAuthConfig};
 pub use validate::{resolve, valid_server_name, validate};
 
 #[cfg(test)]

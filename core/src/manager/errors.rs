@@ -38,6 +38,12 @@ pub enum ServerErrorKind {
     RequestFailed,
     /// The embedder stopped the server (`Disconnect`, `DisconnectAll`, `Reload`, `Sync`).
     Disconnected,
+    /// The server requires authorization and there are no usable credentials: the user has
+    /// to log in (`switchboard login SERVER`); nothing retries by itself.
+    NeedsLogin,
+    /// The server refused the credentials, or authorization failed (a mismatched issuer or
+    /// resource, an error from the authorization server).
+    Unauthorized,
 }
 
 /// Why a server's attempt ended, or why its config is invalid.

@@ -266,6 +266,26 @@ impl Manager {
                 self.on_request_failed(conn, &server, id, error)
             }
             TransportEvent::SessionRenewed => self.on_session_renewed(&server),
+            TransportEvent::Unauthorized {
+                id: Some(id),
+                error,
+            } => {
+                self.on_request_failed(conn, &server, id, format!("authorization failed: {error}"))
+            }
+            TransportEvent::Unauthorized { id: None, error } => {
+                let kind = if error == crate::auth::AuthError::NeedsLogin {
+                    ServerErrorKind::NeedsLogin
+                } else {
+                    ServerErrorKind::Unauthorized
+                };
+                let message = match kind {
+                    ServerErrorKind::NeedsLogin => {
+                        format!("needs login: run `switchboard login {server}`")
+                    }
+                    _ => format!("authorization failed: {error}"),
+                };
+                self.transport_gone(conn, &server, kind, message);
+            }
         }
     }
 

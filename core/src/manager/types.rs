@@ -73,6 +73,15 @@ pub enum TransportEvent {
     /// The HTTP session expired and the transport opened a new one (it replayed
     /// `initialize`): the core re-lists the server's tools.
     SessionRenewed,
+    /// The server refused our credentials (HTTP `401`/`403`) and authorization could not fix
+    /// it: for request `id` only (a step-up was refused), or for the whole attempt when `id`
+    /// is `None` (nothing can be sent without logging in).
+    Unauthorized {
+        /// The request refused, or `None` for the attempt.
+        id: Option<u64>,
+        /// Why authorization did not succeed (never holds a token).
+        error: crate::auth::AuthError,
+    },
 }
 
 /// What the core knows about a frame it writes, so a transport never parses it.

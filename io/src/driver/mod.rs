@@ -114,6 +114,8 @@ pub(crate) struct DriverConfig {
     pub http: HttpOptions,
     pub cache: Option<ToolCache>,
     pub credentials: Option<Arc<dyn CredentialProvider>>,
+    /// The token store and the interactive part of OAuth authorization.
+    pub authorization: crate::auth::AuthContext,
     pub registry: ProcessRegistry,
     pub spawner: Spawner,
     /// Capacity of the inbound channel (transport events and task completions).
@@ -132,6 +134,10 @@ pub(crate) struct Driver {
     /// `auth` sections by server, from the specs we passed in (the core keeps the unresolved
     /// config; the credential provider needs it at open time).
     auth: BTreeMap<String, Value>,
+    /// `oauth` settings by server (a malformed section is logged and ignored).
+    oauth: BTreeMap<String, switchboard_core::config::OAuthConfig>,
+    /// The authorization state of each HTTP server, kept across its connection attempts.
+    auth_layers: BTreeMap<String, Arc<crate::auth::AuthLayer>>,
     requests: Receiver<Request>,
     /// Everything but the API's requests: transport events of both kinds and completions of
     /// the driver's own tasks, on one channel (one wake-up source to wait on, not three).
@@ -181,6 +187,8 @@ impl Driver {
             shared,
             subscribers,
             auth: BTreeMap::new(),
+            oauth: BTreeMap::new(),
+            auth_layers: BTreeMap::new(),
             requests,
             inbound_tx,
             inbound_rx,
@@ -360,6 +368,20 @@ impl Driver {
                 Some(a) => self.auth.insert(s.name.clone(), a.clone()),
                 None => self.auth.remove(&s.name),
             };
+            match switchboard_core::config::oauth_config(&s.config) {
+                Ok(Some(o)) => {
+                    self.oauth.insert(s.name.clone(), o);
+                }
+                Ok(None) => {
+                    self.oauth.remove(&s.name);
+                }
+                Err(e) => {
+                    tracing::warn!(target: "switchboard", server = %s.name, "ignored the oauth settings: {e}");
+                    self.oauth.remove(&s.name);
+                }
+            }
+            // Settings may have changed: the next attempt starts from the store again.
+            self.auth_layers.remove(&s.name);
         }
     }
 
@@ -373,7 +395,9 @@ impl Driver {
     fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
         if matches!(
             event,
-            TransportEvent::Closed { .. } | TransportEvent::Failed { .. }
+            TransportEvent::Closed { .. }
+                | TransportEvent::Failed { .. }
+                | TransportEvent::Unauthorized { id: None, .. }
         ) {
             // The transport reaped itself; forget the handle without closing it again.
             if let Some(t) = self.transports.remove(&conn) {

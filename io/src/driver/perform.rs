@@ -115,6 +115,7 @@ impl Driver {
         let secrets = self.secrets.clone();
         let creds = self.cfg.credentials.clone();
         let auth = self.auth.get(&server).cloned();
+        let layer = self.auth_layer(&server, &config);
         self.conn_server.insert(conn, server.clone());
         let spawner = self.cfg.spawner.clone();
         let task = self.cfg.spawner.spawn(async move {
@@ -131,6 +132,7 @@ impl Driver {
                             &server,
                             target,
                             &http_opts,
+                            layer,
                             conn,
                             tx.clone(),
                         )
@@ -160,6 +162,24 @@ impl Driver {
             let _ = tx.send(Inbound::Internal(msg)).await;
         });
         self.opening.insert(conn, task);
+    }
+
+    /// The authorization layer of an HTTP server (the one it had, unless its URL changed).
+    fn auth_layer(
+        &mut self,
+        server: &str,
+        config: &TransportConfig,
+    ) -> Option<std::sync::Arc<crate::auth::AuthLayer>> {
+        let (TransportConfig::Http { url, .. } | TransportConfig::Sse { url, .. }) = config else {
+            return None;
+        };
+        if let Some(layer) = self.auth_layers.get(server).filter(|l| l.url() == url) {
+            return Some(layer.clone());
+        }
+        let oauth = self.oauth.get(server).cloned().unwrap_or_default();
+        let layer = crate::auth::AuthLayer::new(server, url, oauth, self.cfg.authorization.clone());
+        self.auth_layers.insert(server.to_string(), layer.clone());
+        Some(layer)
     }
 
     pub(super) fn close_in_background(&mut self, conn: ConnId, t: Transport) {

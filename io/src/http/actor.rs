@@ -138,6 +138,13 @@ pub(super) async fn run(
                 tasks.remove(&n);
                 by_request.retain(|_, v| *v != n);
             }
+            Wake::Internal(Internal::Unauthorized(error)) => {
+                inner
+                    .emit
+                    .end(TransportEvent::Unauthorized { id: None, error })
+                    .await;
+                break;
+            }
             Wake::Internal(Internal::Fatal(error)) => {
                 inner
                     .emit
@@ -328,6 +335,19 @@ pub(super) fn spawn_post(
             Err(PostError::Fatal(e)) => {
                 let _ = inner.internal.send(Internal::Fatal(e)).await;
             }
+            // Refused credentials end the attempt when nothing can be sent (the
+            // `initialize`); otherwise only the request fails (a refused step-up).
+            Err(PostError::Auth(error)) => match info.request_id {
+                Some(id) if !info.is_initialize() => {
+                    inner
+                        .emit
+                        .emit(TransportEvent::Unauthorized { id: Some(id), error })
+                        .await
+                }
+                _ => {
+                    let _ = inner.internal.send(Internal::Unauthorized(error)).await;
+                }
+            },
             Err(PostError::Fallback(why)) => {
                 let _ = inner
                     .internal

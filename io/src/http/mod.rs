@@ -262,6 +262,8 @@ enum Internal {
     Done(u64),
     /// The transport cannot go on.
     Fatal(String),
+    /// The server refused our credentials and authorization could not fix it.
+    Unauthorized(switchboard_core::auth::AuthError),
     /// The legacy SSE stream ended.
     Ended(String),
     /// `notifications/initialized` was accepted: time to open the GET stream.
@@ -286,6 +288,9 @@ struct Inner {
     reinit: async_lock::Mutex<()>,
     internal: Sender<Internal>,
     spawner: Spawner,
+    /// The server's authorization: the `Authorization` header, and what to do about a
+    /// `401`/`403` (`None`: the transport sends the configured headers only).
+    auth: Option<Arc<crate::auth::AuthLayer>>,
 }
 
 /// A running HTTP transport. See the module docs.
@@ -322,16 +327,19 @@ impl HttpTransport {
     where
         T: Clone + Send + Sync + 'static,
     {
-        Self::open_on(&Spawner::default(), server, target, opts, tag, events).await
+        Self::open_on(&Spawner::default(), server, target, opts, None, tag, events).await
     }
 
     /// [`open`](Self::open) with the transport's tasks on `spawner`, sending
-    /// `M::from((tag, event))` (the driver's channel carries other inputs too).
+    /// `M::from((tag, event))` (the driver's channel carries other inputs too), authorized
+    /// by `auth` when given.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn open_on<T, M>(
         spawner: &Spawner,
         server: &str,
         target: HttpTarget,
         opts: &HttpOptions,
+        auth: Option<Arc<crate::auth::AuthLayer>>,
         tag: T,
         events: Sender<M>,
     ) -> Result<HttpTransport, String>
@@ -374,6 +382,7 @@ impl HttpTransport {
             session: Mutex::new(Session::default()),
             reinit: async_lock::Mutex::new(()),
             internal: internal_tx,
+            auth,
         });
         let mode = match target.kind {
             HttpKind::Streamable => Mode::Streamable,

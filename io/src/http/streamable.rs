@@ -17,6 +17,9 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use std::time::Duration;
 
+/// Times one POST is sent again after a `401`/`403` the authorization layer handled.
+const MAX_AUTH_ROUNDS: u32 = 8;
+
 /// How long a POST stream may stay open after it delivered its response.
 const AFTER_RESPONSE_WAIT: Duration = Duration::from_secs(5);
 
@@ -28,6 +31,8 @@ pub(super) enum PostError {
     Request(String),
     /// Not a Streamable HTTP server: fall back to legacy SSE.
     Fallback(String),
+    /// The server refused our credentials and authorization could not fix it.
+    Auth(switchboard_core::auth::AuthError),
 }
 
 /// An unreachable server ends the transport; an exchange that broke after the connection was
@@ -68,6 +73,9 @@ impl Inner {
         }
         if let Some(v) = &session.1 {
             set("mcp-protocol-version", v);
+        }
+        if let Some(bearer) = self.auth.as_ref().and_then(|a| a.header()) {
+            set("authorization", &bearer);
         }
         if !self
             .headers
@@ -228,7 +236,12 @@ impl Inner {
             return self.post_stateless(frame, info, version).await;
         }
         let mut renewed = false;
+        let mut auth_rounds = 0;
         loop {
+            let sent = match &self.auth {
+                Some(a) => a.ready().await,
+                None => 0,
+            };
             let session = if info.is_initialize() {
                 // A new session: never send a stale id with an initialize.
                 (None, None)
@@ -249,6 +262,42 @@ impl Inner {
                     self.reinitialize(stale).await?;
                     renewed = true;
                     continue;
+                }
+            }
+            if let (Some(auth), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) =
+                (&self.auth, status)
+            {
+                // The core's guard bounds how often this retries; the count here is only a
+                // backstop against a layer that keeps saying "retry".
+                let challenge = resp
+                    .headers
+                    .get(http::header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                let _ = resp
+                    .body
+                    .read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT)
+                    .await;
+                auth_rounds += 1;
+                match auth
+                    .refused(status.as_u16(), challenge.as_deref(), sent)
+                    .await
+                {
+                    Ok(()) if auth_rounds <= MAX_AUTH_ROUNDS => continue,
+                    Ok(()) => {
+                        return Err(PostError::Auth(
+                            switchboard_core::auth::AuthError::Rejected {
+                                status: status.as_u16(),
+                                attempts: auth_rounds,
+                            },
+                        ))
+                    }
+                    Err(e) => return Err(PostError::Auth(e)),
+                }
+            }
+            if status.is_success() {
+                if let Some(auth) = &self.auth {
+                    auth.accepted();
                 }
             }
             if !status.is_success() {

@@ -8,6 +8,7 @@
 mod catalog;
 mod demo;
 mod interrupt;
+mod login;
 mod output;
 mod peer;
 mod progress;
@@ -81,6 +82,11 @@ Exit status:
   1    a step failed or a process was left running (the narration says which)
   130  interrupted by Ctrl-C (143: SIGTERM); every server was shut down first";
 
+const LOGIN_HELP: &str = "\
+Exit status:
+  0    logged in (logout: the tokens are gone, or there were none)
+  1    authorization failed (the error says why)
+  2    a usage or config error, or SERVER names no configured HTTP server";
 const SERVE_HELP: &str = "\
 Exit status:
   0    stdin ended (stdio)
@@ -177,6 +183,13 @@ struct Global {
     /// CreateMessageResult on its stdout (at most 1 MiB) [default: sampling not offered].
     #[arg(long, value_name = "CMD", global = true)]
     sampling_command: Option<String>,
+    /// When an HTTP server needs OAuth authorization, log in on the spot (print the URL,
+    /// open it with $BROWSER or the system browser, wait for the redirect) instead of
+    /// reporting it as `needs login` [default: never wait for a person]. The browser (and
+    /// whatever it starts) must outlive the command, so this run does not sweep descendants
+    /// that escaped their process group (servers are still closed by process group).
+    #[arg(long, global = true)]
+    login: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -248,6 +261,23 @@ enum Command {
         /// Stop after this many milliseconds.
         #[arg(long, value_name = "MS")]
         for_ms: Option<u64>,
+    },
+    /// Authorize switchboard for an HTTP server with OAuth: prints the URL, opens it with
+    /// $BROWSER (else xdg-open/open), receives the redirect on http://127.0.0.1:PORT/callback
+    /// and stores the tokens under $XDG_DATA_HOME/switchboard/tokens (mode 0600).
+    #[command(after_help = LOGIN_HELP)]
+    Login {
+        /// The server's name.
+        server: String,
+        /// Only print the URL; do not open a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the stored OAuth tokens of a server.
+    #[command(after_help = LOGIN_HELP)]
+    Logout {
+        /// The server's name.
+        server: String,
     },
     /// Print every resource and resource template the servers list: URI, server, name,
     /// MIME type, and whether it is deferred (from the cache while its server connects).
@@ -434,6 +464,8 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
     match cli.command {
         Command::Demo => demo::run(&g, interrupt).await,
         Command::Watch { json, for_ms } => watch::run(&g, interrupt, json, for_ms).await,
+        Command::Login { server, no_browser } => login::login(&g, &server, !no_browser).await,
+        Command::Logout { server } => login::logout(&server).await,
         Command::Serve {
             http,
             bearer_token,
@@ -726,7 +758,7 @@ impl Session {
             .unwrap_or_default();
         let health = g.health_ms.map(Duration::from_millis);
         let mut builder = Builder::servers(servers)
-            .adopt_orphans(true)
+            .adopt_orphans(!g.login)
             .project_dir(&project)
             .naming(naming(g.naming))
             .uncached_wait(Duration::ZERO)
@@ -741,6 +773,11 @@ impl Session {
             builder = builder.gate(Duration::from_millis(ms));
         }
         builder = peer::install(builder, g.elicit, g.sampling_command.as_deref(), &project)?;
+        if g.login {
+            builder = builder.authorization_handler(std::sync::Arc::new(
+                switchboard::auth::LoopbackAuthorizer::default(),
+            ));
+        }
         if g.no_cache {
             builder = builder.no_cache();
         } else if let Some(dir) = &g.cache_dir {

@@ -79,6 +79,13 @@ pub fn status_word(s: &ServerState) -> &'static str {
         ServerStatus::Connected => "connected",
         ServerStatus::Connecting if s.deferred => "deferred",
         ServerStatus::Connecting => "connecting",
+        ServerStatus::Disconnected
+            if s.last_error
+                .as_ref()
+                .is_some_and(|e| e.kind == switchboard::ServerErrorKind::NeedsLogin) =>
+        {
+            "needs login"
+        }
         ServerStatus::Disconnected if s.last_error.is_some() => "failed",
         _ => "disconnected",
     }

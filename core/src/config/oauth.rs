@@ -1,0 +1,145 @@
+//! A server's OAuth settings, read from its entry's `oauth` object in any client's spelling
+//! (Claude Code's `clientId`, `callbackPort`, `authServerMetadataUrl`, `scopes`; snake_case as
+//! in Codex and VS Code): a pre-registered client, a fixed redirect port, the authorization
+//! server's metadata URL, the scopes to ask for, and this client's metadata document URL.
+
+use super::ServerConfig;
+use crate::auth::{AuthMethod, PreRegistered};
+use serde_json::Value;
+
+/// The `oauth` settings of one server; every field optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// A pre-registered client (`clientId`, `clientSecret`, `tokenEndpointAuthMethod`).
+    pub client: Option<PreRegistered>,
+    /// The loopback redirect port (`callbackPort`); any free port when absent.
+    pub callback_port: Option<u16>,
+    /// The authorization server's metadata URL (`authServerMetadataUrl`), skipping discovery.
+    pub auth_server_metadata_url: Option<String>,
+    /// The scopes to ask for (`scopes`, a list or a space-separated string).
+    pub scopes: Option<Vec<String>>,
+    /// This client's metadata document URL (`clientMetadataUrl`), used as its client id by
+    /// authorization servers that support client ID metadata documents.
+    pub client_metadata_url: Option<String>,
+}
+
+fn field<'a>(obj: &'a serde_json::Map<String, Value>, names: &[&str]) -> Option<&'a Value> {
+    names
+        .iter()
+        .find_map(|n| obj.get(*n))
+        .filter(|v| !v.is_null())
+}
+
+fn string(obj: &serde_json::Map<String, Value>, names: &[&str]) -> Result<Option<String>, String> {
+    match field(obj, names) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("\"oauth.{}\" must be a string", names[0])),
+    }
+}
+
+/// The `oauth` settings of `config`; `None` when it has none, an error naming the field when
+/// one has the wrong type.
+pub fn oauth_config(config: &ServerConfig) -> Result<Option<OAuthConfig>, String> {
+    let Some(v) = config.extra.get("oauth").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let Some(obj) = v.as_object() else {
+        return Err("\"oauth\" must be an object".into());
+    };
+    let client_id = string(obj, &["clientId", "client_id"])?;
+    let client_secret = string(obj, &["clientSecret", "client_secret"])?;
+    let method = match string(obj, &["tokenEndpointAuthMethod", "token_endpoint_auth_method"])? {
+        None => None,
+        Some(m) => Some(AuthMethod::parse(&m).ok_or_else(|| {
+            format!("\"oauth.tokenEndpointAuthMethod\" must be none, client_secret_basic or client_secret_post, got {m:?}")
+        })?),
+    };
+    let client = match client_id {
+        Some(client_id) => Some(PreRegistered {
+            client_id,
+            client_secret,
+            auth_method: method,
+        }),
+        None if client_secret.is_some() => {
+            return Err("\"oauth.clientSecret\" needs \"oauth.clientId\"".into())
+        }
+        None => None,
+    };
+    let callback_port = match field(obj, &["callbackPort", "callback_port"]) {
+        None => None,
+        Some(v) => Some(
+            v.as_u64()
+                .and_then(|p| u16::try_from(p).ok())
+                .filter(|p| *p > 0)
+                .ok_or("\"oauth.callbackPort\" must be a port number (1-65535)")?,
+        ),
+    };
+    let scopes = match field(obj, &["scopes", "scope"]) {
+        None => None,
+        Some(Value::String(s)) => Some(s.split_whitespace().map(str::to_string).collect()),
+        Some(Value::Array(items)) => Some(
+            items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or("\"oauth.scopes\" must be a list of strings")?,
+        ),
+        Some(_) => return Err("\"oauth.scopes\" must be a list of strings".into()),
+    };
+    Ok(Some(OAuthConfig {
+        client,
+        callback_port,
+        auth_server_metadata_url: string(
+            obj,
+            &["authServerMetadataUrl", "auth_server_metadata_url"],
+        )?,
+        scopes,
+        client_metadata_url: string(obj, &["clientMetadataUrl", "client_metadata_url"])?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(oauth: Value) -> ServerConfig {
+        let mut c = ServerConfig::default();
+        c.extra.insert("oauth".into(), oauth);
+        c
+    }
+
+    #[test]
+    fn reads_every_spelling() {
+        let c = oauth_config(&with(serde_json::json!({
+            "clientId": "id", "clientSecret": "s", "callbackPort": 8765,
+            "authServerMetadataUrl": "https://as/.well-known/oauth-authorization-server",
+            "scopes": "a b", "token_endpoint_auth_method": "client_secret_post"
+        })))
+        .unwrap()
+        .unwrap();
+        let client = c.client.unwrap();
+        assert_eq!(client.client_id, "id");
+        assert_eq!(client.auth_method, Some(AuthMethod::ClientSecretPost));
+        assert_eq!(c.callback_port, Some(8765));
+        assert_eq!(c.scopes, Some(vec!["a".into(), "b".into()]));
+        assert_eq!(oauth_config(&ServerConfig::default()), Ok(None));
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        for (bad, word) in [
+            (serde_json::json!({"callbackPort": 70000}), "callbackPort"),
+            (serde_json::json!({"clientSecret": "s"}), "clientId"),
+            (serde_json::json!({"scopes": [1]}), "scopes"),
+            (
+                serde_json::json!({"clientId": "x", "tokenEndpointAuthMethod": "jwt"}),
+                "tokenEndpointAuthMethod",
+            ),
+            (serde_json::json!("x"), "object"),
+        ] {
+            let e = oauth_config(&with(bad)).unwrap_err();
+            assert!(e.contains(word), "{e}");
+        }
+    }
+}
