@@ -26,8 +26,8 @@ mod hash;
 mod jsonc;
 mod merge;
 mod model;
-mod trust;
 mod oauth;
+mod trust;
 mod validate;
 
 pub use document::{
@@ -41,12 +41,12 @@ pub use model::{
     ConfigError, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig, TransportKind,
     DEFAULT_CONNECT_TIMEOUT,
 };
+pub use oauth::{oauth_config, OAuthConfig};
 pub use trust::{
     codex_project_trust, gemini_folder_trust, parse_claude_settings, Approvals, Approved,
     ApprovedBy, AwaitingApproval, ClaudeApprovals, ClaudeSettings, FolderTrust, RejectedBy,
     TrustDecision,
 };
-pub use oauth::{oauth_config, OAuthConfig};
 pub use validate::{resolve, valid_server_name, validate};
 
 #[cfg(test)]

@@ -7,8 +7,7 @@ use super::actor::with_timeout;
 use super::client::{Body, HttpError, Response, Url};
 use super::framing::{
     answers, content_type, initialized_notification, is_error_response_to, negotiated_version,
-    response_id,
-    split_json_body, status_error, FrameInfo,
+    response_id, split_json_body, status_error, FrameInfo,
 };
 use super::sse::SseParser;
 use super::{Inner, Internal, ERROR_BODY_PREFIX, ERROR_BODY_WAIT, IGNORED_BODY_LIMIT};
