@@ -48,6 +48,9 @@ pub(super) struct Call {
     pub(super) input_rounds: u32,
     /// The `tools/call` went out with a `task` param: its answer may be a task.
     as_task: bool,
+    /// The output schema of the definition the call was made against (live or cached): its
+    /// result is checked against it even when the server's list changed in the meantime.
+    pub(super) output_schema: Option<crate::tool::RawJson>,
 }
 
 impl Manager {
@@ -133,9 +136,21 @@ impl Manager {
                 return;
             }
         };
+        let output_schema = self.servers.get(&server).and_then(|s| {
+            let cached = match &s.cache {
+                super::servers::CacheState::Hit(tools) => Some(tools),
+                _ => None,
+            };
+            s.tools
+                .iter()
+                .chain(cached.into_iter().flat_map(|t| t.iter()))
+                .find(|t| t.name == raw)
+                .and_then(|t| t.output_schema.clone())
+        });
         self.calls.insert(
             call,
             Call {
+                output_schema,
                 server,
                 tool: raw,
                 arguments,

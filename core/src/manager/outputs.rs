@@ -21,17 +21,23 @@ impl Manager {
             return CallOutcome::Ok(result);
         };
         let (server, tool) = (c.server.clone(), c.tool.clone());
+        let called_with = c.output_schema.clone();
         let Some(s) = self.servers.get_mut(&server) else {
             return CallOutcome::Ok(result);
         };
         let compiled = match s.schemas.get(&tool) {
             Some(known) => known.clone(),
             None => {
-                // Only tools of the current list get an entry, so the map stays within it.
-                let Some(def) = s.tools.iter().find(|t| t.name == tool) else {
-                    return CallOutcome::Ok(result);
+                // Only tools of the current list get an entry, so the map stays within it. A
+                // tool the list no longer has (it changed while the call ran) is checked
+                // against the definition the call was made against.
+                let listed = s.tools.iter().find(|t| t.name == tool);
+                let in_list = listed.is_some();
+                let schema = match listed {
+                    Some(def) => def.output_schema.clone(),
+                    None => called_with,
                 };
-                let compiled = match &def.output_schema {
+                let compiled = match &schema {
                     None => Compiled::None,
                     Some(schema) => match validator.0.compile(schema) {
                         Ok(schema) => Compiled::Schema(schema),
@@ -48,7 +54,7 @@ impl Manager {
                         }
                     },
                 };
-                if let Some(s) = self.servers.get_mut(&server) {
+                if let Some(s) = self.servers.get_mut(&server).filter(|_| in_list) {
                     s.schemas.insert(tool.clone(), compiled.clone());
                 }
                 compiled

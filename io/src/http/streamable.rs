@@ -161,42 +161,84 @@ impl Inner {
             // the stateless revision's HTTP transport has no cancellation message.
             return Ok(());
         }
-        let mut headers = self.headers_with(
-            &[
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("mcp-protocol-version", version),
-            ],
-            &(None, None),
-        );
-        let mut set = |name: String, value: &str| match (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            (Ok(n), Ok(v)) => {
-                headers.retain(|(k, _)| *k != n);
-                headers.push((n, v));
+        let mut auth_rounds = 0;
+        let mut resp = loop {
+            let sent = match &self.auth {
+                Some(a) => a.ready().await,
+                None => 0,
+            };
+            let mut headers = self.headers_with(
+                &[
+                    ("content-type", "application/json"),
+                    ("accept", "application/json, text/event-stream"),
+                    ("mcp-protocol-version", version),
+                ],
+                &(None, None),
+            );
+            let mut set = |name: String, value: &str| match (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                (Ok(n), Ok(v)) => {
+                    headers.retain(|(k, _)| *k != n);
+                    headers.push((n, v));
+                }
+                _ => {
+                    tracing::debug!(target: "switchboard::http", server = %self.server, header = %name, "left out a header whose name or value is not valid");
+                }
+            };
+            if let Some(method) = info.method {
+                set("mcp-method".into(), method);
             }
-            _ => {
-                tracing::debug!(target: "switchboard::http", server = %self.server, header = %name, "left out a header whose name or value is not valid");
+            if let Some(name) = &info.name {
+                set("mcp-name".into(), name);
+            }
+            for (name, value) in &info.params {
+                set(format!("mcp-param-{name}"), value);
+            }
+            let mut resp = self
+                .client
+                .request(Method::POST, &self.url, &headers, frame.clone())
+                .await
+                .map_err(|e| exchange_error(e, false))?;
+            let status = resp.status;
+            let Some(auth) = self.auth.as_ref().filter(|_| {
+                status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN
+            }) else {
+                break resp;
+            };
+            // The same authorization rounds as a session's POST: the core's guard bounds them.
+            let challenge = resp
+                .headers
+                .get(http::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let _ = resp
+                .body
+                .read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT)
+                .await;
+            auth_rounds += 1;
+            match auth
+                .refused(status.as_u16(), challenge.as_deref(), sent)
+                .await
+            {
+                Ok(()) if auth_rounds <= MAX_AUTH_ROUNDS => continue,
+                Ok(()) => {
+                    return Err(PostError::Auth(
+                        switchboard_core::auth::AuthError::Rejected {
+                            status: status.as_u16(),
+                            attempts: auth_rounds,
+                        },
+                    ))
+                }
+                Err(e) => return Err(PostError::Auth(e)),
             }
         };
-        if let Some(method) = info.method {
-            set("mcp-method".into(), method);
-        }
-        if let Some(name) = &info.name {
-            set("mcp-name".into(), name);
-        }
-        for (name, value) in &info.params {
-            set(format!("mcp-param-{name}"), value);
-        }
-        let mut resp = self
-            .client
-            .request(Method::POST, &self.url, &headers, frame.clone())
-            .await
-            .map_err(|e| exchange_error(e, false))?;
         let status = resp.status;
         if status.is_success() {
+            if let Some(auth) = &self.auth {
+                auth.accepted();
+            }
             if info.is_request() {
                 return self.read_answer(resp, info).await;
             }
