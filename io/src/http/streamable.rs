@@ -202,9 +202,11 @@ impl Inner {
                 .await
                 .map_err(|e| exchange_error(e, false))?;
             let status = resp.status;
-            let Some(auth) = self.auth.as_ref().filter(|_| {
-                status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN
-            }) else {
+            let Some(auth) = self
+                .auth
+                .as_ref()
+                .filter(|_| status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN)
+            else {
                 break resp;
             };
             // The same authorization rounds as a session's POST: the core's guard bounds them.
