@@ -266,16 +266,13 @@ impl Manager {
                 self.on_request_failed(conn, &server, id, error)
             }
             TransportEvent::SessionRenewed => self.on_session_renewed(&server),
-            // A refused request of an established connection fails that request; a refusal
-            // while the attempt's revision is still being probed is the attempt's, like a
-            // refused `initialize` (falling back to `initialize` would only be refused again).
             TransportEvent::Unauthorized {
                 id: Some(id),
                 error,
-            } if self.servers.get(&server).is_some_and(|s| s.era.is_some()) => {
+            } => {
                 self.on_request_failed(conn, &server, id, format!("authorization failed: {error}"))
             }
-            TransportEvent::Unauthorized { error, .. } => {
+            TransportEvent::Unauthorized { id: None, error } => {
                 let kind = if error == crate::auth::AuthError::NeedsLogin {
                     ServerErrorKind::NeedsLogin
                 } else {
