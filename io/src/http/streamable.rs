@@ -210,31 +210,7 @@ impl Inner {
                 break resp;
             };
             // The same authorization rounds as a session's POST: the core's guard bounds them.
-            let challenge = resp
-                .headers
-                .get(http::header::WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            let _ = resp
-                .body
-                .read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT)
-                .await;
-            auth_rounds += 1;
-            match auth
-                .refused(status.as_u16(), challenge.as_deref(), sent)
-                .await
-            {
-                Ok(()) if auth_rounds <= MAX_AUTH_ROUNDS => continue,
-                Ok(()) => {
-                    return Err(PostError::Auth(
-                        switchboard_core::auth::AuthError::Rejected {
-                            status: status.as_u16(),
-                            attempts: auth_rounds,
-                        },
-                    ))
-                }
-                Err(e) => return Err(PostError::Auth(e)),
-            }
+            auth_refused(auth, &mut resp, sent, &mut auth_rounds).await?;
         };
         let status = resp.status;
         if status.is_success() {
@@ -310,33 +286,8 @@ impl Inner {
             if let (Some(auth), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) =
                 (&self.auth, status)
             {
-                // The core's guard bounds how often this retries; the count here is only a
-                // backstop against a layer that keeps saying "retry".
-                let challenge = resp
-                    .headers
-                    .get(http::header::WWW_AUTHENTICATE)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
-                let _ = resp
-                    .body
-                    .read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT)
-                    .await;
-                auth_rounds += 1;
-                match auth
-                    .refused(status.as_u16(), challenge.as_deref(), sent)
-                    .await
-                {
-                    Ok(()) if auth_rounds <= MAX_AUTH_ROUNDS => continue,
-                    Ok(()) => {
-                        return Err(PostError::Auth(
-                            switchboard_core::auth::AuthError::Rejected {
-                                status: status.as_u16(),
-                                attempts: auth_rounds,
-                            },
-                        ))
-                    }
-                    Err(e) => return Err(PostError::Auth(e)),
-                }
+                auth_refused(auth, &mut resp, sent, &mut auth_rounds).await?;
+                continue;
             }
             if status.is_success() {
                 if let Some(auth) = &self.auth {
@@ -647,5 +598,37 @@ impl Inner {
             }
             Timer::after(retry).await;
         }
+    }
+}
+
+/// One `401`/`403` handed to the authorization layer. `Ok` means send the request again; the
+/// core's guard bounds how often, and `MAX_AUTH_ROUNDS` is only a backstop against a layer
+/// that keeps saying "retry".
+async fn auth_refused(
+    auth: &crate::auth::AuthLayer,
+    resp: &mut Response,
+    sent: u64,
+    rounds: &mut u32,
+) -> Result<(), PostError> {
+    let status = resp.status.as_u16();
+    let challenge = resp
+        .headers
+        .get(http::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let _ = resp
+        .body
+        .read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT)
+        .await;
+    *rounds += 1;
+    match auth.refused(status, challenge.as_deref(), sent).await {
+        Ok(()) if *rounds <= MAX_AUTH_ROUNDS => Ok(()),
+        Ok(()) => Err(PostError::Auth(
+            switchboard_core::auth::AuthError::Rejected {
+                status,
+                attempts: *rounds,
+            },
+        )),
+        Err(e) => Err(PostError::Auth(e)),
     }
 }
