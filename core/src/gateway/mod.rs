@@ -27,6 +27,7 @@
 //! a deferred tool too).
 
 mod requests;
+mod served;
 #[cfg(test)]
 mod tests;
 pub mod wire;
@@ -70,6 +71,9 @@ pub struct GatewayOptions {
     /// Items per page of `tools/list`, `resources/list`, `resources/templates/list`,
     /// `prompts/list`.
     pub page_size: usize,
+    /// Serve each tool and prompt under its own name where no other one has it (else under
+    /// its qualified name); a request may use either.
+    pub plain_names: bool,
 }
 
 impl Default for GatewayOptions {
@@ -83,6 +87,7 @@ impl Default for GatewayOptions {
             max_in_flight: 256,
             max_subscriptions: 1024,
             page_size: 1000,
+            plain_names: false,
         }
     }
 }
@@ -234,6 +239,8 @@ pub struct GatewayCounters {
 pub struct Gateway {
     options: GatewayOptions,
     view: View,
+    /// The names the view is served under.
+    names: served::ServedNames,
     sessions: BTreeMap<SessionId, Session>,
     pending: BTreeMap<CallId, Pending>,
     next_call: u64,
@@ -251,6 +258,7 @@ impl Gateway {
             next_call: options.first_call,
             options,
             view: View::default(),
+            names: served::ServedNames::default(),
             sessions: BTreeMap::new(),
             pending: BTreeMap::new(),
             outputs: VecDeque::new(),
@@ -391,10 +399,13 @@ impl Gateway {
     }
 
     fn set_view(&mut self, view: View) {
-        let tools = !same_tools(&self.view.tools, &view.tools);
+        let names = served::ServedNames::new(&view.tools, &view.prompts, self.options.plain_names);
+        let tools = !same_tools(&self.view.tools, &view.tools) || names.tools != self.names.tools;
         let resources = !same_resources(&self.view, &view);
-        let prompts = !same_prompts(&self.view.prompts, &view.prompts);
+        let prompts =
+            !same_prompts(&self.view.prompts, &view.prompts) || names.prompts != self.names.prompts;
         self.view = view;
+        self.names = names;
         let mut methods = Vec::new();
         if tools {
             methods.push("notifications/tools/list_changed");

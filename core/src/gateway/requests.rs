@@ -267,6 +267,12 @@ impl Gateway {
                 arguments,
                 meta,
             } => {
+                let tool = super::served::resolve(
+                    &tool,
+                    &self.names.tools,
+                    self.view.tools.iter().map(|t| t.qualified_name.as_str()),
+                )
+                .to_string();
                 let server = self
                     .view
                     .tools
@@ -288,7 +294,7 @@ impl Gateway {
             Forward::Operation(op, kind) => (
                 Input::Operation {
                     call,
-                    op,
+                    op: self.resolve_prompt(op),
                     timeout: None,
                 },
                 kind,
@@ -306,6 +312,38 @@ impl Gateway {
         );
         self.counters.forwarded += 1;
         self.outputs.push_back(GatewayOutput::Manager(input));
+    }
+
+    /// A prompt named by its served name, as the manager knows it (qualified).
+    fn resolve_prompt(&self, op: Operation) -> Operation {
+        let qualified = |name: &str| {
+            super::served::resolve(
+                name,
+                &self.names.prompts,
+                self.view.prompts.iter().map(|p| p.qualified_name.as_str()),
+            )
+            .to_string()
+        };
+        match op {
+            Operation::GetPrompt { name, arguments } => Operation::GetPrompt {
+                name: qualified(&name),
+                arguments,
+            },
+            Operation::Complete {
+                reference: CompletionRef::Prompt { name },
+                argument,
+                value,
+                context,
+            } => Operation::Complete {
+                reference: CompletionRef::Prompt {
+                    name: qualified(&name),
+                },
+                argument,
+                value,
+                context,
+            },
+            other => other,
+        }
     }
 
     fn initialize(&mut self, session: SessionId, id: &Value, params: &Value) -> Bytes {
@@ -361,12 +399,22 @@ impl Gateway {
         let next = (end < len).then(|| end.to_string());
         let next = next.as_deref();
         match method {
-            "tools/list" => wire::tools_page(id, &self.view.tools[start..end], next),
+            "tools/list" => wire::tools_page(
+                id,
+                &self.view.tools[start..end],
+                &self.names.tools[start..end],
+                next,
+            ),
             "resources/list" => wire::resources_page(id, &self.view.resources[start..end], next),
             "resources/templates/list" => {
                 wire::templates_page(id, &self.view.templates[start..end], next)
             }
-            _ => wire::prompts_page(id, &self.view.prompts[start..end], next),
+            _ => wire::prompts_page(
+                id,
+                &self.view.prompts[start..end],
+                &self.names.prompts[start..end],
+                next,
+            ),
         }
     }
 }

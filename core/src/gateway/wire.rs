@@ -203,9 +203,9 @@ struct WireTool<'a> {
     meta: Option<&'a RawJson>,
 }
 
-fn wire_tool(t: &Tool) -> WireTool<'_> {
+fn wire_tool<'a>(t: &'a Tool, name: &'a str) -> WireTool<'a> {
     WireTool {
-        name: &t.qualified_name,
+        name,
         title: t.def.title.as_deref(),
         description: t.def.description.as_deref(),
         input_schema: &t.def.input_schema,
@@ -229,13 +229,22 @@ struct Tools<'a> {
     tools: Vec<WireTool<'a>>,
 }
 
-/// A `tools/list` result of `tools`.
-pub fn tools_page(id: &Value, tools: &[Tool], next_cursor: Option<&str>) -> Bytes {
+/// A `tools/list` result of `tools`, served under `names` (one per tool, in order).
+pub fn tools_page(
+    id: &Value,
+    tools: &[Tool],
+    names: &[String],
+    next_cursor: Option<&str>,
+) -> Bytes {
     result(
         id,
         Page {
             items: Tools {
-                tools: tools.iter().map(wire_tool).collect(),
+                tools: tools
+                    .iter()
+                    .zip(names)
+                    .map(|(t, name)| wire_tool(t, name))
+                    .collect(),
             },
             next_cursor,
         },
@@ -294,16 +303,22 @@ struct Prompts<'a> {
     prompts: Vec<WirePrompt<'a>>,
 }
 
-/// A `prompts/list` result of `prompts`, under their qualified names.
-pub fn prompts_page(id: &Value, prompts: &[Prompt], next_cursor: Option<&str>) -> Bytes {
+/// A `prompts/list` result of `prompts`, served under `names` (one per prompt, in order).
+pub fn prompts_page(
+    id: &Value,
+    prompts: &[Prompt],
+    names: &[String],
+    next_cursor: Option<&str>,
+) -> Bytes {
     result(
         id,
         Page {
             items: Prompts {
                 prompts: prompts
                     .iter()
-                    .map(|p| WirePrompt {
-                        name: &p.qualified_name,
+                    .zip(names)
+                    .map(|(p, name)| WirePrompt {
+                        name,
                         title: p.def.title.as_deref(),
                         description: p.def.description.as_deref(),
                         arguments: &p.def.arguments,

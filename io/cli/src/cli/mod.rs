@@ -338,6 +338,10 @@ enum Command {
         /// An Origin allowed besides local ones (repeatable), e.g. https://app.example.
         #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
         allow_origins: Vec<String>,
+        /// Serve each tool and prompt under its own name when no other server has one of
+        /// that name (the others keep their qualified names); calls may use either.
+        #[arg(long)]
+        plain_names: bool,
     },
     /// Complete an argument of a prompt (--prompt) or of a resource template (--resource).
     #[command(after_help = OPERATION_HELP)]
@@ -470,11 +474,13 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             http,
             bearer_token,
             allow_origins,
+            plain_names,
         } => {
             let args = serve::ServeArgs {
                 http,
                 bearer_token,
                 allowed_origins: allow_origins,
+                plain_names,
             };
             serve::run(&g, interrupt, args).await
         }

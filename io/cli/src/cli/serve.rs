@@ -16,6 +16,7 @@ pub(super) struct ServeArgs {
     pub http: Option<SocketAddr>,
     pub bearer_token: Option<String>,
     pub allowed_origins: Vec<String>,
+    pub plain_names: bool,
 }
 
 pub(super) async fn run(
@@ -43,7 +44,10 @@ pub(super) async fn run(
     // complete too. Later runs answer at once from the cache.
     let session = Session::start(&g, interrupt, Settle::Uncached).await?;
     let sb = session.sb;
-    let gateway = GatewayOptions::default();
+    let gateway = GatewayOptions {
+        plain_names: args.plain_names,
+        ..GatewayOptions::default()
+    };
     let result = match args.http {
         None => serve_stdio(&sb, gateway)
             .await
