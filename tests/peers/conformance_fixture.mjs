@@ -6,6 +6,8 @@
 // in front of it (tests/conformance/serve), and the two sets of verdicts compared.
 //
 //   node conformance_fixture.mjs            serve over stdio (both protocol eras)
+//   node conformance_fixture.mjs --legacy   serve over stdio, 2025 revisions only (a
+//                                           hand-wired stdio server, as most servers are)
 //   node conformance_fixture.mjs --http P   serve Streamable HTTP on 127.0.0.1:P (0: any port)
 //                                           at /mcp, printing `listening <url>` on stdout
 //
@@ -26,7 +28,7 @@ import {
   localhostAllowedOrigins,
   originValidationResponse,
 } from '@modelcontextprotocol/server';
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
 
 const PNG =
@@ -313,7 +315,9 @@ function factory() {
 
 const args = process.argv.slice(2);
 const portAt = args.indexOf('--http');
-if (portAt < 0) {
+if (portAt < 0 && args.includes('--legacy')) {
+  await factory().connect(new StdioServerTransport());
+} else if (portAt < 0) {
   serveStdio(factory);
 } else {
   const port = Number(args[portAt + 1] ?? 0);

@@ -28,6 +28,7 @@
 
 mod requests;
 mod served;
+mod templates;
 #[cfg(test)]
 mod tests;
 pub mod wire;

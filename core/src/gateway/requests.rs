@@ -183,7 +183,7 @@ impl Gateway {
                         Ok(Forward::Operation(
                             Operation::Subscribe {
                                 uri: uri.to_string(),
-                                server: None,
+                                server: super::templates::server_for_uri(&self.view, uri),
                             },
                             PendingKind::Subscribe {
                                 uri: uri.to_string(),
@@ -197,7 +197,7 @@ impl Gateway {
                 Some(uri) => Ok(Forward::Operation(
                     Operation::ReadResource {
                         uri: uri.to_string(),
-                        server: None,
+                        server: super::templates::server_for_uri(&self.view, uri),
                     },
                     PendingKind::Operation,
                 )),
