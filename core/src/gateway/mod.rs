@@ -21,11 +21,16 @@
 //!   own range (`GatewayOptions::first_call` onwards), and a cancelled or abandoned one is
 //!   cancelled in the manager (`CancelCall`);
 //! - a session's list equals the view the gateway last announced to it: a changed view is
-//!   stored and its `list_changed` notifications emitted in the same step.
+//!   stored and its `list_changed` notifications emitted in the same step;
+//! - every server request handed to it (`Event::PeerRequest`) is answered exactly once
+//!   (`Input::AnswerPeerRequest`) unless the manager withdraws it: forwarded to the
+//!   downstream client with a call in flight to that server that declared the capability,
+//!   else refused with an error saying why.
 //!
 //! The gateway holds no clock: deadlines are the manager's (a call's timeout bounds a call to
 //! a deferred tool too).
 
+mod peer;
 mod requests;
 mod served;
 mod templates;
@@ -218,6 +223,8 @@ struct Session {
     /// Its requests in the manager, by their downstream id's text.
     in_flight: BTreeMap<String, CallId>,
     subscriptions: BTreeSet<String>,
+    /// What it can answer of the servers' requests.
+    caps: peer::ClientCaps,
 }
 
 /// Counts of what the gateway did, for tests and the simulator's coverage.
@@ -233,6 +240,12 @@ pub struct GatewayCounters {
     pub list_changed: u64,
     /// Malformed frames answered with an error.
     pub malformed: u64,
+    /// Servers' requests forwarded to a downstream client.
+    pub peer_forwarded: u64,
+    /// Forwarded requests the client answered.
+    pub peer_answered: u64,
+    /// Servers' requests answered with an error (nobody to ask, or the client left).
+    pub peer_refused: u64,
 }
 
 /// The serving side's state machine. See the module documentation for the contract.
@@ -245,6 +258,10 @@ pub struct Gateway {
     sessions: BTreeMap<SessionId, Session>,
     pending: BTreeMap<CallId, Pending>,
     next_call: u64,
+    /// Servers' requests forwarded downstream, waiting for the client.
+    peers: BTreeMap<crate::manager::PeerRequestKey, peer::Forwarded>,
+    /// The number of the last id given to a forwarded request.
+    next_peer: u64,
     outputs: VecDeque<GatewayOutput>,
     counters: GatewayCounters,
 }
@@ -262,6 +279,8 @@ impl Gateway {
             names: served::ServedNames::default(),
             sessions: BTreeMap::new(),
             pending: BTreeMap::new(),
+            peers: BTreeMap::new(),
+            next_peer: 0,
             outputs: VecDeque::new(),
             counters: GatewayCounters::default(),
         }
@@ -323,8 +342,9 @@ impl Gateway {
     }
 
     /// Feed one of the manager's events: those about the gateway's own calls and operations,
-    /// progress, server logs and resource updates act; the others are ignored (view changes
-    /// arrive as [`GatewayInput::View`]).
+    /// progress, server logs, resource updates and servers' requests for the client (which
+    /// it forwards, see `peer`) act; the others are ignored (view changes arrive as
+    /// [`GatewayInput::View`]).
     pub fn handle_event(&mut self, event: &Event) {
         self.event(event);
     }
@@ -346,6 +366,7 @@ impl Gateway {
                 log_level: None,
                 in_flight: BTreeMap::new(),
                 subscriptions: BTreeSet::new(),
+                caps: peer::ClientCaps::default(),
             },
         );
     }
@@ -366,6 +387,7 @@ impl Gateway {
         for uri in s.subscriptions {
             self.release_subscription(&uri);
         }
+        self.peer_session_closed(session);
         if tell {
             self.outputs.push_back(GatewayOutput::Close { session });
         }
@@ -545,6 +567,12 @@ impl Gateway {
                     self.send(session, Target::Session, frame.clone());
                 }
             }
+            Event::PeerRequest {
+                server,
+                request,
+                kind,
+            } => self.peer_request(server, *request, kind),
+            Event::PeerRequestWithdrawn { request, .. } => self.peer_withdrawn(*request),
             Event::ResourceUpdated { uri, .. } => {
                 let frame = wire::notification(
                     "notifications/resources/updated",

@@ -72,9 +72,10 @@ impl Gateway {
                     }
                 }
             }
-            Message::Response { .. } => {
+            Message::Response { id, outcome } => {
                 self.outputs
                     .push_back(GatewayOutput::Accepted { session, exchange });
+                self.peer_response(session, &id, outcome);
             }
         }
     }
@@ -356,6 +357,7 @@ impl Gateway {
         if let Some(s) = self.sessions.get_mut(&session) {
             s.initialized = true;
             s.version = Some(version.to_string());
+            s.caps = super::peer::ClientCaps::from_initialize(params);
         }
         // Every capability the gateway can forward: servers arrive after this answer, so
         // what they declare is not known yet; a request no server can take fails on its own.

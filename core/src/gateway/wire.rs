@@ -46,6 +46,8 @@ pub enum Message {
     Response {
         /// Its id.
         id: Value,
+        /// Its `result`, or its error's code and message.
+        outcome: Result<Value, (i64, String)>,
     },
 }
 
@@ -109,7 +111,23 @@ pub fn decode(frame: &[u8]) -> Result<Message, Malformed> {
             "method must be a string",
         )),
         (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
-            Ok(Message::Response { id })
+            let outcome = match obj.remove("result") {
+                Some(result) => Ok(result),
+                None => {
+                    let error = obj.remove("error").unwrap_or(Value::Null);
+                    let code = error
+                        .get("code")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(INTERNAL_ERROR);
+                    let message = error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no message")
+                        .to_string();
+                    Err((code, message))
+                }
+            };
+            Ok(Message::Response { id, outcome })
         }
         (None, _) => Err(malformed(usable_id, INVALID_REQUEST, "no method")),
     }
@@ -170,6 +188,23 @@ pub fn error(id: &Value, code: i64, message: &str, data: Option<&Value>) -> Byte
             message,
             data,
         },
+    })
+}
+
+/// A request of the gateway's to a downstream client.
+pub fn request(id: &Value, method: &str, params: impl Serialize) -> Bytes {
+    #[derive(Serialize)]
+    struct Request<'a, P: Serialize> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        method: &'a str,
+        params: P,
+    }
+    to_bytes(&Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
     })
 }
 

@@ -728,6 +728,16 @@ impl Session {
         interrupt: &interrupt::Interrupt,
         settle: Settle,
     ) -> Result<Session, Fatal> {
+        Self::start_with(g, interrupt, settle, |b| b).await
+    }
+
+    /// [`Session::start`], with `customize` applied to the builder last.
+    async fn start_with(
+        g: &Global,
+        interrupt: &interrupt::Interrupt,
+        settle: Settle,
+        customize: impl FnOnce(Builder) -> Builder,
+    ) -> Result<Session, Fatal> {
         let started = Instant::now();
         let (project, options) = discovery_options(g)?;
         let discovered = blocking::unblock(move || discover(&options)).await;
@@ -789,6 +799,7 @@ impl Session {
         } else if let Some(dir) = &g.cache_dir {
             builder = builder.cache_dir(dir);
         }
+        let builder = customize(builder);
         let clock_origin = Instant::now();
         let (sb, report) = builder
             .start()
