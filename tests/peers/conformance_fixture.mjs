@@ -22,6 +22,7 @@ import {
   ResourceTemplate,
   WebStandardStreamableHTTPServerTransport,
   createMcpHandler,
+  fromJsonSchema,
   hostHeaderValidationResponse,
   isLegacyRequest,
   localhostAllowedHostnames,
@@ -219,9 +220,14 @@ function factory() {
     'json_schema_2020_12_tool',
     {
       description: 'A tool whose input schema uses JSON Schema 2020-12 keywords',
-      inputSchema: z.object({
-        name: z.string().optional(),
-        address: z.object({ street: z.string().optional(), city: z.string().optional() }).optional(),
+      // Given as raw JSON Schema, so $schema, $defs and additionalProperties are listed as
+      // written (a schema converted from zod would lose them).
+      inputSchema: fromJsonSchema({
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        $defs: { address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
+        properties: { name: { type: 'string' }, address: { $ref: '#/$defs/address' } },
+        additionalProperties: false,
       }),
     },
     async (args) => text(`JSON Schema 2020-12 tool called with: ${JSON.stringify(args)}`),

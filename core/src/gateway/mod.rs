@@ -32,6 +32,7 @@
 
 mod peer;
 mod requests;
+pub mod search;
 mod served;
 mod templates;
 #[cfg(test)]
@@ -80,6 +81,9 @@ pub struct GatewayOptions {
     /// Serve each tool and prompt under its own name where no other one has it (else under
     /// its qualified name); a request may use either.
     pub plain_names: bool,
+    /// Serve two tools instead of the view: one searches it (by name and description,
+    /// ranked), one calls a tool found there.
+    pub tool_search: bool,
 }
 
 impl Default for GatewayOptions {
@@ -94,6 +98,7 @@ impl Default for GatewayOptions {
             max_subscriptions: 1024,
             page_size: 1000,
             plain_names: false,
+            tool_search: false,
         }
     }
 }
@@ -423,7 +428,9 @@ impl Gateway {
 
     fn set_view(&mut self, view: View) {
         let names = served::ServedNames::new(&view.tools, &view.prompts, self.options.plain_names);
-        let tools = !same_tools(&self.view.tools, &view.tools) || names.tools != self.names.tools;
+        // With tool search the two tools served never change: searches see the new view.
+        let tools = !self.options.tool_search
+            && (!same_tools(&self.view.tools, &view.tools) || names.tools != self.names.tools);
         let resources = !same_resources(&self.view, &view);
         let prompts =
             !same_prompts(&self.view.prompts, &view.prompts) || names.prompts != self.names.prompts;

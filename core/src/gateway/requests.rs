@@ -113,6 +113,50 @@ impl Gateway {
                 self.answer(session, exchange, wire::result(&id, Map::new()));
                 return;
             }
+            "tools/list" if self.options.tool_search => {
+                let frame = super::search::tools_list(&id);
+                self.answer(session, exchange, frame);
+                return;
+            }
+            "tools/call"
+                if self.options.tool_search
+                    && params.get("name").and_then(Value::as_str)
+                        == Some(super::search::SEARCH_TOOL) =>
+            {
+                let frame = self.search_answer(&id, params.get("arguments"));
+                self.answer(session, exchange, frame);
+                return;
+            }
+            "tools/call" if self.options.tool_search => match tool_call(&params) {
+                Ok(Forward::Tool {
+                    tool, arguments, meta,
+                }) if tool == super::search::CALL_TOOL => {
+                    let inner = arguments.unwrap_or(Value::Null);
+                    let mut called = Map::new();
+                    if let Some(name) = inner.get("name") {
+                        called.insert("name".into(), name.clone());
+                    }
+                    if let Some(a) = inner.get("arguments") {
+                        called.insert("arguments".into(), a.clone());
+                    }
+                    tool_call(&Value::Object(called)).map(|f| match f {
+                        Forward::Tool {
+                            tool, arguments, ..
+                        } => Forward::Tool {
+                            tool,
+                            arguments,
+                            meta,
+                        },
+                        other => other,
+                    })
+                }
+                Ok(Forward::Tool { tool, .. }) => Err(invalid(format!(
+                    "unknown tool: {tool} (this server offers {} and {})",
+                    super::search::SEARCH_TOOL,
+                    super::search::CALL_TOOL
+                ))),
+                other => other,
+            },
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
                 let frame = self.list(&id, method, &params);
                 self.answer(session, exchange, frame);

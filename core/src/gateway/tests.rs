@@ -700,3 +700,59 @@ fn plain_names_serve_unique_tools_under_their_own_names_and_resolve_calls() {
     let f = frames(&drain(&mut g));
     assert_eq!(f[0].1["method"], "notifications/tools/list_changed");
 }
+
+#[test]
+fn tool_search_serves_two_tools_searches_the_view_and_calls_what_it_found() {
+    let mut g = Gateway::new(GatewayOptions {
+        first_call: 100,
+        tool_search: true,
+        ..GatewayOptions::default()
+    });
+    g.handle(GatewayInput::Opened {
+        session: S,
+        strict: false,
+    });
+    let mut weather = tool("w", "forecast");
+    weather.def.description = Some("Today's weather forecast".into());
+    g.handle(GatewayInput::View(view(vec![weather, tool("fs", "read_file")])));
+    initialize(&mut g);
+    let r = answer(&send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ));
+    let names: Vec<&str> = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["search_tools", "call_tool"]);
+    let r = answer(&send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_tools", "arguments": {"query": "weather"}
+        }}),
+    ));
+    let found = &r["result"]["structuredContent"]["tools"];
+    assert_eq!(found.as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(found[0]["name"], "mcp_w_forecast");
+    let outs = send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "call_tool", "arguments": {"name": "mcp_w_forecast", "arguments": {"day": 1}}
+        }}),
+    );
+    assert!(matches!(
+        manager_input(&outs),
+        Input::CallTool { tool, arguments: Some(a), .. } if tool == "mcp_w_forecast" && a["day"] == 1
+    ));
+    // The view's own names are not served in this mode.
+    let r = answer(&send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "mcp_fs_read_file"}}),
+    ));
+    assert_eq!(r["error"]["code"], wire::INVALID_PARAMS);
+    // A changed view is no tools/list_changed: the two tools stay.
+    g.handle(GatewayInput::View(view(vec![tool("fs", "read_file")])));
+    assert!(frames(&drain(&mut g)).is_empty());
+}

@@ -342,6 +342,11 @@ enum Command {
         /// that name (the others keep their qualified names); calls may use either.
         #[arg(long)]
         plain_names: bool,
+        /// Serve two tools instead of every tool: search_tools (by name and description,
+        /// ranked) and call_tool (call one found there), for agents whose context cannot
+        /// hold every definition.
+        #[arg(long)]
+        tool_search: bool,
     },
     /// Complete an argument of a prompt (--prompt) or of a resource template (--resource).
     #[command(after_help = OPERATION_HELP)]
@@ -475,12 +480,14 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             bearer_token,
             allow_origins,
             plain_names,
+            tool_search,
         } => {
             let args = serve::ServeArgs {
                 http,
                 bearer_token,
                 allowed_origins: allow_origins,
                 plain_names,
+                tool_search,
             };
             serve::run(&g, interrupt, args).await
         }

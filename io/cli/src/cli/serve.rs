@@ -17,6 +17,7 @@ pub(super) struct ServeArgs {
     pub bearer_token: Option<String>,
     pub allowed_origins: Vec<String>,
     pub plain_names: bool,
+    pub tool_search: bool,
 }
 
 pub(super) async fn run(
@@ -51,6 +52,7 @@ pub(super) async fn run(
     let sb = session.sb;
     let gateway = GatewayOptions {
         plain_names: args.plain_names,
+        tool_search: args.tool_search,
         ..GatewayOptions::default()
     };
     let result = match args.http {
