@@ -512,3 +512,39 @@ fn the_typescript_and_python_sdk_clients_list_and_call_every_tool_through_serve(
     expect(&http);
     drop(s);
 }
+
+#[test]
+fn tool_search_serves_two_tools_that_find_and_call_the_servers_tools() {
+    let p = Project::new(&[("fast", &[])]);
+    let mut s = p.serve(&["--tool-search"], &[]);
+    s.initialize();
+    let list = s.request("tools/list", json!({}));
+    assert_eq!(names(&list), ["search_tools", "call_tool"]);
+    let found = s.request(
+        "tools/call",
+        json!({"name": "search_tools", "arguments": {"query": "add"}}),
+    );
+    let tools = &found["result"]["structuredContent"]["tools"];
+    assert_eq!(tools[0]["name"], "mcp_fast_add", "{found}");
+    let sum = s.request(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "mcp_fast_add", "arguments": {"a": 2, "b": 3}}}),
+    );
+    assert_eq!(sum["result"]["structuredContent"]["sum"], 5, "{sum}");
+    shut(s);
+}
+
+#[test]
+fn plain_names_serve_a_single_servers_tools_under_their_own_names() {
+    let p = Project::new(&[("fast", &[])]);
+    let mut s = p.serve(&["--plain-names"], &[]);
+    s.initialize();
+    let listed = names(&s.request("tools/list", json!({})));
+    assert!(listed.contains(&"add".to_string()), "{listed:?}");
+    let sum = s.request(
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 2, "b": 40}}),
+    );
+    assert_eq!(sum["result"]["structuredContent"]["sum"], 42, "{sum}");
+    shut(s);
+}

@@ -129,7 +129,9 @@ impl Gateway {
             }
             "tools/call" if self.options.tool_search => match tool_call(&params) {
                 Ok(Forward::Tool {
-                    tool, arguments, meta,
+                    tool,
+                    arguments,
+                    meta,
                 }) if tool == super::search::CALL_TOOL => {
                     let inner = arguments.unwrap_or(Value::Null);
                     let mut called = Map::new();

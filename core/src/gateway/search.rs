@@ -108,7 +108,7 @@ pub(super) fn search(view: &View, names: &[String], query: &str, limit: usize) -
             let mut entry = Map::new();
             entry.insert("name".into(), Value::String(name.to_string()));
             if let Some(d) = &t.def.description {
-                entry.insert("description".into(), Value::String(d.clone()));
+                entry.insert("description".into(), Value::String(d.to_string()));
             }
             entry.insert("inputSchema".into(), t.def.input_schema.to_value());
             Value::Object(entry)
@@ -172,7 +172,11 @@ mod tests {
             ]),
             ..View::default()
         };
-        let names: Vec<String> = view.tools.iter().map(|t| t.qualified_name.clone()).collect();
+        let names: Vec<String> = view
+            .tools
+            .iter()
+            .map(|t| t.qualified_name.clone())
+            .collect();
         let found = search(&view, &names, "file", 10);
         let got: Vec<&str> = found.iter().map(|t| t["name"].as_str().unwrap()).collect();
         assert_eq!(got, ["mcp_s_read_file", "mcp_s_list_dir"]);

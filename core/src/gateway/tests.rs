@@ -714,7 +714,10 @@ fn tool_search_serves_two_tools_searches_the_view_and_calls_what_it_found() {
     });
     let mut weather = tool("w", "forecast");
     weather.def.description = Some("Today's weather forecast".into());
-    g.handle(GatewayInput::View(view(vec![weather, tool("fs", "read_file")])));
+    g.handle(GatewayInput::View(view(vec![
+        weather,
+        tool("fs", "read_file"),
+    ])));
     initialize(&mut g);
     let r = answer(&send(
         &mut g,
