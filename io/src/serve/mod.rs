@@ -231,6 +231,7 @@ fn start<'a>(
                     },
                 );
                 let updates = handle.progress().cloned();
+                let left = updates.clone();
                 let forward = async {
                     if let Some(rx) = updates {
                         while let Ok(p) = rx.recv().await {
@@ -246,6 +247,13 @@ fn start<'a>(
                         None => CallOutcome::Cancelled,
                     },
                 };
+                // Progress the server sent before its result may still be queued when the
+                // result wins the race above: it goes out first, in order.
+                if let Some(rx) = left {
+                    while let Ok(p) = rx.try_recv() {
+                        let _ = done.send(Internal::Progress(call, p)).await;
+                    }
+                }
                 let _ = done.send(Internal::CallDone(call, outcome)).await;
             });
             tasks.insert(call, task);
