@@ -408,6 +408,10 @@ fn http_with_a_bearer_token_refuses_requests_without_it() {
 /// SDK clients see them over stdio and over HTTP: every tool listed and called
 /// (tests/peers/check_serve.mjs, tests/peers/check_serve.py).
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn the_typescript_and_python_sdk_clients_list_and_call_every_tool_through_serve() {
     if !crate::http_peers::peers_enabled("serve_with_the_typescript_sdk") {
         return;
