@@ -23,6 +23,19 @@ pub enum Dialect {
     Gemini,
     /// Codex's TOML: `[mcp_servers.<name>]` tables.
     Toml,
+    /// Cline: a `url` without `type` is the SSE transport; `streamableHttp` is Streamable
+    /// HTTP.
+    Cline,
+    /// Roo Code: a `url` requires `type` (`sse` or `streamable-http`).
+    Roo,
+    /// Zed's `settings.json`: servers under `context_servers`; an older `command` object
+    /// (`{path, args, env}`) is read too.
+    Zed,
+    /// opencode: servers under `mcp` (or `mcp.servers`), `type` `local` (with `command` an
+    /// argv array and `environment`) or `remote`.
+    Opencode,
+    /// VS Code's user `settings.json` before its `mcp.json`: servers under `mcp.servers`.
+    VsCodeSettings,
 }
 
 impl Dialect {
@@ -49,6 +62,8 @@ pub struct ParsedDocument {
     pub servers: Vec<(String, ServerConfig)>,
     /// One error per entry that did not parse, naming it.
     pub errors: Vec<ConfigError>,
+    /// VS Code's `inputs`: the values `${input:id}` asks a person for.
+    pub inputs: Vec<super::InputSpec>,
 }
 
 /// Parse a config document in the dialect its path implies ([`Dialect::from_path`]).
@@ -72,17 +87,59 @@ pub fn parse_document_as(
         Some(root) => root,
         None => return Ok(ParsedDocument::default()),
     };
-    let key = match dialect {
-        Dialect::Toml => "mcp_servers",
-        Dialect::Json | Dialect::Gemini => {
-            if root.contains_key("mcpServers") || !root.contains_key("servers") {
-                "mcpServers"
-            } else {
-                "servers"
+    let mut doc = match dialect {
+        Dialect::Toml => parse_servers_value(path, root.get("mcp_servers"), "mcp_servers", dialect)?,
+        Dialect::Zed => {
+            parse_servers_value(path, root.get("context_servers"), "context_servers", dialect)?
+        }
+        Dialect::Opencode | Dialect::VsCodeSettings => {
+            let mcp = root.get("mcp");
+            // opencode's newer shape and VS Code's settings keep servers under
+            // `mcp.servers`; opencode's first one directly under `mcp`.
+            let nested = mcp
+                .and_then(|m| m.get("servers"))
+                .filter(|s| dialect == Dialect::VsCodeSettings || is_server_map(s));
+            match nested {
+                Some(servers) => parse_servers_value(path, Some(servers), "mcp.servers", dialect)?,
+                None if dialect == Dialect::Opencode => {
+                    parse_servers_value(path, mcp, "mcp", dialect)?
+                }
+                None => ParsedDocument::default(),
             }
         }
+        Dialect::Json | Dialect::Gemini | Dialect::Cline | Dialect::Roo => {
+            // Both keys are read when both are present (`mcpServers` wins a name clash).
+            let mut doc = parse_servers_value(path, root.get("mcpServers"), "mcpServers", dialect)?;
+            let servers = parse_servers_value(path, root.get("servers"), "servers", dialect)?;
+            for (name, config) in servers.servers {
+                if !doc.servers.iter().any(|(n, _)| *n == name) {
+                    doc.servers.push((name, config));
+                }
+            }
+            doc.errors.extend(servers.errors);
+            doc
+        }
     };
-    parse_servers_value(path, root.get(key), key, dialect)
+    let inputs = match dialect {
+        Dialect::VsCodeSettings => root.get("mcp").and_then(|m| m.get("inputs")),
+        _ => root.get("inputs"),
+    };
+    if let Some(Value::Array(inputs)) = inputs {
+        doc.inputs = inputs
+            .iter()
+            .filter_map(|i| serde_json::from_value(i.clone()).ok())
+            .collect();
+    }
+    Ok(doc)
+}
+
+/// Whether `value` is an object of server objects (opencode's `mcp.servers`), rather than a
+/// server named `servers`.
+fn is_server_map(value: &Value) -> bool {
+    value.as_object().is_some_and(|m| {
+        !m.contains_key("type") && !m.contains_key("command") && !m.contains_key("url")
+            && m.values().all(Value::is_object)
+    })
 }
 
 /// What Claude Code's `~/.claude.json` holds for one project directory.
@@ -151,7 +208,7 @@ fn parse_root(
     }
     match dialect {
         Dialect::Toml => parse_toml_root(path, text).map(Some),
-        Dialect::Json | Dialect::Gemini => {
+        _ => {
             let cleaned = strip_jsonc(text);
             let value: Value = serde_json::from_str(&cleaned).map_err(|e| {
                 // serde_json's Display appends " at line L column C"; we report those as fields.

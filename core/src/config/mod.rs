@@ -23,6 +23,7 @@ mod entry;
 mod expand;
 mod filter;
 mod hash;
+mod interpolate;
 mod jsonc;
 mod merge;
 mod model;
@@ -36,7 +37,11 @@ pub use document::{
 pub use expand::expand_vars;
 pub use filter::{glob_match, DenyList, FilterOptions};
 pub use hash::config_hash;
-pub use merge::{merge, Merged, Shadowed, SkipReason, Skipped, Source, SourceError};
+pub use interpolate::{
+    interpolate, parse_env_file, ConfigWarning, InputSpec, InterpolationContext, Interpolated,
+    Syntax, WarningKind,
+};
+pub use merge::{merge, Merged, Shadowed, SkipReason, Skipped, Source, SourceError, OWN_PROVIDER};
 pub use model::{
     ConfigError, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig, TransportKind,
     DEFAULT_CONNECT_TIMEOUT,
