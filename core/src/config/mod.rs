@@ -58,3 +58,5 @@ pub use validate::{resolve, valid_server_name, validate};
 mod tests;
 #[cfg(test)]
 mod trust_tests;
+#[cfg(test)]
+mod interpolate_tests;
