@@ -594,7 +594,8 @@ impl Translator<'_> {
         if set {
             return format!("${{{name}}}");
         }
-        if self.syntax == Syntax::ClaudeCode {
+        // Claude Code keeps only an unset one as written; a set, empty one is empty.
+        if self.syntax == Syntax::ClaudeCode && !self.ctx.env.contains_key(name) {
             self.found.push(WarningKind::KeptLiteral {
                 field: field.to_string(),
                 variable: name.to_string(),
