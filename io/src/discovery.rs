@@ -11,9 +11,9 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use switchboard_core::config::{
     codex_project_trust, gemini_folder_trust, interpolate, merge, parse_claude_json,
-    parse_claude_settings, parse_document_as, Approvals, ConfigWarning, Dialect, InputSpec,
-    InterpolationContext, Approved, AwaitingApproval, ClaudeSettings, ConfigError, DenyList,
-    FilterOptions, ParsedDocument, ServerSpec, Shadowed, Skipped, SourceError, SourceLevel,
+    parse_claude_settings, parse_document_as, Approvals, Approved, AwaitingApproval,
+    ClaudeSettings, ConfigError, ConfigWarning, DenyList, Dialect, FilterOptions, InputSpec,
+    InterpolationContext, ParsedDocument, ServerSpec, Shadowed, Skipped, SourceError, SourceLevel,
     SourceMeta,
 };
 
@@ -239,7 +239,10 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     if let Some(path) = h(".cursor/mcp.json") {
         list.push((path, "cursor", User, json));
     }
-    for rel in [".codeium/windsurf/mcp_config.json", ".codeium/mcp_config.json"] {
+    for rel in [
+        ".codeium/windsurf/mcp_config.json",
+        ".codeium/mcp_config.json",
+    ] {
         if let Some(path) = h(rel) {
             list.push((path, "windsurf", User, json));
         }
@@ -430,11 +433,11 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
         if !done.files_needed.is_empty() {
             // `envFile` and `${file:…}`: read, bounded, then translate again with them.
             for path in &done.files_needed {
-                let text = match crate::files::read_regular(Path::new(path), MAX_VARIABLE_FILE_BYTES)
-                {
-                    Ok(bytes) => String::from_utf8(bytes).map_err(|_| "not valid UTF-8".into()),
-                    Err(e) => Err(e.to_string()),
-                };
+                let text =
+                    match crate::files::read_regular(Path::new(path), MAX_VARIABLE_FILE_BYTES) {
+                        Ok(bytes) => String::from_utf8(bytes).map_err(|_| "not valid UTF-8".into()),
+                        Err(e) => Err(e.to_string()),
+                    };
                 ctx.files.insert(path.clone(), text);
             }
             done = interpolate(meta, doc, &ctx);
@@ -472,7 +475,12 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
         .servers
         .iter()
         .map(|s| (s.name.as_str(), s.source.path.as_str()))
-        .chain(found.awaiting.iter().map(|a| (a.server.as_str(), a.source.path.as_str())))
+        .chain(
+            found
+                .awaiting
+                .iter()
+                .map(|a| (a.server.as_str(), a.source.path.as_str())),
+        )
         .collect();
     found
         .warnings

@@ -173,7 +173,10 @@ fn an_answered_input_runs_its_server_with_the_answer() {
         .find(|s| s.name == "perplexity")
         .expect("perplexity runs");
     // The config keeps the reference; the answer is a variable, never in a report.
-    assert_eq!(s.config.env["PERPLEXITY_API_KEY"], "${input:perplexity-key}");
+    assert_eq!(
+        s.config.env["PERPLEXITY_API_KEY"],
+        "${input:perplexity-key}"
+    );
     assert_eq!(
         found.variables.0["input:perplexity-key"],
         "typed-by-a-person"
@@ -199,7 +202,11 @@ fn cli(c: &Corpus, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
 fn config_lists_every_file_looked_at_and_what_it_gave() {
     let c = corpus();
     let out = cli(&c, &["config", "--json"], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let files = v["files"].as_array().unwrap();
     let file = |suffix: &str| {
@@ -222,7 +229,10 @@ fn config_lists_every_file_looked_at_and_what_it_gave() {
     assert_eq!(cursor["awaiting_approval"], json!(["local-server"]));
     let vscode = file("work/app/.vscode/mcp.json");
     assert!(
-        vscode["errors"][0].as_str().unwrap().contains("input:perplexity-key"),
+        vscode["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("input:perplexity-key"),
         "{vscode:#}"
     );
     let roo = file(".roo/mcp.json");
@@ -279,7 +289,11 @@ fn minimal_env_passes_only_the_allowlist_and_the_configs_own() {
             cmd.arg("--minimal-env");
         }
         let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["servers"][0]["status"], "connected", "{v:#}");
         let text = fs::read_to_string(&seen).unwrap();
@@ -336,5 +350,8 @@ fn fifos_devices_and_huge_files_are_refused_at_once() {
     assert!(has("FIFO"), "{errors:#?}");
     assert!(has("character device"), "{errors:#?}");
     assert!(has("larger than the 1 MiB"), "{errors:#?}");
-    assert!(has(".roo/mcp.json: cannot read: not a regular file (a FIFO)"), "{errors:#?}");
+    assert!(
+        has(".roo/mcp.json: cannot read: not a regular file (a FIFO)"),
+        "{errors:#?}"
+    );
 }

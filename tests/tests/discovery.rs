@@ -353,7 +353,10 @@ fn missing_files_and_home_are_silently_skipped() {
         home_dir: None,
         ..options(&d)
     });
-    assert!(found.looked_at.iter().all(|l| l.source.level == SourceLevel::Project));
+    assert!(found
+        .looked_at
+        .iter()
+        .all(|l| l.source.level == SourceLevel::Project));
     found.looked_at.clear();
     assert_eq!(found, Discovered::default());
 }

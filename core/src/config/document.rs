@@ -88,10 +88,15 @@ pub fn parse_document_as(
         None => return Ok(ParsedDocument::default()),
     };
     let mut doc = match dialect {
-        Dialect::Toml => parse_servers_value(path, root.get("mcp_servers"), "mcp_servers", dialect)?,
-        Dialect::Zed => {
-            parse_servers_value(path, root.get("context_servers"), "context_servers", dialect)?
+        Dialect::Toml => {
+            parse_servers_value(path, root.get("mcp_servers"), "mcp_servers", dialect)?
         }
+        Dialect::Zed => parse_servers_value(
+            path,
+            root.get("context_servers"),
+            "context_servers",
+            dialect,
+        )?,
         Dialect::Opencode | Dialect::VsCodeSettings => {
             let mcp = root.get("mcp");
             // opencode's newer shape and VS Code's settings keep servers under
@@ -137,7 +142,9 @@ pub fn parse_document_as(
 /// server named `servers`.
 fn is_server_map(value: &Value) -> bool {
     value.as_object().is_some_and(|m| {
-        !m.contains_key("type") && !m.contains_key("command") && !m.contains_key("url")
+        !m.contains_key("type")
+            && !m.contains_key("command")
+            && !m.contains_key("url")
             && m.values().all(Value::is_object)
     })
 }

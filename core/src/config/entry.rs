@@ -79,7 +79,9 @@ pub(super) fn parse_entry(
         match dialect {
             Dialect::Cline => config.kind = Some("sse".into()),
             Dialect::Roo => {
-                return Err(err("a \"url\" requires \"type\": \"sse\" or \"streamable-http\"".into()))
+                return Err(err(
+                    "a \"url\" requires \"type\": \"sse\" or \"streamable-http\"".into(),
+                ))
             }
             _ => {}
         }
@@ -108,7 +110,9 @@ pub(super) fn parse_entry(
     }
     .map_err(&err)?;
     if rest.contains_key("tcp") && config.command.is_none() && config.url.is_none() {
-        return Err(err("the \"tcp\" (WebSocket) transport is not supported".into()));
+        return Err(err(
+            "the \"tcp\" (WebSocket) transport is not supported".into()
+        ));
     }
     config.extra = rest.into_iter().collect();
     Ok(config)
@@ -165,15 +169,13 @@ fn reshape(dialect: Dialect, rest: &mut Fields) -> Result<(), String> {
                 rest.insert("timeout (unit differs between Zed versions)".into(), t);
             }
         }
-        Dialect::Cline => {
-            if !rest.contains_key("type") {
-                if let Some(t) = rest.remove("transportType") {
-                    let t = match t.as_str() {
-                        Some("http") => Value::String("streamableHttp".into()),
-                        _ => t,
-                    };
-                    rest.insert("type".into(), t);
-                }
+        Dialect::Cline if !rest.contains_key("type") => {
+            if let Some(t) = rest.remove("transportType") {
+                let t = match t.as_str() {
+                    Some("http") => Value::String("streamableHttp".into()),
+                    _ => t,
+                };
+                rest.insert("type".into(), t);
             }
         }
         _ => {}

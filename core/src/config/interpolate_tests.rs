@@ -67,7 +67,10 @@ fn claude_code_keeps_an_unset_variable_as_written_and_warns() {
     // A bare `$VAR` is never expanded by Claude Code.
     assert_eq!(expanded(&s.headers["X"], &c, v), "value $SET");
     assert_eq!(
-        i.warnings.iter().map(|w| w.kind.clone()).collect::<Vec<_>>(),
+        i.warnings
+            .iter()
+            .map(|w| w.kind.clone())
+            .collect::<Vec<_>>(),
         [WarningKind::KeptLiteral {
             field: "headers.Authorization".into(),
             variable: "API_KEY".into()
@@ -113,7 +116,11 @@ fn cursor_and_vscode_variables_and_the_same_text_in_codex_is_literal() {
         &c,
     );
     let s = server(&codex, "c");
-    let args: Vec<String> = s.args.iter().map(|a| expanded(a, &c, &BTreeMap::new())).collect();
+    let args: Vec<String> = s
+        .args
+        .iter()
+        .map(|a| expanded(a, &c, &BTreeMap::new()))
+        .collect();
     assert_eq!(args, ["${SET}", "${env:SET}"]);
     // `env_vars` forwards what is set.
     assert_eq!(expanded(&s.env["SET"], &c, &BTreeMap::new()), "value");
@@ -210,8 +217,10 @@ fn env_files_and_file_variables_are_read_by_the_shell_in_a_second_pass() {
         == WarningKind::IgnoredField {
             field: "envFile".into()
         }));
-    c.files
-        .insert("/work/proj/.env".into(), Err("not a regular file (a FIFO)".into()));
+    c.files.insert(
+        "/work/proj/.env".into(),
+        Err("not a regular file (a FIFO)".into()),
+    );
     let broken = run("cursor", "/work/proj/.cursor/mcp.json", text, &c);
     assert!(broken.source.errors[0].to_string().contains("FIFO"));
 }

@@ -38,7 +38,7 @@ pub use expand::expand_vars;
 pub use filter::{glob_match, DenyList, FilterOptions};
 pub use hash::config_hash;
 pub use interpolate::{
-    interpolate, parse_env_file, ConfigWarning, InputSpec, InterpolationContext, Interpolated,
+    interpolate, parse_env_file, ConfigWarning, InputSpec, Interpolated, InterpolationContext,
     Syntax, WarningKind,
 };
 pub use merge::{merge, Merged, Shadowed, SkipReason, Skipped, Source, SourceError, OWN_PROVIDER};
@@ -55,8 +55,8 @@ pub use trust::{
 pub use validate::{resolve, valid_server_name, validate};
 
 #[cfg(test)]
+mod interpolate_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod trust_tests;
-#[cfg(test)]
-mod interpolate_tests;

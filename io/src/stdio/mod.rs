@@ -123,7 +123,16 @@ pub struct StdioOptions {
 /// The variables a server inherits with [`StdioOptions::minimal_env`]: the ones Codex passes
 /// to MCP servers by default.
 pub const MINIMAL_ENV: &[&str] = &[
-    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "TMPDIR",
+    "TZ",
     "__CF_USER_TEXT_ENCODING",
 ];
 

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use switchboard::core::config::{ConfigError, DEFAULT_CONNECT_TIMEOUT};
 use switchboard::core::manager::HealthPolicy;
 use switchboard::core::NamingScheme;
-use switchboard::{Discovered, DiscoveryOptions};
 use switchboard::{Builder, Phase, ServerStatus, StartupReport, Switchboard};
+use switchboard::{Discovered, DiscoveryOptions};
 
 /// Success; per-server failures are reported, not fatal.
 pub const EXIT_OK: u8 = 0;
@@ -740,8 +740,7 @@ impl Session {
         let started = Instant::now();
         let (project, options) = discovery_options(g)?;
         let quiet = g.quiet;
-        let discovered =
-            blocking::unblock(move || config::discover_answered(options, quiet)).await;
+        let discovered = blocking::unblock(move || config::discover_answered(options, quiet)).await;
         // A file the user named that does not parse or cannot be read is a usage error;
         // a broken file found by discovery is reported with the rest.
         if !g.configs.is_empty() {
