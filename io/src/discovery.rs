@@ -304,6 +304,21 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
         list.push((dir.join(rel), "cline", User, cline));
     }
     list.push((p(".air/mcp.json"), "jetbrains", Project, json));
+    if let Some(dir) = &config_home {
+        let goose = Shape::Document(Dialect::Goose);
+        list.push((dir.join("goose/config.yaml"), "goose", User, goose));
+    }
+    // Continue: the project's block files (YAML, or JSON in other clients' shape), then
+    // the user's `config.yaml`.
+    let continue_yaml = Shape::Document(Dialect::Continue);
+    for path in continue_blocks(&opts.project_dir.join(".continue/mcpServers")) {
+        let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+        let shape = if yaml { continue_yaml } else { json };
+        list.push((path, "continue", Project, shape));
+    }
+    if let Some(path) = h(".continue/config.yaml") {
+        list.push((path, "continue", User, continue_yaml));
+    }
     list.into_iter()
         .filter(|(_, _, level, _)| *level == User || opts.project_configs)
         .map(|(path, provider, level, shape)| Candidate {
@@ -313,6 +328,29 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
             shape,
         })
         .collect()
+}
+
+/// The most block files read from one `.continue/mcpServers` folder.
+const MAX_CONTINUE_BLOCKS: usize = 64;
+
+/// Continue's block files in `dir` (`*.yaml`, `*.yml`, `*.json`), by name; at most
+/// [`MAX_CONTINUE_BLOCKS`].
+fn continue_blocks(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        })
+        .take(MAX_CONTINUE_BLOCKS * 4)
+        .collect();
+    files.sort();
+    files.truncate(MAX_CONTINUE_BLOCKS);
+    files
 }
 
 /// Find, read, parse and merge every config file (see [`DiscoveryOptions`] for the order).

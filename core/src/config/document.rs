@@ -36,6 +36,12 @@ pub enum Dialect {
     Opencode,
     /// VS Code's user `settings.json` before its `mcp.json`: servers under `mcp.servers`.
     VsCodeSettings,
+    /// goose's YAML `config.yaml`: servers under `extensions`, `type` `stdio` (`cmd`,
+    /// `args`, `envs`, `env_keys`) or `streamable_http` (`uri`, `headers`).
+    Goose,
+    /// Continue's YAML (`config.yaml` and `.continue/mcpServers/*.yaml`): `mcpServers` is a
+    /// list of entries, each with its `name`.
+    Continue,
 }
 
 impl Dialect {
@@ -43,8 +49,15 @@ impl Dialect {
     /// `.gemini` folder is Gemini, anything else is JSON.
     pub fn from_path(path: &str) -> Dialect {
         let normalized = path.replace('\\', "/");
-        if normalized.to_ascii_lowercase().ends_with(".toml") {
+        let lower = normalized.to_ascii_lowercase();
+        if lower.ends_with(".toml") {
             Dialect::Toml
+        } else if lower.ends_with(".yaml") || lower.ends_with(".yml") {
+            if normalized.contains("/goose/") {
+                Dialect::Goose
+            } else {
+                Dialect::Continue
+            }
         } else if normalized.ends_with(".gemini/settings.json") {
             Dialect::Gemini
         } else {
@@ -97,6 +110,48 @@ pub fn parse_document_as(
             "context_servers",
             dialect,
         )?,
+        Dialect::Goose => parse_servers_value(path, root.get("extensions"), "extensions", dialect)?,
+        Dialect::Continue => match root.get("mcpServers") {
+            // A list of entries named by their `name`.
+            Some(Value::Array(items)) => {
+                let mut map = serde_json::Map::new();
+                let mut doc = ParsedDocument::default();
+                for (i, item) in items.iter().enumerate() {
+                    // Continue's names are for people ("Browser search"): a character a
+                    // server name cannot hold becomes `-`.
+                    let name = item.get("name").and_then(Value::as_str).map(|n| {
+                        n.chars()
+                            .map(|c| {
+                                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                                    c
+                                } else {
+                                    '-'
+                                }
+                            })
+                            .collect::<String>()
+                    });
+                    match name.as_deref() {
+                        Some(name) if !map.contains_key(name) => {
+                            map.insert(name.to_string(), item.clone());
+                        }
+                        Some(name) => doc.errors.push(ConfigError::server(
+                            name,
+                            "a second entry of this name in \"mcpServers\"",
+                        )),
+                        None => doc.errors.push(ConfigError::server(
+                            &format!("mcpServers[{i}]"),
+                            "the entry has no \"name\"",
+                        )),
+                    }
+                }
+                let map = Value::Object(map);
+                let parsed = parse_servers_value(path, Some(&map), "mcpServers", dialect)?;
+                doc.servers = parsed.servers;
+                doc.errors.extend(parsed.errors);
+                doc
+            }
+            other => parse_servers_value(path, other, "mcpServers", dialect)?,
+        },
         Dialect::Opencode | Dialect::VsCodeSettings => {
             let mcp = root.get("mcp");
             // opencode's newer shape and VS Code's settings keep servers under
@@ -215,6 +270,7 @@ fn parse_root(
     }
     match dialect {
         Dialect::Toml => parse_toml_root(path, text).map(Some),
+        Dialect::Goose | Dialect::Continue => super::yaml::parse_yaml_root(path, text),
         _ => {
             let cleaned = strip_jsonc(text);
             let value: Value = serde_json::from_str(&cleaned).map_err(|e| {

@@ -169,6 +169,54 @@ fn reshape(dialect: Dialect, rest: &mut Fields) -> Result<(), String> {
                 rest.insert("timeout (unit differs between Zed versions)".into(), t);
             }
         }
+        Dialect::Goose => {
+            match rest.get("type").and_then(Value::as_str) {
+                Some("stdio") => {
+                    rest.remove("type");
+                }
+                Some("streamable_http") => {
+                    rest.insert("type".into(), Value::String("http".into()));
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "goose's \"{other}\" extensions run inside goose, not as an MCP \
+                         server Switchboard can start"
+                    ))
+                }
+                None => {}
+            }
+            for (from, to) in [("cmd", "command"), ("uri", "url"), ("envs", "env")] {
+                if let Some(v) = rest.remove(from) {
+                    rest.insert(to.into(), v);
+                }
+            }
+            // `env_keys`: names looked up in the environment, like Codex's `env_vars`.
+            if let Some(keys) = rest.remove("env_keys") {
+                rest.insert("env_vars".into(), keys);
+            }
+            // An empty list means every tool.
+            match rest.remove("available_tools") {
+                Some(Value::Array(a)) if !a.is_empty() => {
+                    rest.insert("enabled_tools".into(), Value::Array(a));
+                }
+                _ => {}
+            }
+            // Names and descriptions for goose's own menus.
+            for key in ["name", "display_name", "description", "bundled"] {
+                rest.remove(key);
+            }
+        }
+        Dialect::Continue => {
+            rest.remove("name");
+            if let Some(Value::Object(mut options)) = rest.remove("requestOptions") {
+                if let Some(headers) = options.remove("headers") {
+                    rest.insert("headers".into(), headers);
+                }
+                if !options.is_empty() {
+                    rest.insert("requestOptions".into(), Value::Object(options));
+                }
+            }
+        }
         Dialect::Cline if !rest.contains_key("type") => {
             if let Some(t) = rest.remove("transportType") {
                 let t = match t.as_str() {

@@ -30,6 +30,7 @@ mod model;
 mod oauth;
 mod trust;
 mod validate;
+mod yaml;
 
 pub use document::{
     parse_claude_json, parse_document, parse_document_as, ClaudeJson, Dialect, ParsedDocument,
