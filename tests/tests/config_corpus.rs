@@ -273,7 +273,7 @@ fn minimal_env_passes_only_the_allowlist_and_the_configs_own() {
     );
     let toml = format!(
         "[mcp_servers.e]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n\
-         env_vars = [\"FORWARDED\"]\n[mcp_servers.e.env]\nOWN = \"mine\"\n"
+         env_vars = [\"FORWARDED\", \"NOT_SET_ANYWHERE\"]\n[mcp_servers.e.env]\nOWN = \"mine\"\n"
     );
     fs::write(home.join(".codex/config.toml"), toml).unwrap();
     let run = |minimal: bool| {
@@ -296,6 +296,12 @@ fn minimal_env_passes_only_the_allowlist_and_the_configs_own() {
         );
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["servers"][0]["status"], "connected", "{v:#}");
+        // An `env_vars` name that is unset is not forwarded, and `status` says so.
+        assert_eq!(
+            v["config_warnings"][0]["warning"], "empty_variable",
+            "{v:#}"
+        );
+        assert_eq!(v["config_warnings"][0]["variable"], "NOT_SET_ANYWHERE");
         let text = fs::read_to_string(&seen).unwrap();
         text.lines()
             .filter_map(|l| l.split_once('='))

@@ -323,3 +323,30 @@ fn switchboard_syntax_escapes_a_literal() {
     let env = BTreeMap::from([("A".to_string(), "1".to_string())]);
     assert_eq!(expand_vars("$${A} ${A} $$x $", &env), "${A} 1 $$x $");
 }
+
+proptest::proptest! {
+    /// Any text, in any client's syntax, translates without panicking, and what comes out
+    /// expands without panicking.
+    #[test]
+    fn any_text_in_any_syntax_translates(text in "[$\\{}a-zA-Z_:/!.~ -]{0,40}|\\PC{0,40}") {
+        let c = ctx();
+        for provider in ["switchboard", "claude-code", "gemini", "goose", "cursor", "vscode",
+                         "roo", "windsurf", "opencode", "codex"] {
+            let config = ServerConfig {
+                command: Some(text.clone()),
+                args: vec![text.clone()],
+                env: BTreeMap::from([("E".to_string(), text.clone())]),
+                cwd: Some(text.clone()),
+                ..ServerConfig::default()
+            };
+            let doc = ParsedDocument {
+                servers: vec![("s".into(), config)],
+                ..ParsedDocument::default()
+            };
+            let out = interpolate(meta(provider, "/work/proj/x.json"), doc, &c);
+            for (_, config) in &out.source.servers {
+                let _ = expand_vars(config.command.as_deref().unwrap_or(""), &c.env);
+            }
+        }
+    }
+}
