@@ -361,3 +361,27 @@ fn fifos_devices_and_huge_files_are_refused_at_once() {
         "{errors:#?}"
     );
 }
+
+/// An approval binds to the config, which keeps `${input:id}` as a reference: a server whose
+/// input nobody answered yet can still be approved without a terminal, and runs once
+/// answered.
+#[test]
+fn a_server_waiting_for_an_input_can_be_approved_without_a_terminal() {
+    let c = corpus();
+    let out = cli(&c, &["trust", "perplexity"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut o = options(&c);
+    o.inputs.insert("perplexity-key".into(), "answer".into());
+    let found = discover(&o);
+    let approved = found.approved.iter().find(|a| a.server == "perplexity");
+    assert_eq!(
+        approved.map(|a| a.by.as_str()),
+        Some("switchboard trust"),
+        "{found:#?}"
+    );
+    assert!(found.servers.iter().any(|s| s.name == "perplexity"));
+}
