@@ -31,8 +31,8 @@ const STREAM_QUEUE: usize = 256;
 /// Most connections served at once; one more is closed at once.
 const MAX_CONNECTIONS: usize = 512;
 
-/// How to serve over HTTP.
-#[derive(Debug, Clone)]
+/// How to serve over HTTP. Its `Debug` never shows the bearer token.
+#[derive(Clone)]
 pub struct HttpServeOptions {
     /// Where to listen.
     pub addr: SocketAddr,
@@ -47,6 +47,20 @@ pub struct HttpServeOptions {
     /// Forward the servers' sampling and elicitation requests to the clients (installed on
     /// the switchboard's builder).
     pub peers: Option<super::PeerForwarder>,
+}
+
+impl std::fmt::Debug for HttpServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServeOptions")
+            .field("addr", &self.addr)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("allowed_origins", &self.allowed_origins)
+            .field("gateway", &self.gateway)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why serving over HTTP could not start.
@@ -562,5 +576,24 @@ impl Sink for HttpSink {
             }
             GatewayOutput::Manager(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_the_bearer_token() {
+        let opts = HttpServeOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            bearer_token: Some("s3cret-token".into()),
+            allowed_origins: vec![],
+            gateway: GatewayOptions::default(),
+            peers: None,
+        };
+        let shown = format!("{opts:?}");
+        assert!(!shown.contains("s3cret-token"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
     }
 }
