@@ -25,6 +25,7 @@ mod http_bench;
 mod http_edge;
 mod http_load;
 mod http_peers;
+mod http_redirects;
 mod http_resume;
 mod hygiene;
 mod input_bounds;

@@ -11,6 +11,7 @@
 //! A connection goes back to the pool only once its response body was read to the end, so a
 //! long SSE body never blocks another request: that request gets another connection.
 
+use super::redirect::{self, Hop};
 use crate::rt::Spawner;
 use async_executor::Task;
 use bytes::Bytes;
@@ -42,6 +43,9 @@ pub enum HttpError {
     /// This process could not make the connection for a reason of its own (no file
     /// descriptor left): the request fails, the server is not to blame.
     Local(String),
+    /// The server redirected the request somewhere this client does not follow (another
+    /// origin, a downgrade to plain http, too many hops); the message names the `Location`.
+    Redirect(String),
 }
 
 impl std::fmt::Display for HttpError {
@@ -50,7 +54,8 @@ impl std::fmt::Display for HttpError {
             HttpError::Connect(m)
             | HttpError::Transfer(m)
             | HttpError::TooLarge(m)
-            | HttpError::Local(m) => f.write_str(m),
+            | HttpError::Local(m)
+            | HttpError::Redirect(m) => f.write_str(m),
         }
     }
 }
@@ -328,9 +333,53 @@ impl HttpClient {
         self
     }
 
-    /// Sends one request and returns once the response head arrived. `headers` go out as
-    /// given (the caller sets everything but `Host`).
+    /// Sends one request and returns once the response head arrived, following the redirects
+    /// that stay on the server's origin (the `redirect` module). `headers` go out as given
+    /// (the caller sets everything but `Host`).
     pub async fn request(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
+        let mut method = method;
+        let mut url = url.clone();
+        let mut body = body;
+        let mut hops = 0;
+        loop {
+            let mut resp = self
+                .send_once(method.clone(), &url, headers, body.clone())
+                .await?;
+            let location = resp
+                .headers
+                .get(http::header::LOCATION)
+                .and_then(|v| v.to_str().ok());
+            match redirect::next_hop(&method, resp.status, location, &url, hops) {
+                Hop::NotARedirect => return Ok(resp),
+                Hop::Refused(why) => return Err(HttpError::Redirect(why)),
+                Hop::Follow(next_method, next) => {
+                    tracing::debug!(target: "switchboard::http", from = %url, to = %next, status = resp.status.as_u16(), "following a redirect");
+                    // Read the (small) redirect body so its connection can be reused; its busy
+                    // place is given back before the next hop takes one.
+                    let _ = resp
+                        .body
+                        .read_prefix(REDIRECT_BODY_LIMIT, REDIRECT_BODY_WAIT)
+                        .await;
+                    drop(resp);
+                    if next_method != method {
+                        body = Bytes::new();
+                    }
+                    method = next_method;
+                    url = next;
+                    hops += 1;
+                }
+            }
+        }
+    }
+
+    /// One request, no redirect followed.
+    async fn send_once(
         &self,
         method: Method,
         url: &Url,
@@ -448,6 +497,10 @@ impl HttpClient {
         }
     }
 }
+
+/// The most of a redirect's body read (so its connection can be reused), and how long for.
+const REDIRECT_BODY_LIMIT: usize = 64 * 1024;
+const REDIRECT_BODY_WAIT: Duration = Duration::from_secs(2);
 
 /// Busy connections allowed at least: an open GET stream and a streamed answer each keep one,
 /// and the requests that answer them need another.

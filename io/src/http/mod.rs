@@ -89,6 +89,7 @@ mod actor;
 pub mod client;
 mod framing;
 mod legacy;
+mod redirect;
 pub mod sse;
 mod streamable;
 
