@@ -80,7 +80,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 #[test]
-#[ignore = "benchmark: run by hand, see BENCHMARKS.md"]
+#[ignore = "benchmark: run by hand with the real peers (SWITCHBOARD_PEERS=1), see BENCHMARKS.md"]
 fn http_bench_sequential_and_concurrent_calls() {
     if !peers_enabled("http_bench") {
         return;

@@ -11,22 +11,22 @@
 //! A connection goes back to the pool only once its response body was read to the end, so a
 //! long SSE body never blocks another request: that request gets another connection.
 
+use super::connect::{connect, describe_hyper, Connect};
+use super::proxy::Proxies;
+use super::redirect::{self, Hop};
 use crate::rt::Spawner;
 use async_executor::Task;
 use bytes::Bytes;
 use futures_lite::{future, AsyncRead, AsyncWrite};
-use futures_rustls::rustls;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
-use smol_hyper::rt::FuturesIo;
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_io::{Async, Timer};
+use async_io::Timer;
 use async_lock::{Semaphore, SemaphoreGuardArc};
 
 /// What went wrong, sorted by what the caller does about it.
@@ -42,6 +42,9 @@ pub enum HttpError {
     /// This process could not make the connection for a reason of its own (no file
     /// descriptor left): the request fails, the server is not to blame.
     Local(String),
+    /// The server redirected the request somewhere this client does not follow (another
+    /// origin, a downgrade to plain http, too many hops); the message names the `Location`.
+    Redirect(String),
 }
 
 impl std::fmt::Display for HttpError {
@@ -50,7 +53,8 @@ impl std::fmt::Display for HttpError {
             HttpError::Connect(m)
             | HttpError::Transfer(m)
             | HttpError::TooLarge(m)
-            | HttpError::Local(m) => f.write_str(m),
+            | HttpError::Local(m)
+            | HttpError::Redirect(m) => f.write_str(m),
         }
     }
 }
@@ -164,14 +168,14 @@ impl std::fmt::Display for Url {
     }
 }
 
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(super) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// One keep-alive connection: the request half and the task driving the socket.
-struct Conn {
-    sender: http1::SendRequest<Full<Bytes>>,
+pub(super) struct Conn {
+    pub(super) sender: http1::SendRequest<Full<Bytes>>,
     /// Dropping it cancels the task, which closes the socket.
-    task: Task<()>,
+    pub(super) task: Task<()>,
 }
 
 /// A response whose body is still to be read.
@@ -304,6 +308,8 @@ pub struct HttpClient {
     busy: Arc<Semaphore>,
     connect_timeout: Duration,
     spawner: Spawner,
+    /// The proxies to go through (from the environment by default).
+    proxies: Arc<Proxies>,
 }
 
 impl HttpClient {
@@ -319,7 +325,14 @@ impl HttpClient {
             busy: Arc::new(Semaphore::new(max_busy.max(MIN_BUSY))),
             connect_timeout,
             spawner: Spawner::default(),
+            proxies: Arc::new(Proxies::from_env()),
         }
+    }
+
+    /// Go through these proxies instead of those the environment names.
+    pub fn with_proxies(mut self, proxies: Proxies) -> Self {
+        self.proxies = Arc::new(proxies);
+        self
     }
 
     /// Run the connections' tasks on `spawner` (default: the library's own executor thread).
@@ -328,8 +341,9 @@ impl HttpClient {
         self
     }
 
-    /// Sends one request and returns once the response head arrived. `headers` go out as
-    /// given (the caller sets everything but `Host`).
+    /// Sends one request and returns once the response head arrived, following the redirects
+    /// that stay on the server's origin (the `redirect` module). `headers` go out as given
+    /// (the caller sets everything but `Host`).
     pub async fn request(
         &self,
         method: Method,
@@ -337,11 +351,67 @@ impl HttpClient {
         headers: &[(HeaderName, HeaderValue)],
         body: Bytes,
     ) -> Result<Response, HttpError> {
+        let mut method = method;
+        let mut url = url.clone();
+        let mut body = body;
+        let mut hops = 0;
+        loop {
+            let mut resp = self
+                .send_once(method.clone(), &url, headers, body.clone())
+                .await?;
+            let location = resp
+                .headers
+                .get(http::header::LOCATION)
+                .and_then(|v| v.to_str().ok());
+            match redirect::next_hop(&method, resp.status, location, &url, hops) {
+                Hop::NotARedirect => return Ok(resp),
+                Hop::Refused(why) => return Err(HttpError::Redirect(why)),
+                Hop::Follow(next_method, next) => {
+                    tracing::debug!(target: "switchboard::http", from = %url, to = %next, status = resp.status.as_u16(), "following a redirect");
+                    // Read the (small) redirect body so its connection can be reused; its busy
+                    // place is given back before the next hop takes one.
+                    let _ = resp
+                        .body
+                        .read_prefix(REDIRECT_BODY_LIMIT, REDIRECT_BODY_WAIT)
+                        .await;
+                    drop(resp);
+                    if next_method != method {
+                        body = Bytes::new();
+                    }
+                    method = next_method;
+                    url = next;
+                    hops += 1;
+                }
+            }
+        }
+    }
+
+    /// One request, no redirect followed.
+    async fn send_once(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
+        // A plain-http server behind a proxy gets requests in absolute form, with the proxy's
+        // credentials; an https one is reached through a tunnel and sees origin form.
+        let via_proxy = self
+            .proxies
+            .for_origin(&url.origin)
+            .filter(|_| !url.origin.https);
+        let target = match via_proxy {
+            Some(_) => url.to_string(),
+            None => url.path_and_query.clone(),
+        };
         let build = || -> Result<Request<Full<Bytes>>, HttpError> {
             let mut req = Request::builder()
                 .method(method.clone())
-                .uri(url.path_and_query.as_str())
+                .uri(target.as_str())
                 .header(http::header::HOST, url.authority.as_str());
+            if let Some(auth) = via_proxy.and_then(|p| p.authorization()) {
+                req = req.header(http::header::PROXY_AUTHORIZATION, auth);
+            }
             for (name, value) in headers {
                 req = req.header(name, value);
             }
@@ -410,7 +480,7 @@ impl HttpClient {
         let attempt = async {
             let mut pause = FD_RETRY_FIRST;
             loop {
-                match connect(origin, &self.spawner).await {
+                match connect(origin, self.proxies.for_origin(origin), &self.spawner).await {
                     Err(Connect::NoDescriptor(e)) => {
                         // Local back-pressure, not the server's failure: wait for one of this
                         // process's descriptors to be closed, then try again.
@@ -449,6 +519,10 @@ impl HttpClient {
     }
 }
 
+/// The most of a redirect's body read (so its connection can be reused), and how long for.
+const REDIRECT_BODY_LIMIT: usize = 64 * 1024;
+const REDIRECT_BODY_WAIT: Duration = Duration::from_secs(2);
+
 /// Busy connections allowed at least: an open GET stream and a streamed answer each keep one,
 /// and the requests that answer them need another.
 pub const MIN_BUSY: usize = 4;
@@ -457,163 +531,6 @@ pub const MIN_BUSY: usize = 4;
 /// [`FD_RETRY_MAX`].
 const FD_RETRY_FIRST: Duration = Duration::from_millis(10);
 const FD_RETRY_MAX: Duration = Duration::from_millis(250);
-
-/// Why one connection attempt failed.
-enum Connect {
-    /// The process (or the system) is out of file descriptors: worth waiting for.
-    NoDescriptor(std::io::Error),
-    Failed(HttpError),
-}
-
-impl From<HttpError> for Connect {
-    fn from(e: HttpError) -> Self {
-        Connect::Failed(e)
-    }
-}
-
-/// `EMFILE` or `ENFILE`: no descriptor left, in this process or in the system.
-fn out_of_descriptors(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
-}
-
-async fn connect(origin: &Origin, spawner: &Spawner) -> Result<Conn, Connect> {
-    let host = origin.host.clone();
-    let port = origin.port;
-    let addrs: Vec<SocketAddr> = blocking::unblock(move || {
-        (host.as_str(), port)
-            .to_socket_addrs()
-            .map(|a| a.collect::<Vec<_>>())
-    })
-    .await
-    .map_err(|e| {
-        if out_of_descriptors(&e) {
-            return Connect::NoDescriptor(e);
-        }
-        Connect::Failed(HttpError::Connect(format!(
-            "DNS lookup for \"{}\" failed: {}",
-            origin.host,
-            io_reason(&e)
-        )))
-    })?;
-    if addrs.is_empty() {
-        return Err(HttpError::Connect(format!(
-            "DNS lookup for \"{}\" found no address",
-            origin.host
-        ))
-        .into());
-    }
-    let mut last = None;
-    let mut tcp = None;
-    for addr in &addrs {
-        match Async::<TcpStream>::connect(*addr).await {
-            Ok(s) => {
-                tcp = Some(s);
-                break;
-            }
-            Err(e) if out_of_descriptors(&e) => return Err(Connect::NoDescriptor(e)),
-            Err(e) => last = Some((addr, e)),
-        }
-    }
-    let tcp = match (tcp, last) {
-        (Some(t), _) => t,
-        (None, Some((addr, e))) => {
-            return Err(Connect::Failed(HttpError::Connect(
-                if e.kind() == std::io::ErrorKind::ConnectionRefused {
-                    format!("connection refused by {} ({addr})", hostport(origin))
-                } else {
-                    format!(
-                        "cannot connect to {} ({addr}): {}",
-                        hostport(origin),
-                        io_reason(&e)
-                    )
-                },
-            )))
-        }
-        (None, None) => unreachable!("addrs is not empty"),
-    };
-    let _ = tcp.get_ref().set_nodelay(true);
-    let io: Box<dyn Io> = if origin.https {
-        let name = rustls::pki_types::ServerName::try_from(origin.host.clone()).map_err(|e| {
-            HttpError::Connect(format!(
-                "TLS: \"{}\" is not a valid server name: {e}",
-                origin.host
-            ))
-        })?;
-        let tls = futures_rustls::TlsConnector::from(tls_config())
-            .connect(name, tcp)
-            .await
-            .map_err(|e| {
-                HttpError::Connect(format!(
-                    "TLS handshake with {} failed: {}",
-                    hostport(origin),
-                    io_reason(&e)
-                ))
-            })?;
-        Box::new(tls)
-    } else {
-        Box::new(tcp)
-    };
-    let (sender, connection) = http1::handshake(FuturesIo::new(io)).await.map_err(|e| {
-        HttpError::Connect(format!(
-            "HTTP handshake with {} failed: {}",
-            hostport(origin),
-            describe_hyper(&e)
-        ))
-    })?;
-    let task = spawner.spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(target: "switchboard::http", "connection ended: {e}");
-        }
-    });
-    Ok(Conn { sender, task })
-}
-
-fn hostport(origin: &Origin) -> String {
-    if origin.host.contains(':') {
-        format!("[{}]:{}", origin.host, origin.port)
-    } else {
-        format!("{}:{}", origin.host, origin.port)
-    }
-}
-
-/// The rustls config shared by every connection: Mozilla's roots, ring, HTTP/1.1 by ALPN.
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let roots =
-                rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let mut config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .expect("ring supports the default protocol versions")
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            config.alpn_protocols = vec![b"http/1.1".to_vec()];
-            Arc::new(config)
-        })
-        .clone()
-}
-
-/// An io error in words, with the inner error when there is one (rustls puts its reason there).
-fn io_reason(e: &std::io::Error) -> String {
-    match e.get_ref() {
-        Some(inner) => inner.to_string(),
-        None => e.to_string(),
-    }
-}
-
-/// hyper's error with its causes ("connection error: Connection reset by peer").
-fn describe_hyper(e: &hyper::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(inner) = source {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    s
-}
 
 #[cfg(test)]
 mod tests {

@@ -168,6 +168,20 @@ pub(super) async fn status_error(resp: &mut Response) -> String {
         msg.push(')');
     } else if status == StatusCode::FORBIDDEN {
         msg.push_str(" (access denied)");
+    } else if status.is_redirection() {
+        // A redirect the client did not follow (not one of the redirect statuses, e.g. 300).
+        match resp
+            .headers
+            .get(http::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(location) => {
+                msg.push_str(" (Location: ");
+                msg.push_str(location);
+                msg.push(')');
+            }
+            None => msg.push_str(" (no Location)"),
+        }
     }
     msg
 }

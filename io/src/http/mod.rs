@@ -87,10 +87,14 @@
 
 mod actor;
 pub mod client;
+mod connect;
 mod framing;
 mod legacy;
+pub mod proxy;
+mod redirect;
 pub mod sse;
 mod streamable;
+mod tls;
 
 use crate::rt::Spawner;
 use async_channel::Sender;
