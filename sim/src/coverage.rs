@@ -168,6 +168,7 @@ coverage! {
     op_input_rounds_sent: "a stateless server answered a read or a prompt with an input-required result",
     stateless_log_levels_seen: "a stateless request carried the log level the embedder set",
     listens_received: "a stateless server received subscriptions/listen",
+    listens_refused_sent: "a stateless server refused subscriptions/listen with an error",
     listen_streams_ended: "a stateless server ended a subscriptions stream while connected",
     stream_resource_updates_sent: "a stateless server announced a followed resource's update on its stream",
     listen_gaps_checked: "a closed stream of a connected server was checked against the re-listen ladder",

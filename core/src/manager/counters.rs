@@ -71,6 +71,8 @@ pub struct Counters {
     pub listen_streams_closed: u64,
     /// Streams asked again after one ended.
     pub listens_resent: u64,
+    /// Streams the server refused with an error (not asked again on that connection).
+    pub listens_refused: u64,
     /// Streams asked again and acknowledged, whose lists were fetched again.
     pub lists_refetched_after_stream: u64,
     /// Resource subscriptions changed on a stateless connection (a new stream filter).

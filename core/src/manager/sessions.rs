@@ -522,8 +522,9 @@ impl Manager {
                 self.on_catalog_page(conn, server, id, kind, result);
             }
             (Req::Op(call), Answer::Raw(result)) => self.on_op_result(call, result),
-            // The stream's answer is its end, whatever it says.
-            (Req::Listen, Answer::Raw(_)) => self.on_listen_ended(conn, server, id),
+            // A result is the stream's graceful end; an error, a refusal of the request.
+            (Req::Listen, Answer::Raw(Ok(_))) => self.on_listen_ended(conn, server, id),
+            (Req::Listen, Answer::Raw(Err(e))) => self.on_listen_refused(conn, server, id, e),
         }
     }
 

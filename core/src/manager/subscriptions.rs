@@ -18,6 +18,7 @@ use super::servers::Stage;
 use super::sessions::Req;
 use super::{ConnId, Level, Manager, TimerReason};
 use crate::catalog::Operation;
+use crate::protocol;
 
 use crate::time::Instant;
 use serde_json::{json, Map, Value};
@@ -123,6 +124,33 @@ impl Manager {
             format!(
                 "the subscriptions stream closed; asked again in {} ms",
                 delay.as_millis()
+            ),
+        );
+    }
+
+    /// The server answered stream `id` with an error: it will not serve one, and asking again
+    /// would only be refused again, so the connection goes without (until the next attempt).
+    pub(super) fn on_listen_refused(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        id: u64,
+        error: protocol::RpcError,
+    ) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if !matches!(c.listen, Listen::Open { id: open, .. } if open == id) {
+            return;
+        }
+        c.listen = Listen::Off;
+        self.counters.listens_refused += 1;
+        self.diag(
+            Some(server),
+            Level::Warn,
+            format!(
+                "subscriptions/listen refused (MCP error {}: {}): changes will not be announced",
+                error.code, error.message
             ),
         );
     }

@@ -351,6 +351,15 @@ impl World<'_> {
                 format!("a stream that does not ask for the tool list changes offered: {v}"),
             );
         }
+        // A server whose revision needed a second probe serves no streams (an error answers
+        // the request; the client must not keep asking).
+        if self.sc.servers[i].era == SimEra::ModernRetry && i % 2 == 0 {
+            self.cov.listens_refused_sent += 1;
+            let r = json!({"jsonrpc": "2.0", "id": n,
+                "error": {"code": -32601, "message": "Method not found: subscriptions/listen"}});
+            self.reply(conn, 1, r);
+            return;
+        }
         if let Some(p) = self.procs.get_mut(&conn) {
             p.era.listen = Some(n);
             p.era.listen_closed_at = None;
