@@ -24,6 +24,7 @@ mod fail_fast;
 mod http_bench;
 mod http_edge;
 mod http_load;
+mod http_modern;
 mod http_peers;
 mod http_resume;
 mod hygiene;
