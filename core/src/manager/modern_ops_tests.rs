@@ -321,7 +321,7 @@ fn a_stateless_connection_listens_and_asks_again_when_the_stream_ends() {
 #[test]
 fn a_subscription_on_a_stateless_server_changes_the_streams_filter() {
     let caps: Value = serde_json::from_str(LISTING_CAPS).unwrap();
-    let (mut m, conn, listen) = connected_with(probing(), caps);
+    let (mut m, _, listen) = connected_with(probing(), caps);
     let (sub, _) = listen.unwrap();
     m.handle(
         Instant::from_millis(10),
