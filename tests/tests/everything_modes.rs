@@ -430,6 +430,10 @@ fn exercise_cli(server: Value) {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn the_whole_surface_over_stdio() {
     if !peers_enabled("the_whole_surface_over_stdio") {
         return;
@@ -444,6 +448,10 @@ fn the_whole_surface_over_stdio() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn the_whole_surface_over_streamable_http() {
     if !peers_enabled("the_whole_surface_over_streamable_http") {
         return;
@@ -457,6 +465,10 @@ fn the_whole_surface_over_streamable_http() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn the_whole_surface_over_legacy_sse() {
     if !peers_enabled("the_whole_surface_over_legacy_sse") {
         return;

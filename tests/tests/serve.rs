@@ -404,10 +404,15 @@ fn http_with_a_bearer_token_refuses_requests_without_it() {
     drop(s);
 }
 
-/// server-everything and server-memory behind `serve`, as the official TypeScript SDK client
-/// sees them over stdio and over HTTP: every tool listed and called (tests/peers/check_serve.mjs).
+/// server-everything and server-memory behind `serve`, as the official TypeScript and Python
+/// SDK clients see them over stdio and over HTTP: every tool listed and called
+/// (tests/peers/check_serve.mjs, tests/peers/check_serve.py).
 #[test]
-fn the_typescript_sdk_client_lists_and_calls_every_tool_through_serve() {
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
+fn the_typescript_and_python_sdk_clients_list_and_call_every_tool_through_serve() {
     if !crate::http_peers::peers_enabled("serve_with_the_typescript_sdk") {
         return;
     }
@@ -428,21 +433,32 @@ fn the_typescript_sdk_client_lists_and_calls_every_tool_through_serve() {
     )
     .unwrap();
     let cache = dir.path().join("cache");
-    let check = |args: &[String]| -> Value {
-        let out = std::process::Command::new("node")
-            .arg(peers.join("check_serve.mjs"))
-            .args(args)
-            .current_dir(&peers)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "check_serve.mjs {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+    // Each SDK's client: the program and its script.
+    let clients = [
+        (PathBuf::from("node"), peers.join("check_serve.mjs")),
+        (peers.join(".venv/bin/python"), peers.join("check_serve.py")),
+    ];
+    let check = |args: &[String]| -> Vec<Value> {
+        clients
+            .iter()
+            .map(|(program, script)| {
+                let out = std::process::Command::new(program)
+                    .arg(script)
+                    .args(args)
+                    .current_dir(&peers)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{} {args:?}: {}",
+                    script.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                serde_json::from_slice(&out.stdout).unwrap()
+            })
+            .collect()
     };
-    let expect = |summary: &Value| {
+    let expect_one = |summary: &Value| {
         let called = summary["called"].as_array().unwrap();
         let mut want = crate::peers::everything_tools("everything");
         want.extend(
@@ -465,6 +481,11 @@ fn the_typescript_sdk_client_lists_and_calls_every_tool_through_serve() {
                 called.contains(&json!(tool)),
                 "{tool} not called: {summary}"
             );
+        }
+    };
+    let expect = |summaries: &[Value]| {
+        for summary in summaries {
+            expect_one(summary);
         }
     };
     let stdio = check(&[
@@ -494,4 +515,40 @@ fn the_typescript_sdk_client_lists_and_calls_every_tool_through_serve() {
     let http = check(&["http".into(), format!("http://{addr}/mcp")]);
     expect(&http);
     drop(s);
+}
+
+#[test]
+fn tool_search_serves_two_tools_that_find_and_call_the_servers_tools() {
+    let p = Project::new(&[("fast", &[])]);
+    let mut s = p.serve(&["--tool-search"], &[]);
+    s.initialize();
+    let list = s.request("tools/list", json!({}));
+    assert_eq!(names(&list), ["search_tools", "call_tool"]);
+    let found = s.request(
+        "tools/call",
+        json!({"name": "search_tools", "arguments": {"query": "add"}}),
+    );
+    let tools = &found["result"]["structuredContent"]["tools"];
+    assert_eq!(tools[0]["name"], "mcp_fast_add", "{found}");
+    let sum = s.request(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "mcp_fast_add", "arguments": {"a": 2, "b": 3}}}),
+    );
+    assert_eq!(sum["result"]["structuredContent"]["sum"], 5, "{sum}");
+    shut(s);
+}
+
+#[test]
+fn plain_names_serve_a_single_servers_tools_under_their_own_names() {
+    let p = Project::new(&[("fast", &[])]);
+    let mut s = p.serve(&["--plain-names"], &[]);
+    s.initialize();
+    let listed = names(&s.request("tools/list", json!({})));
+    assert!(listed.contains(&"add".to_string()), "{listed:?}");
+    let sum = s.request(
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 2, "b": 40}}),
+    );
+    assert_eq!(sum["result"]["structuredContent"]["sum"], 42, "{sum}");
+    shut(s);
 }

@@ -21,12 +21,20 @@
 //!   own range (`GatewayOptions::first_call` onwards), and a cancelled or abandoned one is
 //!   cancelled in the manager (`CancelCall`);
 //! - a session's list equals the view the gateway last announced to it: a changed view is
-//!   stored and its `list_changed` notifications emitted in the same step.
+//!   stored and its `list_changed` notifications emitted in the same step;
+//! - every server request handed to it (`Event::PeerRequest`) is answered exactly once
+//!   (`Input::AnswerPeerRequest`) unless the manager withdraws it: forwarded to the
+//!   downstream client with a call in flight to that server that declared the capability,
+//!   else refused with an error saying why.
 //!
 //! The gateway holds no clock: deadlines are the manager's (a call's timeout bounds a call to
 //! a deferred tool too).
 
+mod peer;
 mod requests;
+pub mod search;
+mod served;
+mod templates;
 #[cfg(test)]
 mod tests;
 pub mod wire;
@@ -70,6 +78,12 @@ pub struct GatewayOptions {
     /// Items per page of `tools/list`, `resources/list`, `resources/templates/list`,
     /// `prompts/list`.
     pub page_size: usize,
+    /// Serve each tool and prompt under its own name where no other one has it (else under
+    /// its qualified name); a request may use either.
+    pub plain_names: bool,
+    /// Serve two tools instead of the view: one searches it (by name and description,
+    /// ranked), one calls a tool found there.
+    pub tool_search: bool,
 }
 
 impl Default for GatewayOptions {
@@ -83,6 +97,8 @@ impl Default for GatewayOptions {
             max_in_flight: 256,
             max_subscriptions: 1024,
             page_size: 1000,
+            plain_names: false,
+            tool_search: false,
         }
     }
 }
@@ -212,6 +228,8 @@ struct Session {
     /// Its requests in the manager, by their downstream id's text.
     in_flight: BTreeMap<String, CallId>,
     subscriptions: BTreeSet<String>,
+    /// What it can answer of the servers' requests.
+    caps: peer::ClientCaps,
 }
 
 /// Counts of what the gateway did, for tests and the simulator's coverage.
@@ -227,6 +245,12 @@ pub struct GatewayCounters {
     pub list_changed: u64,
     /// Malformed frames answered with an error.
     pub malformed: u64,
+    /// Servers' requests forwarded to a downstream client.
+    pub peer_forwarded: u64,
+    /// Forwarded requests the client answered.
+    pub peer_answered: u64,
+    /// Servers' requests answered with an error (nobody to ask, or the client left).
+    pub peer_refused: u64,
 }
 
 /// The serving side's state machine. See the module documentation for the contract.
@@ -234,9 +258,15 @@ pub struct GatewayCounters {
 pub struct Gateway {
     options: GatewayOptions,
     view: View,
+    /// The names the view is served under.
+    names: served::ServedNames,
     sessions: BTreeMap<SessionId, Session>,
     pending: BTreeMap<CallId, Pending>,
     next_call: u64,
+    /// Servers' requests forwarded downstream, waiting for the client.
+    peers: BTreeMap<crate::manager::PeerRequestKey, peer::Forwarded>,
+    /// The number of the last id given to a forwarded request.
+    next_peer: u64,
     outputs: VecDeque<GatewayOutput>,
     counters: GatewayCounters,
 }
@@ -251,8 +281,11 @@ impl Gateway {
             next_call: options.first_call,
             options,
             view: View::default(),
+            names: served::ServedNames::default(),
             sessions: BTreeMap::new(),
             pending: BTreeMap::new(),
+            peers: BTreeMap::new(),
+            next_peer: 0,
             outputs: VecDeque::new(),
             counters: GatewayCounters::default(),
         }
@@ -314,8 +347,9 @@ impl Gateway {
     }
 
     /// Feed one of the manager's events: those about the gateway's own calls and operations,
-    /// progress, server logs and resource updates act; the others are ignored (view changes
-    /// arrive as [`GatewayInput::View`]).
+    /// progress, server logs, resource updates and servers' requests for the client (which
+    /// it forwards, see `peer`) act; the others are ignored (view changes arrive as
+    /// [`GatewayInput::View`]).
     pub fn handle_event(&mut self, event: &Event) {
         self.event(event);
     }
@@ -337,6 +371,7 @@ impl Gateway {
                 log_level: None,
                 in_flight: BTreeMap::new(),
                 subscriptions: BTreeSet::new(),
+                caps: peer::ClientCaps::default(),
             },
         );
     }
@@ -357,6 +392,7 @@ impl Gateway {
         for uri in s.subscriptions {
             self.release_subscription(&uri);
         }
+        self.peer_session_closed(session);
         if tell {
             self.outputs.push_back(GatewayOutput::Close { session });
         }
@@ -391,10 +427,15 @@ impl Gateway {
     }
 
     fn set_view(&mut self, view: View) {
-        let tools = !same_tools(&self.view.tools, &view.tools);
+        let names = served::ServedNames::new(&view.tools, &view.prompts, self.options.plain_names);
+        // With tool search the two tools served never change: searches see the new view.
+        let tools = !self.options.tool_search
+            && (!same_tools(&self.view.tools, &view.tools) || names.tools != self.names.tools);
         let resources = !same_resources(&self.view, &view);
-        let prompts = !same_prompts(&self.view.prompts, &view.prompts);
+        let prompts =
+            !same_prompts(&self.view.prompts, &view.prompts) || names.prompts != self.names.prompts;
         self.view = view;
+        self.names = names;
         let mut methods = Vec::new();
         if tools {
             methods.push("notifications/tools/list_changed");
@@ -533,6 +574,12 @@ impl Gateway {
                     self.send(session, Target::Session, frame.clone());
                 }
             }
+            Event::PeerRequest {
+                server,
+                request,
+                kind,
+            } => self.peer_request(server, *request, kind),
+            Event::PeerRequestWithdrawn { request, .. } => self.peer_withdrawn(*request),
             Event::ResourceUpdated { uri, .. } => {
                 let frame = wire::notification(
                     "notifications/resources/updated",

@@ -72,9 +72,10 @@ impl Gateway {
                     }
                 }
             }
-            Message::Response { .. } => {
+            Message::Response { id, outcome } => {
                 self.outputs
                     .push_back(GatewayOutput::Accepted { session, exchange });
+                self.peer_response(session, &id, outcome);
             }
         }
     }
@@ -112,6 +113,52 @@ impl Gateway {
                 self.answer(session, exchange, wire::result(&id, Map::new()));
                 return;
             }
+            "tools/list" if self.options.tool_search => {
+                let frame = super::search::tools_list(&id);
+                self.answer(session, exchange, frame);
+                return;
+            }
+            "tools/call"
+                if self.options.tool_search
+                    && params.get("name").and_then(Value::as_str)
+                        == Some(super::search::SEARCH_TOOL) =>
+            {
+                let frame = self.search_answer(&id, params.get("arguments"));
+                self.answer(session, exchange, frame);
+                return;
+            }
+            "tools/call" if self.options.tool_search => match tool_call(&params) {
+                Ok(Forward::Tool {
+                    tool,
+                    arguments,
+                    meta,
+                }) if tool == super::search::CALL_TOOL => {
+                    let inner = arguments.unwrap_or(Value::Null);
+                    let mut called = Map::new();
+                    if let Some(name) = inner.get("name") {
+                        called.insert("name".into(), name.clone());
+                    }
+                    if let Some(a) = inner.get("arguments") {
+                        called.insert("arguments".into(), a.clone());
+                    }
+                    tool_call(&Value::Object(called)).map(|f| match f {
+                        Forward::Tool {
+                            tool, arguments, ..
+                        } => Forward::Tool {
+                            tool,
+                            arguments,
+                            meta,
+                        },
+                        other => other,
+                    })
+                }
+                Ok(Forward::Tool { tool, .. }) => Err(invalid(format!(
+                    "unknown tool: {tool} (this server offers {} and {})",
+                    super::search::SEARCH_TOOL,
+                    super::search::CALL_TOOL
+                ))),
+                other => other,
+            },
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
                 let frame = self.list(&id, method, &params);
                 self.answer(session, exchange, frame);
@@ -183,7 +230,7 @@ impl Gateway {
                         Ok(Forward::Operation(
                             Operation::Subscribe {
                                 uri: uri.to_string(),
-                                server: None,
+                                server: super::templates::server_for_uri(&self.view, uri),
                             },
                             PendingKind::Subscribe {
                                 uri: uri.to_string(),
@@ -197,7 +244,7 @@ impl Gateway {
                 Some(uri) => Ok(Forward::Operation(
                     Operation::ReadResource {
                         uri: uri.to_string(),
-                        server: None,
+                        server: super::templates::server_for_uri(&self.view, uri),
                     },
                     PendingKind::Operation,
                 )),
@@ -267,6 +314,12 @@ impl Gateway {
                 arguments,
                 meta,
             } => {
+                let tool = super::served::resolve(
+                    &tool,
+                    &self.names.tools,
+                    self.view.tools.iter().map(|t| t.qualified_name.as_str()),
+                )
+                .to_string();
                 let server = self
                     .view
                     .tools
@@ -288,7 +341,7 @@ impl Gateway {
             Forward::Operation(op, kind) => (
                 Input::Operation {
                     call,
-                    op,
+                    op: self.resolve_prompt(op),
                     timeout: None,
                 },
                 kind,
@@ -308,6 +361,38 @@ impl Gateway {
         self.outputs.push_back(GatewayOutput::Manager(input));
     }
 
+    /// A prompt named by its served name, as the manager knows it (qualified).
+    fn resolve_prompt(&self, op: Operation) -> Operation {
+        let qualified = |name: &str| {
+            super::served::resolve(
+                name,
+                &self.names.prompts,
+                self.view.prompts.iter().map(|p| p.qualified_name.as_str()),
+            )
+            .to_string()
+        };
+        match op {
+            Operation::GetPrompt { name, arguments } => Operation::GetPrompt {
+                name: qualified(&name),
+                arguments,
+            },
+            Operation::Complete {
+                reference: CompletionRef::Prompt { name },
+                argument,
+                value,
+                context,
+            } => Operation::Complete {
+                reference: CompletionRef::Prompt {
+                    name: qualified(&name),
+                },
+                argument,
+                value,
+                context,
+            },
+            other => other,
+        }
+    }
+
     fn initialize(&mut self, session: SessionId, id: &Value, params: &Value) -> Bytes {
         let asked = params.get("protocolVersion").and_then(Value::as_str);
         let version = super::DOWNSTREAM_VERSIONS
@@ -318,6 +403,7 @@ impl Gateway {
         if let Some(s) = self.sessions.get_mut(&session) {
             s.initialized = true;
             s.version = Some(version.to_string());
+            s.caps = super::peer::ClientCaps::from_initialize(params);
         }
         // Every capability the gateway can forward: servers arrive after this answer, so
         // what they declare is not known yet; a request no server can take fails on its own.
@@ -361,12 +447,22 @@ impl Gateway {
         let next = (end < len).then(|| end.to_string());
         let next = next.as_deref();
         match method {
-            "tools/list" => wire::tools_page(id, &self.view.tools[start..end], next),
+            "tools/list" => wire::tools_page(
+                id,
+                &self.view.tools[start..end],
+                &self.names.tools[start..end],
+                next,
+            ),
             "resources/list" => wire::resources_page(id, &self.view.resources[start..end], next),
             "resources/templates/list" => {
                 wire::templates_page(id, &self.view.templates[start..end], next)
             }
-            _ => wire::prompts_page(id, &self.view.prompts[start..end], next),
+            _ => wire::prompts_page(
+                id,
+                &self.view.prompts[start..end],
+                &self.names.prompts[start..end],
+                next,
+            ),
         }
     }
 }

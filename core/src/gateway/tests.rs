@@ -485,3 +485,277 @@ fn server_logs_reach_sessions_that_set_a_level_at_or_above_it() {
         json!({"level": "error", "logger": "s/db", "data": "hello"})
     );
 }
+
+fn initialize_with(g: &mut Gateway, capabilities: Value) {
+    let outs = send(
+        g,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "t", "version": "1"}
+        }}),
+    );
+    answer(&outs);
+}
+
+/// The manager input of `outs`, the only one.
+fn manager_input(outs: &[GatewayOutput]) -> Input {
+    let inputs: Vec<&Input> = outs
+        .iter()
+        .filter_map(|o| match o {
+            GatewayOutput::Manager(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inputs.len(), 1, "{outs:?}");
+    inputs[0].clone()
+}
+
+fn sampling() -> crate::protocol::PeerRequestKind {
+    crate::protocol::PeerRequestKind::Sampling {
+        params: json!({"messages": [], "maxTokens": 10}),
+    }
+}
+
+#[test]
+fn a_servers_sampling_request_is_forwarded_on_the_calls_exchange_and_answered_once() {
+    use crate::manager::PeerRequestKey;
+    use crate::protocol::PeerAnswer;
+    let mut g = gateway();
+    g.handle(GatewayInput::View(view(vec![tool("llm", "ask")])));
+    initialize_with(&mut g, json!({"sampling": {}}));
+    let outs = send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mcp_llm_ask"}}),
+    );
+    assert!(matches!(manager_input(&outs), Input::CallTool { .. }));
+    let key = PeerRequestKey(3);
+    g.handle_event(&Event::PeerRequest {
+        server: "llm".into(),
+        request: key,
+        kind: sampling(),
+    });
+    let f = frames(&drain(&mut g));
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f[0].0,
+        Target::Exchange {
+            exchange: X,
+            last: false
+        }
+    );
+    assert_eq!(f[0].1["method"], "sampling/createMessage");
+    assert_eq!(f[0].1["params"]["maxTokens"], 10);
+    let id = f[0].1["id"].clone();
+    assert_eq!(g.forwarded_peer_requests().collect::<Vec<_>>(), [key]);
+
+    let result =
+        json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"});
+    let outs = send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": id, "result": result}),
+    );
+    assert_eq!(
+        manager_input(&outs),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: PeerAnswer::Result { result }
+        }
+    );
+    // A second response to the same id is not a second answer.
+    let outs = send(&mut g, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    assert!(outs.iter().all(|o| !matches!(o, GatewayOutput::Manager(_))));
+    assert_eq!(g.counters().peer_forwarded, 1);
+    assert_eq!(g.counters().peer_answered, 1);
+}
+
+#[test]
+fn a_servers_request_nobody_can_answer_is_refused_naming_the_server() {
+    use crate::manager::PeerRequestKey;
+    use crate::protocol::PeerAnswer;
+    let mut g = gateway();
+    g.handle(GatewayInput::View(view(vec![tool("llm", "ask")])));
+    // No capability declared.
+    initialize_with(&mut g, json!({}));
+    send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mcp_llm_ask"}}),
+    );
+    g.handle_event(&Event::PeerRequest {
+        server: "llm".into(),
+        request: PeerRequestKey(1),
+        kind: sampling(),
+    });
+    match manager_input(&drain(&mut g)) {
+        Input::AnswerPeerRequest {
+            answer: PeerAnswer::Error { message, .. },
+            ..
+        } => assert!(
+            message.contains("did not declare sampling") && message.contains("\"llm\""),
+            "{message}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // No call in flight to the server that asks.
+    g.handle_event(&Event::PeerRequest {
+        server: "other".into(),
+        request: PeerRequestKey(2),
+        kind: sampling(),
+    });
+    match manager_input(&drain(&mut g)) {
+        Input::AnswerPeerRequest {
+            answer: PeerAnswer::Error { message, .. },
+            ..
+        } => assert!(message.contains("no request"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_session_that_ends_answers_what_it_was_asked_and_a_withdrawn_request_is_cancelled_downstream() {
+    use crate::manager::{PeerRequestKey, WithdrawReason};
+    use crate::protocol::PeerAnswer;
+    let mut g = gateway();
+    g.handle(GatewayInput::View(view(vec![tool("llm", "ask")])));
+    initialize_with(&mut g, json!({"sampling": {}}));
+    send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mcp_llm_ask"}}),
+    );
+    for k in [1, 2] {
+        g.handle_event(&Event::PeerRequest {
+            server: "llm".into(),
+            request: PeerRequestKey(k),
+            kind: sampling(),
+        });
+    }
+    let asked = frames(&drain(&mut g));
+    g.handle_event(&Event::PeerRequestWithdrawn {
+        server: "llm".into(),
+        request: PeerRequestKey(1),
+        reason: WithdrawReason::TimedOut,
+    });
+    let f = frames(&drain(&mut g));
+    assert_eq!(f[0].1["method"], "notifications/cancelled");
+    assert_eq!(f[0].1["params"]["requestId"], asked[0].1["id"]);
+    g.handle(GatewayInput::Closed { session: S });
+    let outs = drain(&mut g);
+    let answers: Vec<&Input> = outs
+        .iter()
+        .filter_map(|o| match o {
+            GatewayOutput::Manager(i @ Input::AnswerPeerRequest { .. }) => Some(i),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers.len(), 1, "{outs:?}");
+    assert!(matches!(
+        answers[0],
+        Input::AnswerPeerRequest {
+            request: PeerRequestKey(2),
+            answer: PeerAnswer::Error { .. }
+        }
+    ));
+    assert_eq!(g.forwarded_peer_requests().count(), 0);
+}
+
+#[test]
+fn plain_names_serve_unique_tools_under_their_own_names_and_resolve_calls() {
+    let mut g = Gateway::new(GatewayOptions {
+        first_call: 100,
+        plain_names: true,
+        ..GatewayOptions::default()
+    });
+    g.handle(GatewayInput::Opened {
+        session: S,
+        strict: false,
+    });
+    g.handle(GatewayInput::View(view(vec![
+        tool("a", "echo"),
+        tool("b", "echo"),
+        tool("a", "add"),
+    ])));
+    initialize(&mut g);
+    let r = answer(&send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ));
+    let names: Vec<&str> = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mcp_a_echo", "mcp_b_echo", "add"]);
+    let outs = send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add"}}),
+    );
+    assert!(matches!(manager_input(&outs), Input::CallTool { tool, .. } if tool == "mcp_a_add"));
+    // A second server with an `add` turns both back to qualified names, announced.
+    g.handle(GatewayInput::View(view(vec![
+        tool("a", "echo"),
+        tool("b", "echo"),
+        tool("a", "add"),
+        tool("c", "add"),
+    ])));
+    let f = frames(&drain(&mut g));
+    assert_eq!(f[0].1["method"], "notifications/tools/list_changed");
+}
+
+#[test]
+fn tool_search_serves_two_tools_searches_the_view_and_calls_what_it_found() {
+    let mut g = Gateway::new(GatewayOptions {
+        first_call: 100,
+        tool_search: true,
+        ..GatewayOptions::default()
+    });
+    g.handle(GatewayInput::Opened {
+        session: S,
+        strict: false,
+    });
+    let mut weather = tool("w", "forecast");
+    weather.def.description = Some("Today's weather forecast".into());
+    g.handle(GatewayInput::View(view(vec![
+        weather,
+        tool("fs", "read_file"),
+    ])));
+    initialize(&mut g);
+    let r = answer(&send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ));
+    let names: Vec<&str> = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["search_tools", "call_tool"]);
+    let r = answer(&send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_tools", "arguments": {"query": "weather"}
+        }}),
+    ));
+    let found = &r["result"]["structuredContent"]["tools"];
+    assert_eq!(found.as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(found[0]["name"], "mcp_w_forecast");
+    let outs = send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "call_tool", "arguments": {"name": "mcp_w_forecast", "arguments": {"day": 1}}
+        }}),
+    );
+    assert!(matches!(
+        manager_input(&outs),
+        Input::CallTool { tool, arguments: Some(a), .. } if tool == "mcp_w_forecast" && a["day"] == 1
+    ));
+    // The view's own names are not served in this mode.
+    let r = answer(&send(
+        &mut g,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "mcp_fs_read_file"}}),
+    ));
+    assert_eq!(r["error"]["code"], wire::INVALID_PARAMS);
+    // A changed view is no tools/list_changed: the two tools stay.
+    g.handle(GatewayInput::View(view(vec![tool("fs", "read_file")])));
+    assert!(frames(&drain(&mut g)).is_empty());
+}

@@ -46,6 +46,8 @@ pub enum Message {
     Response {
         /// Its id.
         id: Value,
+        /// Its `result`, or its error's code and message.
+        outcome: Result<Value, (i64, String)>,
     },
 }
 
@@ -109,7 +111,23 @@ pub fn decode(frame: &[u8]) -> Result<Message, Malformed> {
             "method must be a string",
         )),
         (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
-            Ok(Message::Response { id })
+            let outcome = match obj.remove("result") {
+                Some(result) => Ok(result),
+                None => {
+                    let error = obj.remove("error").unwrap_or(Value::Null);
+                    let code = error
+                        .get("code")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(INTERNAL_ERROR);
+                    let message = error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no message")
+                        .to_string();
+                    Err((code, message))
+                }
+            };
+            Ok(Message::Response { id, outcome })
         }
         (None, _) => Err(malformed(usable_id, INVALID_REQUEST, "no method")),
     }
@@ -173,6 +191,23 @@ pub fn error(id: &Value, code: i64, message: &str, data: Option<&Value>) -> Byte
     })
 }
 
+/// A request of the gateway's to a downstream client.
+pub fn request(id: &Value, method: &str, params: impl Serialize) -> Bytes {
+    #[derive(Serialize)]
+    struct Request<'a, P: Serialize> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        method: &'a str,
+        params: P,
+    }
+    to_bytes(&Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
 /// A notification (no params when `params` is `None`).
 pub fn notification(method: &str, params: Option<impl Serialize>) -> Bytes {
     to_bytes(&Notification {
@@ -203,9 +238,9 @@ struct WireTool<'a> {
     meta: Option<&'a RawJson>,
 }
 
-fn wire_tool(t: &Tool) -> WireTool<'_> {
+fn wire_tool<'a>(t: &'a Tool, name: &'a str) -> WireTool<'a> {
     WireTool {
-        name: &t.qualified_name,
+        name,
         title: t.def.title.as_deref(),
         description: t.def.description.as_deref(),
         input_schema: &t.def.input_schema,
@@ -229,13 +264,22 @@ struct Tools<'a> {
     tools: Vec<WireTool<'a>>,
 }
 
-/// A `tools/list` result of `tools`.
-pub fn tools_page(id: &Value, tools: &[Tool], next_cursor: Option<&str>) -> Bytes {
+/// A `tools/list` result of `tools`, served under `names` (one per tool, in order).
+pub fn tools_page(
+    id: &Value,
+    tools: &[Tool],
+    names: &[String],
+    next_cursor: Option<&str>,
+) -> Bytes {
     result(
         id,
         Page {
             items: Tools {
-                tools: tools.iter().map(wire_tool).collect(),
+                tools: tools
+                    .iter()
+                    .zip(names)
+                    .map(|(t, name)| wire_tool(t, name))
+                    .collect(),
             },
             next_cursor,
         },
@@ -294,16 +338,22 @@ struct Prompts<'a> {
     prompts: Vec<WirePrompt<'a>>,
 }
 
-/// A `prompts/list` result of `prompts`, under their qualified names.
-pub fn prompts_page(id: &Value, prompts: &[Prompt], next_cursor: Option<&str>) -> Bytes {
+/// A `prompts/list` result of `prompts`, served under `names` (one per prompt, in order).
+pub fn prompts_page(
+    id: &Value,
+    prompts: &[Prompt],
+    names: &[String],
+    next_cursor: Option<&str>,
+) -> Bytes {
     result(
         id,
         Page {
             items: Prompts {
                 prompts: prompts
                     .iter()
-                    .map(|p| WirePrompt {
-                        name: &p.qualified_name,
+                    .zip(names)
+                    .map(|(p, name)| WirePrompt {
+                        name,
                         title: p.def.title.as_deref(),
                         description: p.def.description.as_deref(),
                         arguments: &p.def.arguments,

@@ -44,6 +44,9 @@ pub struct HttpServeOptions {
     pub allowed_origins: Vec<String>,
     /// The gateway's options.
     pub gateway: GatewayOptions,
+    /// Forward the servers' sampling and elicitation requests to the clients (installed on
+    /// the switchboard's builder).
+    pub peers: Option<super::PeerForwarder>,
 }
 
 /// Why serving over HTTP could not start.
@@ -150,7 +153,7 @@ pub async fn serve_http(
     };
     ex.run(future::zip(
         accept,
-        super::run(sb, options.gateway, rx, &mut sink),
+        super::run(sb, options.gateway, options.peers, rx, &mut sink),
     ))
     .await;
     Ok(())

@@ -10,9 +10,11 @@
 //! events about its own call ids never reach the gateway.
 
 mod http;
+mod peer;
 mod stdio;
 
 pub use http::{serve_http, HttpServeError, HttpServeOptions};
+pub use peer::PeerForwarder;
 pub use stdio::serve_stdio;
 
 use crate::driver::link::{Error, Progress};
@@ -23,7 +25,10 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use switchboard_core::catalog::OperationOutcome;
 use switchboard_core::gateway::{Gateway, GatewayInput, GatewayOptions, GatewayOutput, View};
-use switchboard_core::manager::{CallError, CallId, CallOutcome, Event, Input};
+use switchboard_core::manager::{
+    CallError, CallId, CallOutcome, Event, Input, PeerRequestKey, WithdrawReason,
+};
+use switchboard_core::protocol::PeerAnswer;
 
 /// The most bytes one downstream message may have (16 MiB); a longer one ends its session
 /// (stdio) or is refused with `413` (HTTP).
@@ -47,6 +52,7 @@ enum Wake {
     Downstream(Option<GatewayInput>),
     Internal(Internal),
     Event(Option<Result<Event, crate::RecvError>>),
+    Peer(peer::Asked),
 }
 
 /// Run the gateway until `downstream` closes (every transport reader is gone): feed it, perform
@@ -54,20 +60,26 @@ enum Wake {
 pub(crate) async fn run<S: Sink>(
     sb: &Switchboard,
     options: GatewayOptions,
+    peers: Option<PeerForwarder>,
     downstream: Receiver<GatewayInput>,
     sink: &mut S,
 ) {
     let ex = async_executor::LocalExecutor::new();
-    ex.run(run_loop(sb, options, downstream, sink, &ex)).await;
+    ex.run(run_loop(sb, options, peers, downstream, sink, &ex))
+        .await;
 }
 
 async fn run_loop<S: Sink>(
     sb: &Switchboard,
     options: GatewayOptions,
+    peers: Option<PeerForwarder>,
     downstream: Receiver<GatewayInput>,
     sink: &mut S,
     ex: &async_executor::LocalExecutor<'_>,
 ) {
+    // The servers' requests waiting for a client, by the keys the loop gives them.
+    let mut replies: BTreeMap<PeerRequestKey, Sender<PeerAnswer>> = BTreeMap::new();
+    let mut next_peer = 0u64;
     let events = sb.events();
     let mut g = Gateway::new(options);
     let (internal_tx, internal_rx) = async_channel::unbounded::<Internal>();
@@ -86,13 +98,25 @@ async fn run_loop<S: Sink>(
                         Err(_) => future::pending().await,
                     }
                 },
-                async {
-                    if events_open {
-                        Wake::Event(Some(events.recv().await))
-                    } else {
-                        future::pending().await
-                    }
-                },
+                future::or(
+                    async {
+                        if events_open {
+                            Wake::Event(Some(events.recv().await))
+                        } else {
+                            future::pending().await
+                        }
+                    },
+                    async {
+                        // The loop's forwarder holds a sender too, so this never ends.
+                        match &peers {
+                            Some(p) => match p.rx.recv().await {
+                                Ok(asked) => Wake::Peer(asked),
+                                Err(_) => future::pending().await,
+                            },
+                            None => future::pending().await,
+                        }
+                    },
+                ),
             ),
         )
         .await;
@@ -128,9 +152,39 @@ async fn run_loop<S: Sink>(
                 g.handle(GatewayInput::View(view(sb)))
             }
             Wake::Event(_) => events_open = false,
+            Wake::Peer(asked) => {
+                next_peer += 1;
+                let request = PeerRequestKey(next_peer);
+                replies.insert(request, asked.reply);
+                g.handle_event(&Event::PeerRequest {
+                    server: asked.request.server,
+                    request,
+                    kind: asked.request.kind,
+                });
+            }
+        }
+        // A handler the library dropped (the server cancelled, its connection ended, the
+        // request timed out) closed its reply channel: the request is withdrawn.
+        let withdrawn: Vec<PeerRequestKey> = replies
+            .iter()
+            .filter(|(_, tx)| tx.is_closed())
+            .map(|(k, _)| *k)
+            .collect();
+        for request in withdrawn {
+            replies.remove(&request);
+            g.handle_event(&Event::PeerRequestWithdrawn {
+                server: String::new(),
+                request,
+                reason: WithdrawReason::RequestEnded,
+            });
         }
         while let Some(out) = g.poll_output() {
             match out {
+                GatewayOutput::Manager(Input::AnswerPeerRequest { request, answer }) => {
+                    if let Some(reply) = replies.remove(&request) {
+                        let _ = reply.try_send(answer);
+                    }
+                }
                 GatewayOutput::Manager(input) => start(sb, ex, &internal_tx, &mut tasks, input),
                 other => sink.deliver(other).await,
             }
@@ -177,6 +231,7 @@ fn start<'a>(
                     },
                 );
                 let updates = handle.progress().cloned();
+                let left = updates.clone();
                 let forward = async {
                     if let Some(rx) = updates {
                         while let Ok(p) = rx.recv().await {
@@ -192,6 +247,13 @@ fn start<'a>(
                         None => CallOutcome::Cancelled,
                     },
                 };
+                // Progress the server sent before its result may still be queued when the
+                // result wins the race above: it goes out first, in order.
+                if let Some(rx) = left {
+                    while let Ok(p) = rx.try_recv() {
+                        let _ = done.send(Internal::Progress(call, p)).await;
+                    }
+                }
                 let _ = done.send(Internal::CallDone(call, outcome)).await;
             });
             tasks.insert(call, task);

@@ -18,17 +18,24 @@ const EXCHANGE: ExchangeId = ExchangeId(0);
 
 /// Serve every server of `sb` as one MCP server on this process's stdin and stdout, until
 /// stdin ends (or a frame is over [`MAX_DOWNSTREAM_FRAME`]: that is the end of the stream).
-/// The switchboard keeps running; shutting it down is the caller's.
-pub async fn serve_stdio(sb: &Switchboard, options: GatewayOptions) -> std::io::Result<()> {
+/// The switchboard keeps running; shutting it down is the caller's. With `peers` (installed
+/// on the switchboard's builder), the servers' sampling and elicitation requests are
+/// forwarded to the client.
+pub async fn serve_stdio(
+    sb: &Switchboard,
+    options: GatewayOptions,
+    peers: Option<super::PeerForwarder>,
+) -> std::io::Result<()> {
     let stdin = blocking::Unblock::new(std::io::stdin());
     let stdout = blocking::Unblock::new(std::io::stdout());
-    serve_streams(sb, options, stdin, stdout).await
+    serve_streams(sb, options, peers, stdin, stdout).await
 }
 
 /// [`serve_stdio`] over any pair of byte streams.
 pub(crate) async fn serve_streams(
     sb: &Switchboard,
     options: GatewayOptions,
+    peers: Option<super::PeerForwarder>,
     input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin,
 ) -> std::io::Result<()> {
@@ -39,7 +46,7 @@ pub(crate) async fn serve_streams(
     };
     let (read, ()) = future::zip(
         read_frames(input, tx),
-        super::run(sb, options, rx, &mut sink),
+        super::run(sb, options, peers, rx, &mut sink),
     )
     .await;
     match sink.error {

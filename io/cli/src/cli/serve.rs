@@ -5,7 +5,7 @@
 use super::{interrupt, Fatal, Global, Session, Settle, EXIT_OK};
 use std::net::SocketAddr;
 use switchboard::core::gateway::GatewayOptions;
-use switchboard::serve::{serve_http, serve_stdio, HttpServeOptions};
+use switchboard::serve::{serve_http, serve_stdio, HttpServeOptions, PeerForwarder};
 
 /// The environment variable read for the bearer token when `--bearer-token` is not given
 /// (so the token stays out of the process list).
@@ -16,6 +16,8 @@ pub(super) struct ServeArgs {
     pub http: Option<SocketAddr>,
     pub bearer_token: Option<String>,
     pub allowed_origins: Vec<String>,
+    pub plain_names: bool,
+    pub tool_search: bool,
 }
 
 pub(super) async fn run(
@@ -34,18 +36,27 @@ pub(super) async fn run(
             )));
         }
     }
-    // The protocol owns stdin and stdout: nobody can be asked on the terminal, so servers'
-    // elicitation requests are declined unless --elicit says otherwise.
-    let mut g = g.clone();
-    g.elicit = g.elicit.or(Some(super::peer::Elicit::Decline));
+    // The servers' sampling and elicitation requests go to the downstream client that made
+    // the call (and are refused, saying why, when it cannot take them), unless --elicit or
+    // --sampling-command say how to answer them here.
+    let forward = g.elicit.is_none() && g.sampling_command.is_none();
+    let peers = forward.then(PeerForwarder::new);
     // Like `tools`: servers with cached tools are served deferred at the gate; servers
     // without are waited for (bounded by their connect timeouts), so a first run's list is
     // complete too. Later runs answer at once from the cache.
-    let session = Session::start(&g, interrupt, Settle::Uncached).await?;
+    let session = Session::start_with(g, interrupt, Settle::Uncached, |b| match &peers {
+        Some(p) => p.install(b),
+        None => b,
+    })
+    .await?;
     let sb = session.sb;
-    let gateway = GatewayOptions::default();
+    let gateway = GatewayOptions {
+        plain_names: args.plain_names,
+        tool_search: args.tool_search,
+        ..GatewayOptions::default()
+    };
     let result = match args.http {
-        None => serve_stdio(&sb, gateway)
+        None => serve_stdio(&sb, gateway, peers)
             .await
             .map_err(|e| Fatal::failed(format!("serving on stdio failed: {e}"))),
         Some(addr) => {
@@ -57,6 +68,7 @@ pub(super) async fn run(
                     bearer_token: token,
                     allowed_origins: args.allowed_origins,
                     gateway,
+                    peers,
                 },
                 |local| {
                     if !quiet {

@@ -1,0 +1,395 @@
+// The fixture upstream for the official conformance suite's server scenarios, written with the
+// TypeScript SDK v2 (`@modelcontextprotocol/server`, pinned in package.json). It offers what
+// each server scenario asks a server for (tools, resources, templates, prompts, logging,
+// completion, subscriptions, progress, sampling and elicitation), under the names the
+// scenarios call, so the suite can be run against it alone and against `switchboard serve`
+// in front of it (tests/conformance/serve), and the two sets of verdicts compared.
+//
+//   node conformance_fixture.mjs            serve over stdio (both protocol eras)
+//   node conformance_fixture.mjs --legacy   serve over stdio, 2025 revisions only (a
+//                                           hand-wired stdio server, as most servers are)
+//   node conformance_fixture.mjs --http P   serve Streamable HTTP on 127.0.0.1:P (0: any port)
+//                                           at /mcp, printing `listening <url>` on stdout
+//
+// Over HTTP a 2025-era client gets a session (so the server can ask it for sampling or
+// elicitation in the middle of a call and notify its subscriptions); a 2026-07-28 client is
+// served statelessly by the SDK's per-request handler. Host and Origin are checked against
+// loopback names, as a local server must.
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import {
+  McpServer,
+  ResourceTemplate,
+  WebStandardStreamableHTTPServerTransport,
+  createMcpHandler,
+  fromJsonSchema,
+  hostHeaderValidationResponse,
+  isLegacyRequest,
+  localhostAllowedHostnames,
+  localhostAllowedOrigins,
+  originValidationResponse,
+} from '@modelcontextprotocol/server';
+import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
+import * as z from 'zod';
+
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const text = (t) => ({ content: [{ type: 'text', text: t }] });
+
+/** One server instance (one per legacy session, one per modern request). */
+function factory() {
+  const server = new McpServer(
+    { name: 'switchboard-conformance-fixture', version: '1.0.0' },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        resources: { subscribe: true, listChanged: true },
+        prompts: { listChanged: true },
+        logging: {},
+        completions: {},
+      },
+    },
+  );
+
+  server.registerTool('test_simple_text', { description: 'Answers with one text block' }, async () =>
+    text('This is a simple text response for testing.'),
+  );
+  server.registerTool('test_image_content', { description: 'Answers with one image block' }, async () => ({
+    content: [{ type: 'image', data: PNG, mimeType: 'image/png' }],
+  }));
+  server.registerTool('test_audio_content', { description: 'Answers with one audio block' }, async () => ({
+    content: [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }],
+  }));
+  server.registerTool(
+    'test_embedded_resource',
+    { description: 'Answers with an embedded resource' },
+    async () => ({
+      content: [
+        {
+          type: 'resource',
+          resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
+        },
+      ],
+    }),
+  );
+  server.registerTool(
+    'test_multiple_content_types',
+    { description: 'Answers with text, an image and a resource' },
+    async () => ({
+      content: [
+        { type: 'text', text: 'Multiple content types test:' },
+        { type: 'image', data: PNG, mimeType: 'image/png' },
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://mixed-content-resource',
+            mimeType: 'application/json',
+            text: JSON.stringify({ test: 'data', value: 123 }),
+          },
+        },
+      ],
+    }),
+  );
+  server.registerTool(
+    'test_tool_with_logging',
+    { description: 'Logs three messages while it runs', inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      for (const data of ['Tool execution started', 'Tool processing data', 'Tool execution completed']) {
+        await ctx.mcpReq.notify({ method: 'notifications/message', params: { level: 'info', data } });
+        await sleep(20);
+      }
+      return text('Tool with logging executed successfully');
+    },
+  );
+  server.registerTool(
+    'test_tool_with_progress',
+    { description: 'Reports progress 0, 50 and 100 of 100', inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      const progressToken = ctx.mcpReq._meta?.progressToken ?? 0;
+      for (const progress of [0, 50, 100]) {
+        await ctx.mcpReq.notify({
+          method: 'notifications/progress',
+          params: { progressToken, progress, total: 100, message: `Completed step ${progress} of 100` },
+        });
+        await sleep(20);
+      }
+      return text(String(progressToken));
+    },
+  );
+  server.registerTool('test_error_handling', { description: 'Always fails' }, async () => {
+    throw new Error('This tool intentionally returns an error for testing');
+  });
+  server.registerTool(
+    'test_sampling',
+    { description: 'Asks the client for a completion', inputSchema: z.object({ prompt: z.string() }) },
+    async ({ prompt }, ctx) => {
+      const r = await ctx.mcpReq.requestSampling({
+        messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
+        maxTokens: 100,
+      });
+      const reply = r.content?.text ?? 'No response';
+      return text(`LLM response: ${reply}`);
+    },
+  );
+  server.registerTool(
+    'test_elicitation',
+    { description: 'Asks the user for a response', inputSchema: z.object({ message: z.string() }) },
+    async ({ message }, ctx) => {
+      const r = await ctx.mcpReq.elicitInput({
+        mode: 'form',
+        message,
+        requestedSchema: {
+          type: 'object',
+          properties: { response: { type: 'string', description: "User's response" } },
+          required: ['response'],
+        },
+      });
+      return text(`User response: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
+    },
+  );
+  server.registerTool(
+    'test_elicitation_sep1034_defaults',
+    { description: 'Asks for a form whose every field has a default', inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      const r = await ctx.mcpReq.elicitInput({
+        mode: 'form',
+        message: 'Please review and update the form fields with defaults',
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            name: { type: 'string', description: 'User name', default: 'John Doe' },
+            age: { type: 'integer', description: 'User age', default: 30 },
+            score: { type: 'number', description: 'User score', default: 95.5 },
+            status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
+            verified: { type: 'boolean', description: 'Verification status', default: true },
+          },
+          required: [],
+        },
+      });
+      return text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
+    },
+  );
+  server.registerTool(
+    'test_elicitation_sep1330_enums',
+    { description: 'Asks for a form with every kind of enum field', inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      const options = (prefix, titles) => titles.map((title, i) => ({ const: `${prefix}${i + 1}`, title }));
+      const r = await ctx.mcpReq.elicitInput({
+        mode: 'form',
+        message: 'Please select options from the enum fields',
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            untitledSingle: { type: 'string', description: 'Select one option', enum: ['option1', 'option2', 'option3'] },
+            titledSingle: {
+              type: 'string',
+              description: 'Select one option with titles',
+              oneOf: options('value', ['First Option', 'Second Option', 'Third Option']),
+            },
+            legacyEnum: {
+              type: 'string',
+              description: 'Select one option (legacy)',
+              enum: ['opt1', 'opt2', 'opt3'],
+              enumNames: ['Option One', 'Option Two', 'Option Three'],
+            },
+            untitledMulti: {
+              type: 'array',
+              description: 'Select multiple options',
+              minItems: 1,
+              maxItems: 3,
+              items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+            },
+            titledMulti: {
+              type: 'array',
+              description: 'Select multiple options with titles',
+              minItems: 1,
+              maxItems: 3,
+              items: { anyOf: options('value', ['First Choice', 'Second Choice', 'Third Choice']) },
+            },
+          },
+          required: [],
+        },
+      });
+      return text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
+    },
+  );
+  server.registerTool(
+    'json_schema_2020_12_tool',
+    {
+      description: 'A tool whose input schema uses JSON Schema 2020-12 keywords',
+      // Given as raw JSON Schema, so $schema, $defs and additionalProperties are listed as
+      // written (a schema converted from zod would lose them).
+      inputSchema: fromJsonSchema({
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        $defs: { address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
+        properties: { name: { type: 'string' }, address: { $ref: '#/$defs/address' } },
+        additionalProperties: false,
+      }),
+    },
+    async (args) => text(`JSON Schema 2020-12 tool called with: ${JSON.stringify(args)}`),
+  );
+
+  server.registerResource(
+    'static-text',
+    'test://static-text',
+    { title: 'Static Text Resource', description: 'A static text resource', mimeType: 'text/plain' },
+    async () => ({
+      contents: [{ uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' }],
+    }),
+  );
+  server.registerResource(
+    'static-binary',
+    'test://static-binary',
+    { title: 'Static Binary Resource', description: 'A static binary resource (an image)', mimeType: 'image/png' },
+    async () => ({ contents: [{ uri: 'test://static-binary', mimeType: 'image/png', blob: PNG }] }),
+  );
+  server.registerResource(
+    'template',
+    new ResourceTemplate('test://template/{id}/data', { list: undefined }),
+    { title: 'Resource Template', description: 'A template with one parameter', mimeType: 'application/json' },
+    async (uri, { id }) => ({
+      contents: [
+        {
+          uri: uri.toString(),
+          mimeType: 'application/json',
+          text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }),
+        },
+      ],
+    }),
+  );
+  server.registerResource(
+    'watched-resource',
+    'test://watched-resource',
+    { title: 'Watched Resource', description: 'A resource to subscribe to', mimeType: 'text/plain' },
+    async () => ({ contents: [{ uri: 'test://watched-resource', mimeType: 'text/plain', text: 'Watched resource content' }] }),
+  );
+  server.server.setRequestHandler('resources/subscribe', async () => ({}));
+  server.server.setRequestHandler('resources/unsubscribe', async () => ({}));
+
+  server.registerPrompt(
+    'test_simple_prompt',
+    { title: 'Simple Test Prompt', description: 'A prompt without arguments' },
+    async () => ({ messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }] }),
+  );
+  server.registerPrompt(
+    'test_prompt_with_arguments',
+    {
+      title: 'Prompt With Arguments',
+      description: 'A prompt with two required arguments',
+      argsSchema: z.object({ arg1: z.string().describe('First test argument'), arg2: z.string().describe('Second test argument') }),
+    },
+    async ({ arg1, arg2 }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } }],
+    }),
+  );
+  server.registerPrompt(
+    'test_prompt_with_embedded_resource',
+    {
+      title: 'Prompt With Embedded Resource',
+      description: 'A prompt that embeds a resource',
+      argsSchema: z.object({ resourceUri: z.string().describe('URI of the resource to embed') }),
+    },
+    async ({ resourceUri }) => ({
+      messages: [
+        {
+          role: 'user',
+          content: { type: 'resource', resource: { uri: resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' } },
+        },
+        { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
+      ],
+    }),
+  );
+  server.registerPrompt(
+    'test_prompt_with_image',
+    { title: 'Prompt With Image', description: 'A prompt with an image' },
+    async () => ({
+      messages: [
+        { role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } },
+        { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
+      ],
+    }),
+  );
+  server.server.setRequestHandler('completion/complete', async () => ({
+    completion: { values: [], total: 0, hasMore: false },
+  }));
+  return server;
+}
+
+const args = process.argv.slice(2);
+const portAt = args.indexOf('--http');
+if (portAt < 0 && args.includes('--legacy')) {
+  await factory().connect(new StdioServerTransport());
+} else if (portAt < 0) {
+  serveStdio(factory);
+} else {
+  const port = Number(args[portAt + 1] ?? 0);
+  const modern = createMcpHandler(factory, { legacy: 'reject' });
+  const sessions = new Map();
+
+  async function legacy(request) {
+    const id = request.headers.get('mcp-session-id');
+    if (id) {
+      const transport = sessions.get(id);
+      if (!transport) return Response.json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }, { status: 404 });
+      return transport.handleRequest(request);
+    }
+    if (request.method !== 'POST') {
+      return Response.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Missing session ID' }, id: null }, { status: 400 });
+    }
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (sid) => sessions.set(sid, transport),
+    });
+    transport.onclose = () => transport.sessionId && sessions.delete(transport.sessionId);
+    await factory().connect(transport);
+    return transport.handleRequest(request);
+  }
+
+  async function handle(request) {
+    const url = new URL(request.url);
+    if (url.pathname !== '/mcp') return new Response('not found', { status: 404 });
+    const refused =
+      hostHeaderValidationResponse(request, localhostAllowedHostnames()) ??
+      originValidationResponse(request, localhostAllowedOrigins());
+    if (refused) return refused;
+    return (await isLegacyRequest(request)) ? legacy(request) : modern.fetch(request);
+  }
+
+  const listener = http.createServer(async (req, res) => {
+    try {
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const body = Buffer.concat(chunks);
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers)) {
+        if (Array.isArray(v)) v.forEach((x) => headers.append(k, x));
+        else if (v !== undefined) headers.set(k, v);
+      }
+      const controller = new AbortController();
+      res.on('close', () => controller.abort());
+      const request = new Request(`http://${req.headers.host ?? '127.0.0.1'}${req.url}`, {
+        method: req.method,
+        headers,
+        body: req.method === 'GET' || req.method === 'HEAD' || body.length === 0 ? undefined : body,
+        signal: controller.signal,
+      });
+      const response = await handle(request);
+      res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
+      if (typeof res.flushHeaders === 'function') res.flushHeaders();
+      if (response.body) {
+        for await (const chunk of response.body) res.write(chunk);
+      }
+      res.end();
+    } catch (e) {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(e));
+    }
+  });
+  listener.listen(port, '127.0.0.1', () => {
+    console.log(`listening http://127.0.0.1:${listener.address().port}/mcp`);
+  });
+}
