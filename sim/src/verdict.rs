@@ -104,11 +104,14 @@ pub enum Invariant {
     /// 33: a result that breaks its tool's output schema never completes a call `Ok`, and
     /// an output-schema error answers only such a result.
     OutputSchemaHonoured,
+    /// 34: a stateless server's `subscriptions/listen` stream that closed is asked again
+    /// (within the re-listen ladder's longest delay) while the server stays connected.
+    ListenStreamsResent,
 }
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 26] = [
+    pub const SAFETY: [Invariant; 30] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -135,6 +138,10 @@ impl Invariant {
         Invariant::NothingSentForCancelledRequests,
         Invariant::CatalogSettlesToServerLists,
         Invariant::EveryOperationCompletesOnce,
+        Invariant::EraDecidedFromProbe,
+        Invariant::StatelessRequestsCarryMeta,
+        Invariant::RequestStateEchoed,
+        Invariant::ListenStreamsResent,
     ];
 
     /// How a violation names it in reports and traces (the liveness ones share one word, as
@@ -216,6 +223,9 @@ impl Invariant {
             Invariant::RequestStateEchoed => "32 requestState is echoed byte for byte",
             Invariant::OutputSchemaHonoured => {
                 "33 results keep to their tool's output schema or fail the call"
+            }
+            Invariant::ListenStreamsResent => {
+                "34 a closed subscriptions stream is asked again while connected"
             }
         }
     }

@@ -25,6 +25,7 @@ mod fail_fast;
 mod http_bench;
 mod http_edge;
 mod http_load;
+mod http_modern;
 mod http_nagle;
 mod http_network;
 mod http_peers;

@@ -36,7 +36,7 @@ pub struct PeerProcess {
 }
 
 impl PeerProcess {
-    fn spawn(mut cmd: Command, port: u16) -> PeerProcess {
+    pub fn spawn(mut cmd: Command, port: u16) -> PeerProcess {
         use std::os::unix::process::CommandExt;
         let child = cmd
             .stdin(Stdio::null())

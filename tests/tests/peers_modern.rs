@@ -1,8 +1,10 @@
 //! Real servers of the stateless revision (MCP 2026-07-28): a server written with the
 //! TypeScript SDK v2 (`@modelcontextprotocol/server`, pinned in tests/peers/package.json;
-//! tests/peers/ts_v2_server.mjs) that rejects clients of the 2025 revisions, over stdio and
-//! Streamable HTTP. The library must probe, speak 2026-07-28, and answer an input round with
-//! its elicitation handler. Gated on `SWITCHBOARD_PEERS=1`.
+//! tests/peers/ts_v2_server.mjs) that rejects clients of the 2025 revisions, and one written
+//! with the Python SDK (`mcp`, pinned in tests/peers/requirements.txt;
+//! tests/peers/py_modern_server.py), which speaks both, each over stdio and Streamable HTTP.
+//! The library must probe, speak 2026-07-28, and answer an input round with its elicitation
+//! handler. Gated on `SWITCHBOARD_PEERS=1`.
 
 use crate::demo_server::peers_enabled;
 use crate::support::repo_root;
@@ -52,6 +54,12 @@ impl ElicitationHandler for Defaults {
 }
 
 fn check_modern(spec: ServerSpec) {
+    check_modern_answering(spec, r#"answer: accept {"sure":true}"#);
+}
+
+/// Connect, check the revision, call `echo`, then `confirm`, whose input round the handler
+/// answers (`confirmed`: what the server says it got).
+fn check_modern_answering(spec: ServerSpec, confirmed: &str) {
     smol::block_on(async {
         let name = spec.name.clone();
         let (sb, report) = Builder::servers(vec![spec])
@@ -71,7 +79,7 @@ fn check_modern(spec: ServerSpec) {
         // form's defaults and the retry carries them.
         let confirm = format!("mcp_{}_confirm", name.replace('-', "_"));
         let r = sb.call(&confirm, json!({})).await.unwrap();
-        assert_eq!(r.render_text(), r#"answer: accept {"sure":true}"#);
+        assert_eq!(r.render_text(), confirmed);
         sb.shutdown().await;
         assert!(sb.live_processes().is_empty());
     });
@@ -141,4 +149,47 @@ fn ts_sdk_v2_server_that_serves_legacy_clients_too_is_spoken_to_in_2026_07_28() 
         "v2-both",
         ServerConfig::stdio(node(), &[&script]),
     ));
+}
+
+fn python_modern(args: &[&str]) -> (String, Vec<String>) {
+    let python = repo_root().join("tests/peers/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run ./scripts/install-peers.sh",
+        python.display()
+    );
+    let script = repo_root().join("tests/peers/py_modern_server.py");
+    let mut argv = vec![script.to_string_lossy().into_owned()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    (python.to_string_lossy().into_owned(), argv)
+}
+
+#[test]
+fn python_sdk_server_is_spoken_to_in_2026_07_28_over_stdio() {
+    if !peers_enabled("py_modern_stdio") {
+        return;
+    }
+    let (python, argv) = python_modern(&[]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    check_modern_answering(
+        ServerSpec::new("py-stdio", ServerConfig::stdio(python, &argv)),
+        "sure: true",
+    );
+}
+
+#[test]
+fn python_sdk_server_is_spoken_to_in_2026_07_28_over_streamable_http() {
+    if !peers_enabled("py_modern_http") {
+        return;
+    }
+    let port = crate::http_peers::free_port();
+    let (python, argv) = python_modern(&["--port", &port.to_string()]);
+    let mut cmd = Command::new(python);
+    cmd.args(&argv);
+    let peer = crate::http_peers::PeerProcess::spawn(cmd, port);
+    let url = format!("http://127.0.0.1:{}/mcp", peer.port);
+    check_modern_answering(
+        ServerSpec::new("py-http", ServerConfig::http(url)),
+        "sure: true",
+    );
 }

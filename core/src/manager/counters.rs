@@ -61,6 +61,22 @@ pub struct Counters {
     pub inputs_unavailable: u64,
     /// Results with a `resultType` the client does not know.
     pub unknown_result_types: u64,
+    /// Log levels set on a stateless server: kept for its requests' `_meta`, nothing sent.
+    pub log_levels_per_request: u64,
+    /// `subscriptions/listen` streams asked for (stateless connections).
+    pub listens_sent: u64,
+    /// Streams the server acknowledged.
+    pub listens_acknowledged: u64,
+    /// Streams that ended while their server was connected (asked again on a ladder).
+    pub listen_streams_closed: u64,
+    /// Streams asked again after one ended.
+    pub listens_resent: u64,
+    /// Streams the server refused with an error (not asked again on that connection).
+    pub listens_refused: u64,
+    /// Streams asked again and acknowledged, whose lists were fetched again.
+    pub lists_refetched_after_stream: u64,
+    /// Resource subscriptions changed on a stateless connection (a new stream filter).
+    pub stream_subscriptions_changed: u64,
     /// Re-lists applied to a connected server (after `RefreshTools` or `tools/list_changed`).
     pub list_changed_applied: u64,
     /// Requests from a server (`ping`, `roots/list`, others) answered.

@@ -127,9 +127,12 @@ impl Manager {
                 era: Era::Modern,
                 discover: Some(text),
             }) => {
+                // A remembered answer that offered no tools has nothing to serve early, and
+                // may be a passing state of a restarted server: ask again instead.
                 let init = RawValue::from_string(text)
                     .ok()
-                    .and_then(|raw| protocol::parse_discover_result(&raw).ok().flatten());
+                    .and_then(|raw| protocol::parse_discover_result(&raw).ok().flatten())
+                    .filter(|init| init.has_tools);
                 if let Some(init) = init {
                     if let Some(version) = static_version(&init.protocol_version) {
                         self.counters.probes_skipped += 1;
@@ -381,11 +384,12 @@ impl Manager {
                 .map(protocol::header_text)
         });
         let params = if matches!(kind, FrameKind::Request { .. }) {
+            let level = self.servers.get(&c.server).and_then(|s| s.log_level);
             let meta = protocol::request_meta(
                 version,
                 &self.client_capabilities(),
                 &self.opts.client_version,
-                None,
+                level.map(crate::catalog::LogLevel::as_str),
             );
             Some(protocol::with_meta(params, meta))
         } else {

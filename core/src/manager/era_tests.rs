@@ -10,19 +10,19 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-fn probing() -> ManagerOptions {
+pub(super) fn probing() -> ManagerOptions {
     let mut o = ManagerOptions::default();
     o.protocol.probe = true;
     o.client_version = "test".into();
     o
 }
 
-fn drain(m: &mut Manager) -> Vec<Output> {
+pub(super) fn drain(m: &mut Manager) -> Vec<Output> {
     std::iter::from_fn(|| m.poll_output()).collect()
 }
 
 /// The requests sent: (conn, id, method, params).
-fn sent(outs: &[Output]) -> Vec<(ConnId, u64, String, Value, FrameMeta)> {
+pub(super) fn sent(outs: &[Output]) -> Vec<(ConnId, u64, String, Value, FrameMeta)> {
     outs.iter()
         .filter_map(|o| match o {
             Output::Send { conn, frame, meta } => {
@@ -36,7 +36,7 @@ fn sent(outs: &[Output]) -> Vec<(ConnId, u64, String, Value, FrameMeta)> {
         .collect()
 }
 
-fn open(m: &mut Manager, at: u64) -> (ConnId, Vec<Output>) {
+pub(super) fn open(m: &mut Manager, at: u64) -> (ConnId, Vec<Output>) {
     let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
     m.handle(
         Instant::from_millis(at),
@@ -63,7 +63,7 @@ fn open(m: &mut Manager, at: u64) -> (ConnId, Vec<Output>) {
     (conn, drain(m))
 }
 
-fn answer(m: &mut Manager, at: u64, conn: ConnId, body: Value) -> Vec<Output> {
+pub(super) fn answer(m: &mut Manager, at: u64, conn: ConnId, body: Value) -> Vec<Output> {
     m.handle(
         Instant::from_millis(at),
         Input::Transport {
@@ -74,13 +74,13 @@ fn answer(m: &mut Manager, at: u64, conn: ConnId, body: Value) -> Vec<Output> {
     drain(m)
 }
 
-fn discover_ok(id: u64) -> Value {
+pub(super) fn discover_ok(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {
         "resultType": "complete", "supportedVersions": ["2026-07-28"],
         "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}})
 }
 
-fn has_full_meta(params: &Value) -> bool {
+pub(super) fn has_full_meta(params: &Value) -> bool {
     let m = &params["_meta"];
     m["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
         && m["io.modelcontextprotocol/clientCapabilities"].is_object()

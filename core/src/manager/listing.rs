@@ -237,6 +237,15 @@ impl Manager {
             });
         }
         self.catalog_ready(server, !in_open_round);
+        // A stateless server announces changes only on a stream asked for; a relisted
+        // connection keeps the one it has.
+        if self
+            .conns
+            .get(&conn)
+            .is_some_and(|c| c.listen == super::subscriptions::Listen::Off)
+        {
+            self.open_listen(conn, server);
+        }
         if let Some(h) = &self.opts.health {
             let at = self.now + h.interval;
             self.arm_ping(conn, at, TimerReason::Ping { conn });

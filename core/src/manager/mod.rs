@@ -23,6 +23,8 @@ mod errors;
 mod event;
 mod health;
 mod listing;
+#[cfg(test)]
+mod modern_ops_tests;
 mod mrtr;
 mod operations;
 mod options;
@@ -33,6 +35,7 @@ mod recovery;
 mod rounds;
 mod servers;
 mod sessions;
+mod subscriptions;
 mod tasks;
 mod timers;
 mod types;
@@ -357,6 +360,7 @@ impl Manager {
             TimerReason::PeerRequest { key } => self.on_peer_request_timeout(key),
             TimerReason::TaskPoll { call } => self.on_task_poll(call),
             TimerReason::Probe { conn, id } => self.on_probe_timeout(conn, id),
+            TimerReason::Relisten { conn } => self.on_relisten_due(conn),
         }
     }
 

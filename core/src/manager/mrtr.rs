@@ -1,17 +1,20 @@
-//! Multi round-trip requests: a stateless server answers a tool call with an
-//! `InputRequiredResult` instead of sending requests of its own. Each input it asks for goes to
-//! the embedder's handler like a server's request would (`Event::PeerRequest`, answered with
-//! `AnswerPeerRequest`); `roots/list` is answered from the roots the core holds. Once every
-//! input is in, the call is sent again — a new JSON-RPC id — with `inputResponses` and the
-//! server's `requestState` echoed exactly as it was written (never read). A server may ask
-//! again, round after round, within the call's deadline and at most [`MAX_INPUT_ROUNDS`]
-//! times. An input the client cannot give (no handler, malformed) fails the call with
-//! `CallError::InputUnavailable`.
+//! Multi round-trip requests: a stateless server answers a `tools/call`, `resources/read` or
+//! `prompts/get` with an `InputRequiredResult` instead of sending requests of its own. Each
+//! input it asks for goes to the embedder's handler like a server's request would
+//! (`Event::PeerRequest`, answered with `AnswerPeerRequest`); `roots/list` is answered from the
+//! roots the core holds. Once every input is in, the request is sent again — a new JSON-RPC id
+//! — with `inputResponses` and the server's `requestState` echoed exactly as it was written
+//! (never read). A server may ask again, round after round, within the request's deadline and
+//! at most [`MAX_INPUT_ROUNDS`] times. An input the client cannot give (no handler, malformed)
+//! fails the request with `CallError::InputUnavailable`. Tool calls and operations share the
+//! [`CallId`] space, so one input machinery serves both.
 
 use super::calls::CallState;
 use super::errors::CallError;
+use super::operations::OpState;
 use super::peer::{Origin, PeerRequestKey, Pending, WithdrawReason};
 use super::{CallId, CallOutcome, ConnId, Event, Manager, TimerReason};
+use crate::catalog::OperationOutcome;
 use crate::protocol::{self, PeerRequestKind};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -40,6 +43,14 @@ pub(super) struct Retry {
     pub(super) state: Option<Box<RawValue>>,
 }
 
+/// How a round begins.
+enum RoundStart {
+    /// Nothing to wait for (only roots, or no inputs at all): retry at once.
+    Ready(Retry),
+    /// Inputs asked of the embedder.
+    Waiting(InputRound),
+}
+
 impl Manager {
     /// Call `call` was answered with an `InputRequiredResult`.
     pub(super) fn on_call_input_required(&mut self, call: CallId, raw: &RawValue) {
@@ -49,23 +60,85 @@ impl Manager {
         let CallState::Sent { conn, .. } = c.state else {
             return;
         };
-        let server = c.server.clone();
-        let rounds = c.input_rounds + 1;
+        let (server, rounds) = (c.server.clone(), c.input_rounds + 1);
+        match self.open_round(call, conn, &server, "tools/call", rounds, raw) {
+            Err(error) => self.complete_call(call, CallOutcome::Err(error)),
+            Ok(start) => {
+                if let Some(c) = self.calls.get_mut(&call) {
+                    c.input_rounds = rounds;
+                    match start {
+                        RoundStart::Ready(retry) => {
+                            c.state = CallState::Sent {
+                                conn,
+                                req: u64::MAX,
+                            };
+                            self.retry_call(call, conn, retry);
+                        }
+                        RoundStart::Waiting(round) => {
+                            c.state = CallState::Input {
+                                conn,
+                                round: Box::new(round),
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Operation `call` (a read or a prompt) was answered with an `InputRequiredResult`.
+    pub(super) fn on_op_input_required(&mut self, call: CallId, raw: &RawValue) {
+        let Some(o) = self.catalog.ops.get(&call) else {
+            return;
+        };
+        let OpState::Sent { conn, .. } = o.state else {
+            return;
+        };
+        let (server, method, rounds) = (o.server.clone(), o.op.method(), o.input_rounds + 1);
+        match self.open_round(call, conn, &server, method, rounds, raw) {
+            Err(error) => self.complete_op(call, OperationOutcome::Err(error)),
+            Ok(start) => {
+                if let Some(o) = self.catalog.ops.get_mut(&call) {
+                    o.input_rounds = rounds;
+                    match start {
+                        RoundStart::Ready(retry) => {
+                            o.state = OpState::Sent {
+                                conn,
+                                req: u64::MAX,
+                            };
+                            self.retry_op(call, conn, retry);
+                        }
+                        RoundStart::Waiting(round) => {
+                            o.state = OpState::Input {
+                                conn,
+                                round: Box::new(round),
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Read round `rounds` of request `call` (`method` on `conn`): answer what the core can,
+    /// hand the rest to the embedder.
+    fn open_round(
+        &mut self,
+        call: CallId,
+        conn: ConnId,
+        server: &str,
+        method: &str,
+        rounds: u32,
+        raw: &RawValue,
+    ) -> Result<RoundStart, CallError> {
         self.counters.input_required_rounds += 1;
         if rounds > MAX_INPUT_ROUNDS {
-            let error = CallError::Protocol(format!(
+            return Err(CallError::Protocol(format!(
                 "the server asked for input more than {MAX_INPUT_ROUNDS} times"
-            ));
-            self.complete_call(call, CallOutcome::Err(error));
-            return;
+            )));
         }
-        let ir = match protocol::parse_input_required(raw, "tools/call") {
-            Ok(ir) => ir,
-            Err(e) => {
-                self.complete_call(call, CallOutcome::Err(CallError::Protocol(e.to_string())));
-                return;
-            }
-        };
+        let ir = protocol::parse_input_required(raw, method)
+            .map_err(|e| CallError::Protocol(e.to_string()))?;
         let asked = !ir.requests.is_empty();
         let mut round = InputRound {
             waiting: BTreeMap::new(),
@@ -73,7 +146,6 @@ impl Manager {
             state: ir.state,
         };
         let features = self.opts.client_features;
-        let mut unavailable = None;
         let mut kinds = Vec::new();
         for r in ir.requests {
             if r.method == "roots/list" {
@@ -82,47 +154,31 @@ impl Manager {
                     .insert(r.key, protocol::roots_result(self.roots()));
                 continue;
             }
-            match protocol::parse_client_request(&r.method, &r.params, &features) {
-                Ok(Some(kind)) => kinds.push((r.key, kind)),
-                Ok(None) => {
-                    unavailable = Some((r.method, "the client does not know this request".into()))
+            let reason = match protocol::parse_client_request(&r.method, &r.params, &features) {
+                Ok(Some(kind)) => {
+                    kinds.push((r.key, kind));
+                    continue;
                 }
-                Err(refusal) => unavailable = Some((r.method, refusal.message)),
-            }
-            if unavailable.is_some() {
-                break;
-            }
-        }
-        if let Some((method, reason)) = unavailable {
+                Ok(None) => "the client does not know this request".to_string(),
+                Err(refusal) => refusal.message,
+            };
             self.counters.inputs_unavailable += 1;
-            self.complete_call(
-                call,
-                CallOutcome::Err(CallError::InputUnavailable { method, reason }),
-            );
-            return;
+            return Err(CallError::InputUnavailable {
+                method: r.method,
+                reason,
+            });
         }
         for (key, kind) in kinds {
-            let pkey = self.issue_input(conn, &server, call, key.clone(), kind);
+            let pkey = self.issue_input(conn, server, call, key.clone(), kind);
             round.waiting.insert(key, pkey);
         }
-        if let Some(c) = self.calls.get_mut(&call) {
-            c.input_rounds = rounds;
-            if round.waiting.is_empty() {
-                c.state = CallState::Sent {
-                    conn,
-                    req: u64::MAX,
-                };
-                let retry = Retry {
-                    responses: asked.then_some(round.responses),
-                    state: round.state,
-                };
-                self.retry_call(call, conn, retry);
-            } else {
-                c.state = CallState::Input {
-                    conn,
-                    round: Box::new(round),
-                };
-            }
+        if round.waiting.is_empty() {
+            Ok(RoundStart::Ready(Retry {
+                responses: asked.then_some(round.responses),
+                state: round.state,
+            }))
+        } else {
+            Ok(RoundStart::Waiting(round))
         }
     }
 
@@ -159,7 +215,30 @@ impl Manager {
         pkey
     }
 
-    /// The embedder answered input `key` of call `call`.
+    /// The round request `call` (a tool call or an operation) waits in, and its connection.
+    fn waiting_round(&mut self, call: CallId) -> Option<(ConnId, &mut InputRound)> {
+        if let Some(c) = self.calls.get_mut(&call) {
+            return match &mut c.state {
+                CallState::Input { conn, round } => Some((*conn, &mut **round)),
+                _ => None,
+            };
+        }
+        match &mut self.catalog.ops.get_mut(&call)?.state {
+            OpState::Input { conn, round } => Some((*conn, &mut **round)),
+            _ => None,
+        }
+    }
+
+    /// Fail request `call` (a tool call or an operation) with `error`.
+    fn fail_request(&mut self, call: CallId, error: CallError) {
+        if self.calls.contains_key(&call) {
+            self.complete_call(call, CallOutcome::Err(error));
+        } else {
+            self.complete_op(call, OperationOutcome::Err(error));
+        }
+    }
+
+    /// The embedder answered input `key` of request `call`.
     pub(super) fn on_input_answer(
         &mut self,
         call: CallId,
@@ -167,13 +246,9 @@ impl Manager {
         kind: &PeerRequestKind,
         result: Result<Value, (i64, String)>,
     ) {
-        let Some(c) = self.calls.get_mut(&call) else {
+        let Some((conn, round)) = self.waiting_round(call) else {
             return;
         };
-        let CallState::Input { conn, round } = &mut c.state else {
-            return;
-        };
-        let conn = *conn;
         let value = match result {
             Ok(v) => v,
             Err((_, message)) => {
@@ -182,7 +257,7 @@ impl Manager {
                     method: kind_method(kind).into(),
                     reason: message,
                 };
-                self.complete_call(call, CallOutcome::Err(error));
+                self.fail_request(call, error);
                 return;
             }
         };
@@ -195,17 +270,21 @@ impl Manager {
             responses: Some(std::mem::take(&mut round.responses)),
             state: round.state.take(),
         };
-        self.retry_call(call, conn, retry);
+        if self.calls.contains_key(&call) {
+            self.retry_call(call, conn, retry);
+        } else {
+            self.retry_op(call, conn, retry);
+        }
     }
 
-    /// An input of call `call` went unanswered for `peer_request_timeout`.
+    /// An input of request `call` went unanswered for `peer_request_timeout`.
     pub(super) fn on_input_timeout(&mut self, call: CallId, kind: &PeerRequestKind, why: String) {
         self.counters.inputs_unavailable += 1;
         let error = CallError::InputUnavailable {
             method: kind_method(kind).into(),
             reason: why,
         };
-        self.complete_call(call, CallOutcome::Err(error));
+        self.fail_request(call, error);
     }
 
     /// Send call `call` again with its inputs.
@@ -239,7 +318,29 @@ impl Manager {
         }
     }
 
-    /// Call `call` ended while inputs were still asked of the embedder: withdraw them.
+    /// Send operation `call` again with its inputs.
+    fn retry_op(&mut self, call: CallId, conn: ConnId, retry: Retry) {
+        self.counters.input_retries += 1;
+        match self.resend_op(conn, call, retry) {
+            Some(req) => {
+                if let Some(o) = self.catalog.ops.get_mut(&call) {
+                    o.state = OpState::Sent { conn, req };
+                }
+            }
+            None => {
+                let server = self
+                    .catalog
+                    .ops
+                    .get(&call)
+                    .map(|o| o.server.clone())
+                    .unwrap_or_default();
+                let error = CallError::Disconnected { server };
+                self.complete_op(call, OperationOutcome::Err(error));
+            }
+        }
+    }
+
+    /// Request `call` ended while inputs were still asked of the embedder: withdraw them.
     pub(super) fn withdraw_inputs(&mut self, call: CallId) {
         let keys: Vec<PeerRequestKey> = self
             .peer

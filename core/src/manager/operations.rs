@@ -1,6 +1,7 @@
 //! Operations on a server's resources, prompts, completions and logging (`resources/read`,
 //! `prompts/get`, `completion/complete`, `resources/subscribe`/`unsubscribe`,
-//! `logging/setLevel`), with the identity and guarantees of tool calls: numbered by a
+//! `logging/setLevel`), with the identity and guarantees of tool calls (input rounds included,
+//! on a read or a prompt): numbered by a
 //! [`CallId`] from the same space as calls, sent at once to a connected server or held until
 //! a deferred one connects, bounded by a deadline, cancellable with `CancelCall`, and
 //! completed exactly once with `Event::OperationCompleted`.
@@ -22,18 +23,25 @@ pub(super) enum OpState {
     Waiting,
     /// Sent as request `req` on `conn`.
     Sent { conn: ConnId, req: u64 },
+    /// A stateless server asked for inputs: waiting for them, then retried on `conn`.
+    Input {
+        conn: ConnId,
+        round: Box<super::mrtr::InputRound>,
+    },
 }
 
 /// An operation in flight.
 #[derive(Debug, Clone)]
 pub(super) struct Op {
     pub(super) server: String,
-    op: Operation,
+    pub(super) op: Operation,
     /// A prompt's (or a completed prompt's) name on its server.
     raw_prompt: Option<String>,
     timeout: Duration,
     deadline: Instant,
     pub(super) state: OpState,
+    /// Input rounds so far (multi round-trip requests).
+    pub(super) input_rounds: u32,
 }
 
 /// Whether `caps` offer what `op` needs.
@@ -45,6 +53,35 @@ fn offered(op: &Operation, caps: &ServerCapabilities) -> bool {
         Operation::Complete { .. } => caps.completions,
         Operation::SetLogLevel { .. } => caps.logging,
         Operation::ListTasks { .. } => caps.tasks_list,
+    }
+}
+
+/// The params of `op` (`raw_prompt`: the prompt's name on its server).
+fn op_params(op: &Operation, raw_prompt: Option<&str>) -> serde_json::Value {
+    match op {
+        Operation::ReadResource { uri, .. }
+        | Operation::Subscribe { uri, .. }
+        | Operation::Unsubscribe { uri, .. } => protocol::uri_params(uri),
+        Operation::GetPrompt { name, arguments } => {
+            protocol::get_prompt_params(raw_prompt.unwrap_or(name), arguments)
+        }
+        Operation::Complete {
+            reference,
+            argument,
+            value,
+            context,
+        } => {
+            let r = match reference {
+                CompletionRef::Prompt { name } => WireRef::Prompt(raw_prompt.unwrap_or(name)),
+                CompletionRef::Resource { uri, .. } => WireRef::Resource(uri),
+            };
+            protocol::complete_params(r, argument, value, context)
+        }
+        Operation::SetLogLevel { level, .. } => protocol::set_level_params(*level),
+        Operation::ListTasks { cursor, .. } => match cursor {
+            Some(c) => serde_json::json!({ "cursor": c }),
+            None => serde_json::json!({}),
+        },
     }
 }
 
@@ -83,6 +120,12 @@ impl Manager {
             .unwrap_or(self.opts.call_timeout);
         let deadline = self.now + timeout;
         let target = self.servers.get(&server).map(|s| s.phase.route());
+        if let Operation::SetLogLevel { level, .. } = &op {
+            // Kept for every stateless request to come, whatever the server speaks now.
+            if let Some(s) = self.servers.get_mut(&server) {
+                s.log_level = Some(*level);
+            }
+        }
         let state = match target {
             Some(Ok(conn)) => {
                 if let Err(e) = self.check_offered(&server, &op) {
@@ -90,6 +133,21 @@ impl Manager {
                         call,
                         outcome: OperationOutcome::Err(e),
                     });
+                    return;
+                }
+                if self.level_is_per_request(conn, &op) {
+                    self.emit(Event::OperationCompleted {
+                        call,
+                        outcome: OperationOutcome::Ok(OperationResult::Done { server }),
+                    });
+                    return;
+                }
+                if let Some(r) = self.subscription_on_stream(conn, &server, &op) {
+                    let outcome = match r {
+                        Ok(()) => OperationOutcome::Ok(OperationResult::Done { server }),
+                        Err(e) => OperationOutcome::Err(e),
+                    };
+                    self.emit(Event::OperationCompleted { call, outcome });
                     return;
                 }
                 match self.send_op(conn, call, &op, raw_prompt.as_deref()) {
@@ -116,6 +174,7 @@ impl Manager {
                 timeout,
                 deadline,
                 state,
+                input_rounds: 0,
             },
         );
         self.timers.arm(deadline, TimerReason::Call { call });
@@ -202,6 +261,16 @@ impl Manager {
         }
     }
 
+    /// A log level set on a stateless connection: nothing to send, since the level rides in
+    /// every request's `_meta` from now on.
+    fn level_is_per_request(&mut self, conn: ConnId, op: &Operation) -> bool {
+        let per_request = matches!(op, Operation::SetLogLevel { .. }) && self.is_modern(conn);
+        if per_request {
+            self.counters.log_levels_per_request += 1;
+        }
+        per_request
+    }
+
     fn check_offered(&self, server: &str, op: &Operation) -> Result<(), CallError> {
         match self.capabilities(server) {
             Some(caps) if !offered(op, caps) => Err(CallError::Unsupported {
@@ -219,32 +288,28 @@ impl Manager {
         op: &Operation,
         raw_prompt: Option<&str>,
     ) -> Option<u64> {
-        let params = match op {
-            Operation::ReadResource { uri, .. }
-            | Operation::Subscribe { uri, .. }
-            | Operation::Unsubscribe { uri, .. } => protocol::uri_params(uri),
-            Operation::GetPrompt { name, arguments } => {
-                protocol::get_prompt_params(raw_prompt.unwrap_or(name), arguments)
-            }
-            Operation::Complete {
-                reference,
-                argument,
-                value,
-                context,
-            } => {
-                let r = match reference {
-                    CompletionRef::Prompt { name } => WireRef::Prompt(raw_prompt.unwrap_or(name)),
-                    CompletionRef::Resource { uri, .. } => WireRef::Resource(uri),
-                };
-                protocol::complete_params(r, argument, value, context)
-            }
-            Operation::SetLogLevel { level, .. } => protocol::set_level_params(*level),
-            Operation::ListTasks { cursor, .. } => match cursor {
-                Some(c) => serde_json::json!({ "cursor": c }),
-                None => serde_json::json!({}),
-            },
-        };
+        let params = op_params(op, raw_prompt);
         self.request(conn, op.method(), Some(params), Req::Op(call))
+    }
+
+    /// Send operation `call` again on `conn`, with a round's inputs and the server's state.
+    pub(super) fn resend_op(
+        &mut self,
+        conn: ConnId,
+        call: CallId,
+        retry: super::mrtr::Retry,
+    ) -> Option<u64> {
+        let o = self.catalog.ops.get(&call)?;
+        let (method, params) = (o.op.method(), op_params(&o.op, o.raw_prompt.as_deref()));
+        self.request_spliced(
+            conn,
+            method,
+            params,
+            retry.responses,
+            retry.state.as_deref(),
+            Req::Op(call),
+            Vec::new(),
+        )
     }
 
     /// The server connected: send the operations that waited for it.
@@ -276,6 +341,23 @@ impl Manager {
                     continue;
                 }
             }
+            if self.level_is_per_request(conn, &op) {
+                let done = OperationResult::Done {
+                    server: server.to_string(),
+                };
+                self.complete_op(call, OperationOutcome::Ok(done));
+                continue;
+            }
+            if let Some(r) = self.subscription_on_stream(conn, server, &op) {
+                let outcome = match r {
+                    Ok(()) => OperationOutcome::Ok(OperationResult::Done {
+                        server: server.to_string(),
+                    }),
+                    Err(e) => OperationOutcome::Err(e),
+                };
+                self.complete_op(call, outcome);
+                continue;
+            }
             if let Some(req) = self.send_op(conn, call, &op, raw.as_deref()) {
                 self.counters.deferred_operations_sent += 1;
                 if let Some(o) = self.catalog.ops.get_mut(&call) {
@@ -306,15 +388,21 @@ impl Manager {
                 return;
             }
         };
-        // Input rounds are taken on tool calls; a read or prompt that asks for input fails
-        // with a typed error rather than being read as its final result.
+        // A read or a prompt may take input rounds; the revision allows them on nothing else,
+        // so any other operation that asks for input fails with a typed error rather than
+        // being read as its final result.
         match protocol::result_type(&raw) {
             protocol::ResultType::Complete => {}
             protocol::ResultType::InputRequired => {
+                let method = self.catalog.ops.get(&call).map(|o| o.op.method());
+                if let Some("resources/read" | "prompts/get") = method {
+                    self.on_op_input_required(call, &raw);
+                    return;
+                }
                 self.counters.inputs_unavailable += 1;
                 let e = CallError::InputUnavailable {
-                    method: "input_required".into(),
-                    reason: "input rounds are supported on tool calls only".into(),
+                    method: method.unwrap_or_default().into(),
+                    reason: "the server asked for input on a request that takes none".into(),
                 };
                 self.complete_op(call, OperationOutcome::Err(e));
                 return;
@@ -380,7 +468,7 @@ impl Manager {
             after: o.timeout,
             waiting_for: match o.state {
                 OpState::Waiting => Some(o.server.clone()),
-                OpState::Sent { .. } => None,
+                OpState::Sent { .. } | OpState::Input { .. } => None,
             },
         };
         self.abort_op(call, "request timed out", OperationOutcome::Err(error));
@@ -416,10 +504,14 @@ impl Manager {
             return;
         };
         self.timers.disarm(o.deadline, TimerReason::Call { call });
-        if let OpState::Sent { conn, req } = o.state {
-            if let Some(cn) = self.conns.get_mut(&conn) {
-                cn.tracker.forget(req);
+        match o.state {
+            OpState::Sent { conn, req } => {
+                if let Some(cn) = self.conns.get_mut(&conn) {
+                    cn.tracker.forget(req);
+                }
             }
+            OpState::Input { .. } => self.withdraw_inputs(call),
+            OpState::Waiting => {}
         }
         self.emit(Event::OperationCompleted { call, outcome });
     }

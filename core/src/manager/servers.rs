@@ -257,6 +257,12 @@ pub(super) struct Server {
     /// How it was reached last (from this process or the cache): the next attempt skips
     /// the probe.
     pub(super) handshake: Option<super::Handshake>,
+    /// The log level the embedder set: a stateless server gets it in every request's
+    /// `_meta` (the revision has no `logging/setLevel`).
+    pub(super) log_level: Option<crate::catalog::LogLevel>,
+    /// The resources the embedder subscribed to: on a stateless connection, the stream's
+    /// `resourceSubscriptions` (bounded by `MAX_SUBSCRIBED_URIS`).
+    pub(super) listen_uris: std::collections::BTreeSet<String>,
     /// Output schemas compiled for the tools of the current list that were called, by raw
     /// tool name; emptied whenever the list is replaced, so never larger than the list.
     pub(super) schemas: BTreeMap<String, Compiled>,
@@ -289,6 +295,8 @@ impl Server {
             catalog: Default::default(),
             era: None,
             handshake: None,
+            log_level: None,
+            listen_uris: Default::default(),
             schemas: BTreeMap::new(),
         }
     }

@@ -88,6 +88,8 @@ pub(super) enum Req {
     List(super::catalog::ListKind),
     /// An operation (`Input::Operation`).
     Op(CallId),
+    /// A `subscriptions/listen` stream (stateless connections).
+    Listen,
 }
 
 /// A transport the manager tracks (opening or open), with the requests in flight on it.
@@ -102,6 +104,10 @@ pub(super) struct Conn {
     pub(super) stderr: StderrTail,
     /// Which protocol revision it speaks (or whether that is still being found out).
     pub(super) wire: super::era::Wire,
+    /// Its `subscriptions/listen` stream (stateless connections).
+    pub(super) listen: super::subscriptions::Listen,
+    /// Streams that ended in a row without an acknowledgement between (the ladder's rung).
+    pub(super) listen_failures: u32,
 }
 
 impl Manager {
@@ -194,6 +200,8 @@ impl Manager {
                 ping_timer: None,
                 stderr: StderrTail::default(),
                 wire: super::era::Wire::Legacy,
+                listen: Default::default(),
+                listen_failures: 0,
             },
         );
         self.set_phase(&name, Stage::Opening { conn, deadline });
@@ -376,6 +384,7 @@ impl Manager {
                 self.on_catalog_page(conn, server, id, kind, Err(error));
             }
             Req::Op(call) => self.on_op_undelivered(call, error),
+            Req::Listen => self.on_listen_ended(conn, server, id),
         }
     }
 
@@ -463,6 +472,15 @@ impl Manager {
                 self.on_notification(server, n);
                 return;
             }
+            Incoming::Stream {
+                subscription,
+                notification,
+            } => {
+                let ack = notification == ServerNotification::SubscriptionsAcknowledged;
+                self.on_stream_notification(conn, server, subscription, ack);
+                self.on_notification(server, notification);
+                return;
+            }
         };
         let req = id.and_then(|id| {
             self.conns
@@ -527,6 +545,9 @@ impl Manager {
                 self.on_catalog_page(conn, server, id, kind, result);
             }
             (Req::Op(call), Answer::Raw(result)) => self.on_op_result(call, result),
+            // A result is the stream's graceful end; an error, a refusal of the request.
+            (Req::Listen, Answer::Raw(Ok(_))) => self.on_listen_ended(conn, server, id),
+            (Req::Listen, Answer::Raw(Err(e))) => self.on_listen_refused(conn, server, id, e),
         }
     }
 
@@ -572,6 +593,7 @@ impl Manager {
             ServerNotification::PromptsListChanged => self.on_catalog_list_changed(server, true),
             ServerNotification::ResourceUpdated { uri } => self.on_resource_updated(server, uri),
             ServerNotification::Cancelled { .. }
+            | ServerNotification::SubscriptionsAcknowledged
             | ServerNotification::Other { .. }
             | ServerNotification::ElicitationComplete { .. } => {}
         }
@@ -692,6 +714,9 @@ impl Manager {
         } = c.wire
         {
             self.timers.disarm(at, TimerReason::Probe { conn, id });
+        }
+        if let super::subscriptions::Listen::Closed { at, .. } = c.listen {
+            self.timers.disarm(at, TimerReason::Relisten { conn });
         }
         for (id, req) in c.tracker.drain() {
             if let Req::ListTools | Req::List(_) = req {

@@ -69,6 +69,11 @@ pub enum TimerReason {
         /// The core's key for the request.
         key: PeerRequestKey,
     },
+    /// The `subscriptions/listen` stream of `conn`, closed, is due to be asked again.
+    Relisten {
+        /// The connection whose stream closed.
+        conn: ConnId,
+    },
     /// The `server/discover` probe `id` on stdio connection `conn` went unanswered: the
     /// server is taken for one of the `initialize`-based revisions.
     Probe {

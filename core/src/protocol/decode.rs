@@ -193,10 +193,21 @@ fn decode_frame(
             method,
             params: obj.params.unwrap_or(Value::Null),
         }),
-        (Some(Value::String(method)), _) => Ok(Incoming::Notification(decode_notification(
-            &method,
-            obj.params.as_ref().unwrap_or(&Value::Null),
-        ))),
+        (Some(Value::String(method)), _) => {
+            let params = obj.params.as_ref().unwrap_or(&Value::Null);
+            let notification = decode_notification(&method, params);
+            let subscription = params
+                .get("_meta")
+                .and_then(|m| m.get(super::modern::META_SUBSCRIPTION_ID))
+                .and_then(Value::as_u64);
+            Ok(match subscription {
+                Some(subscription) => Incoming::Stream {
+                    subscription,
+                    notification,
+                },
+                None => Incoming::Notification(notification),
+            })
+        }
         (Some(_), _) => Err(DecodeError::NotJsonRpc("\"method\" is not a string".into())),
         (None, id) => {
             let id = id.as_ref().and_then(id_as_u64);
@@ -312,6 +323,7 @@ fn decode_notification(method: &str, params: &Value) -> ServerNotification {
         },
         "notifications/resources/list_changed" => ServerNotification::ResourcesListChanged,
         "notifications/prompts/list_changed" => ServerNotification::PromptsListChanged,
+        "notifications/subscriptions/acknowledged" => ServerNotification::SubscriptionsAcknowledged,
         "notifications/resources/updated" => ServerNotification::ResourceUpdated {
             uri: params
                 .get("uri")

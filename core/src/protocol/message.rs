@@ -63,6 +63,14 @@ pub enum Incoming {
     },
     /// A notification from the server.
     Notification(ServerNotification),
+    /// A notification on a `subscriptions/listen` stream of the stateless revision: its
+    /// `_meta` named the stream (the listen request's id).
+    Stream {
+        /// The listen request's id, as the notification's `subscriptionId`.
+        subscription: u64,
+        /// The notification.
+        notification: ServerNotification,
+    },
 }
 
 /// Results compare by their JSON text.
@@ -96,6 +104,16 @@ impl PartialEq for Incoming {
                 a == b && pa == pb
             }
             (Incoming::Notification(a), Incoming::Notification(b)) => a == b,
+            (
+                Incoming::Stream {
+                    subscription: a,
+                    notification: na,
+                },
+                Incoming::Stream {
+                    subscription: b,
+                    notification: nb,
+                },
+            ) => a == b && na == nb,
             _ => false,
         }
     }
@@ -157,6 +175,8 @@ pub enum ServerNotification {
         /// The resource's URI (empty when the server sent none).
         uri: String,
     },
+    /// `notifications/subscriptions/acknowledged`: the first frame of a listen stream.
+    SubscriptionsAcknowledged,
 }
 
 /// Why a frame could not be decoded.

@@ -34,6 +34,8 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// The client's name and version, in `_meta`.
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// The `subscriptions/listen` stream a notification belongs to (the listen request's id).
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// The log level the server may send `notifications/message` at for this request.
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 

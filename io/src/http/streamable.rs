@@ -294,6 +294,39 @@ impl Inner {
                     auth.accepted();
                 }
             }
+            if status == StatusCode::BAD_REQUEST && info.is_initialize() {
+                // A server of the stateless revision refuses an `initialize` it does not speak
+                // with a 400 whose body is the JSON-RPC error (naming the versions it speaks):
+                // that is its answer for the core to read, not a sign of the legacy transport.
+                let body = resp
+                    .body
+                    .read_prefix(ERROR_BODY_PREFIX, ERROR_BODY_WAIT)
+                    .await;
+                if info
+                    .request_id
+                    .is_some_and(|id| is_error_response_to(&body, id))
+                {
+                    self.emit.frame(body).await;
+                    return Ok(());
+                }
+                let text = String::from_utf8_lossy(&body);
+                let text: String = text.trim().chars().take(200).collect();
+                let first = !self
+                    .session
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .initialized;
+                let msg = if text.is_empty() {
+                    "HTTP 400: Bad Request".to_string()
+                } else {
+                    format!("HTTP 400: {text}")
+                };
+                return Err(if first {
+                    PostError::Fallback(msg)
+                } else {
+                    PostError::Fatal(msg)
+                });
+            }
             if !status.is_success() {
                 let msg = status_error(&mut resp).await;
                 let first = info.is_initialize()

@@ -72,7 +72,7 @@ pub struct Ctx<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 26] = [
+pub const SAFETY: [(Invariant, Check); 30] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -162,7 +162,34 @@ pub const SAFETY: [(Invariant, Check); 26] = [
         Invariant::EveryOperationCompletesOnce,
         catalog::operations_complete_once,
     ),
+    (Invariant::EraDecidedFromProbe, era_decided_from_probe),
+    (
+        Invariant::StatelessRequestsCarryMeta,
+        stateless_requests_carry_meta,
+    ),
+    (Invariant::RequestStateEchoed, request_state_echoed),
+    (Invariant::ListenStreamsResent, listen_streams_resent),
 ];
+
+/// 30: what the simulated servers saw of the revision (checked as frames reached them).
+fn era_decided_from_probe(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, Invariant::EraDecidedFromProbe)
+}
+
+/// 31: every stateless request carried the protocol `_meta`.
+fn stateless_requests_carry_meta(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, Invariant::StatelessRequestsCarryMeta)
+}
+
+/// 32: every retry echoed the `requestState` it was given.
+fn request_state_echoed(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, Invariant::RequestStateEchoed)
+}
+
+/// 34: no subscriptions stream stays closed while its server is connected.
+fn listen_streams_resent(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, Invariant::ListenStreamsResent)
+}
 
 /// Run every safety check on one step; the first broken invariant, with what was seen.
 pub fn check_step(ctx: &Ctx) -> Result<(), (Invariant, String)> {

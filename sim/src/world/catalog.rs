@@ -14,7 +14,7 @@ use crate::verdict::Invariant;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use switchboard_core::catalog::{CompletionRef, Operation, OperationOutcome};
+use switchboard_core::catalog::{CompletionRef, LogLevel, Operation, OperationOutcome};
 use switchboard_core::manager::{CallError, CallId, ConnId, Input, ServerStatus};
 
 /// Resources, templates, prompts: the order of the per-kind arrays.
@@ -340,6 +340,7 @@ impl World<'_> {
             "notifications/prompts/list_changed",
         ] {
             let v = json!({"jsonrpc": "2.0", "method": method});
+            let v = self.tag_stream(conn, v);
             self.reply_tagged(conn, ms, v, Tag::CatalogChanged);
         }
     }
@@ -377,7 +378,14 @@ impl World<'_> {
             .filter(|r| r.deferred == deferred)
             .collect();
         let prm: Vec<_> = prompts.iter().filter(|p| p.deferred == deferred).collect();
+        let level = self.sc.options.probe && (pick / 2) % 6 == 5 && (pick / 12) % 2 == 0;
         let op = match (pick / 2) % 6 {
+            // In a world of both revisions, some set a server's log level instead: a stateless
+            // server gets it in the `_meta` of its requests, a legacy one by `logging/setLevel`.
+            5 if level && !res.is_empty() => Operation::SetLogLevel {
+                server: res[pick % res.len()].server.clone(),
+                level: LogLevel::Debug,
+            },
             // Without naming the server: ambiguous when several list it.
             0 => Operation::ReadResource {
                 uri: SHARED_URI.to_string(),

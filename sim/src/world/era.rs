@@ -3,7 +3,10 @@
 //! ones with a `DiscoverResult`, after refusing the first version now and then), and what a
 //! stateless server checks of every request — the `_meta` it must carry, that the revision
 //! was decided from the probe's answer, and that a retry after an input-required result
-//! echoes the `requestState` it was given byte for byte.
+//! echoes the `requestState` it was given byte for byte. Before the heal a stateless server
+//! also misbehaves the ways the revision allows a client to refuse: a tool whose header
+//! annotation cannot be mirrored, an input the embedder has no handler for, a result type the
+//! revision does not define.
 
 use super::server::Tag;
 use super::World;
@@ -12,7 +15,9 @@ use crate::verdict::Invariant;
 use bytes::Bytes;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use switchboard_core::manager::ConnId;
+use std::time::Duration;
+use switchboard_core::manager::{ConnId, ServerStatus};
+use switchboard_core::Instant;
 
 /// Most request states a process remembers (the oldest is forgotten first).
 const MAX_STATES: usize = 64;
@@ -22,6 +27,8 @@ const MAX_STATES: usize = 64;
 pub(super) struct ProcEra {
     /// It answered the probe with a `DiscoverResult` (the handshake is done).
     pub(super) discovered: bool,
+    /// That answer reached the client (a probe that timed out first may fall back).
+    pub(super) discovered_delivered: bool,
     /// It refused the first probe's version once (`ModernRetry`).
     pub(super) refused_once: bool,
     /// It received a request other than `server/discover` (a warm start skips the probe,
@@ -29,6 +36,19 @@ pub(super) struct ProcEra {
     pub(super) in_use: bool,
     /// The `requestState` texts it handed out, exactly as written.
     pub(super) states: VecDeque<String>,
+    /// The `subscriptions/listen` request whose answer is its open stream.
+    pub(super) listen: Option<u64>,
+    /// When it ended a stream while no other was open (cleared by the next one).
+    pub(super) listen_closed_at: Option<Instant>,
+}
+
+/// The longest a closed stream may stay closed while its server is connected: the client's
+/// longest re-listen delay, plus delivery.
+const LISTEN_GRACE: Duration = Duration::from_millis(8_000 + 2_000);
+
+/// `params._meta` naming stream `id`.
+fn stream_meta(id: u64) -> Value {
+    json!({ "io.modelcontextprotocol/subscriptionId": id })
 }
 
 fn full_meta(meta: Option<&Value>) -> bool {
@@ -65,9 +85,27 @@ impl World<'_> {
             }
             return;
         }
-        let discovered = self.procs.get(&conn).is_some_and(|p| p.era.discovered);
+        let discovered = self
+            .procs
+            .get(&conn)
+            .is_some_and(|p| p.era.discovered_delivered);
         if era.is_modern() {
-            if (method == "initialize" && discovered) || method == "notifications/initialized" {
+            if v.pointer("/params/_meta/io.modelcontextprotocol~1logLevel")
+                .is_some()
+            {
+                self.cov.stateless_log_levels_seen += 1;
+            }
+            if matches!(
+                method,
+                "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe"
+            ) {
+                self.era_violation(
+                    Invariant::EraDecidedFromProbe,
+                    format!("a stateless server got {method}, which its revision has not: {v}"),
+                );
+            } else if (method == "initialize" && discovered)
+                || method == "notifications/initialized"
+            {
                 self.era_violation(
                     Invariant::EraDecidedFromProbe,
                     format!("a stateless server that answered the probe got {method}"),
@@ -182,7 +220,7 @@ impl World<'_> {
         if let Some(p) = self.procs.get_mut(&conn) {
             p.era.discovered = true;
         }
-        self.reply(conn, ms, r);
+        self.reply_tagged(conn, ms, r, Tag::Discovered);
     }
 
     fn discover_result(&self, i: usize, id: Value, tools: bool) -> Value {
@@ -195,10 +233,12 @@ impl World<'_> {
         }})
     }
 
-    /// A stateless server's tool call: a retry is checked (its `requestState` must be one
-    /// this process wrote, byte for byte, with the input it asked for); a first call with an
-    /// even id is answered with an input-required result asking for the roots. `true` when
-    /// it answered (the call is not run yet).
+    /// A stateless server's tool call, read or prompt: a retry is checked (its
+    /// `requestState` must be one this process wrote, byte for byte, with the input it asked
+    /// for); a first request with an even id is answered with an input-required result asking
+    /// for the roots (or, for a tool call before the heal, for an input the client cannot
+    /// give, or with an undefined result type). `true` when it answered (the request is not
+    /// run yet).
     pub(super) fn ask_for_input(
         &mut self,
         conn: ConnId,
@@ -232,6 +272,27 @@ impl World<'_> {
         if n % 2 != 0 {
             return false;
         }
+        // Before the heal, some first calls ask for an input the embedder has no handler for
+        // (a form elicitation, when it offers none), and some are answered with a result type
+        // the revision does not define: the client fails each call with a typed error.
+        let call = v.get("method").and_then(Value::as_str) == Some("tools/call");
+        let no_form = !self.sc.options.peer.as_ref().is_some_and(|p| p.form);
+        if call && !self.healed && n % 6 == 2 && no_form {
+            self.cov.inputs_asked_unavailable += 1;
+            let frame = format!(
+                r#"{{"jsonrpc":"2.0","id":{n},"result":{{"resultType":"input_required","inputRequests":{{"ok":{{"method":"elicitation/create","params":{{"mode":"form","message":"go on?","requestedSchema":{{"type":"object","properties":{{}}}}}}}}}},"requestState":"s"}}}}"#
+            );
+            self.reply_frame(conn, 2, Bytes::from(frame), Tag::None);
+            return true;
+        }
+        if call && !self.healed && n % 6 == 4 {
+            self.cov.unknown_result_types_sent += 1;
+            let frame = format!(
+                r#"{{"jsonrpc":"2.0","id":{n},"result":{{"resultType":"deferred_elsewhere","content":[]}}}}"#
+            );
+            self.reply_frame(conn, 2, Bytes::from(frame), Tag::None);
+            return true;
+        }
         // Escapes a JSON writer would not produce itself: a client that re-serialized the
         // state instead of echoing it would change them.
         let state = format!("\"st\\u00e9\\/{}-{n}\"", conn.0);
@@ -241,11 +302,141 @@ impl World<'_> {
             }
             p.era.states.push_back(state.clone());
         }
-        self.cov.input_rounds_sent += 1;
+        if call {
+            self.cov.input_rounds_sent += 1;
+        } else {
+            self.cov.op_input_rounds_sent += 1;
+        }
         let frame = format!(
             r#"{{"jsonrpc":"2.0","id":{n},"result":{{"resultType":"input_required","inputRequests":{{"where":{{"method":"roots/list","params":{{}}}}}},"requestState":{state}}}}}"#
         );
         self.reply_frame(conn, 2, Bytes::from(frame), Tag::None);
         true
+    }
+}
+
+/// A tool whose `x-mcp-header` is on an object argument, which no header can carry: a client
+/// of the stateless revision must drop it.
+pub(super) fn unmirrorable_tool() -> Value {
+    json!({
+        "name": "hdr_unmirrorable",
+        "description": "routes by an object",
+        "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "object", "x-mcp-header": "Region"}
+        }}
+    })
+}
+
+impl World<'_> {
+    /// `subscriptions/listen` on a stateless server: the stream opens (acknowledged at once,
+    /// tagged with its id) and replaces any before it; before the heal, now and then the
+    /// server ends it soon after, and the client must ask again while connected.
+    pub(super) fn listen(&mut self, conn: ConnId, i: usize, id: Value, v: &Value) {
+        let Some(n) = id.as_u64() else {
+            return;
+        };
+        let filter = v
+            .pointer("/params/notifications")
+            .cloned()
+            .unwrap_or(Value::Null);
+        self.cov.listens_received += 1;
+        let tools = v.pointer("/params/notifications/toolsListChanged") == Some(&json!(true));
+        let offers = self
+            .procs
+            .get(&conn)
+            .is_some_and(|p| !matches!(p.plan.init, Init::NoTools { .. }));
+        if offers && !tools {
+            self.era_violation(
+                Invariant::StatelessRequestsCarryMeta,
+                format!("a stream that does not ask for the tool list changes offered: {v}"),
+            );
+        }
+        // A server whose revision needed a second probe serves no streams (an error answers
+        // the request; the client must not keep asking).
+        if self.sc.servers[i].era == SimEra::ModernRetry && i % 2 == 0 {
+            self.cov.listens_refused_sent += 1;
+            let r = json!({"jsonrpc": "2.0", "id": n,
+                "error": {"code": -32601, "message": "Method not found: subscriptions/listen"}});
+            self.reply(conn, 1, r);
+            return;
+        }
+        if let Some(p) = self.procs.get_mut(&conn) {
+            p.era.listen = Some(n);
+            p.era.listen_closed_at = None;
+        }
+        let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": filter, "_meta": stream_meta(n)}});
+        self.reply(conn, 1, ack);
+        // The resources it follows changed once since.
+        if let Some(uri) = v
+            .pointer("/params/notifications/resourceSubscriptions/0")
+            .cloned()
+        {
+            self.cov.stream_resource_updates_sent += 1;
+            let u = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                "params": {"uri": uri, "_meta": stream_meta(n)}});
+            self.reply(conn, 2, u);
+        }
+        let cp = self.sc.mix.chatter_pct;
+        if !self.sc.servers[i].catalog && self.pct(cp) {
+            self.cov.listen_streams_ended += 1;
+            let ms = 5 + self.rng.below(300);
+            let end = json!({"jsonrpc": "2.0", "id": n,
+                "result": {"resultType": "complete", "_meta": stream_meta(n)}});
+            let now = self.now;
+            if let Some(p) = self.procs.get_mut(&conn) {
+                p.era.listen = None;
+                p.era.listen_closed_at = Some(now);
+            }
+            self.reply(conn, ms, end);
+        }
+    }
+
+    /// The client cancelled request `id` on `conn`: if it was the open stream, it is gone.
+    pub(super) fn listen_cancelled(&mut self, conn: ConnId, id: u64) {
+        if let Some(p) = self.procs.get_mut(&conn) {
+            if p.era.listen == Some(id) {
+                p.era.listen = None;
+            }
+        }
+    }
+
+    /// A list-change notification of a stateless server names its open stream, if any.
+    pub(super) fn tag_stream(&self, conn: ConnId, mut v: Value) -> Value {
+        if let Some(n) = self.procs.get(&conn).and_then(|p| p.era.listen) {
+            v["params"] = json!({ "_meta": stream_meta(n) });
+        }
+        v
+    }
+
+    /// No stream a server ended stays unasked for longer than the client's longest delay
+    /// while that server is connected on that process.
+    pub(super) fn listen_check(&mut self) {
+        let now = self.now;
+        let mut late = None;
+        for (conn, p) in &self.procs {
+            let Some(at) = p.era.listen_closed_at else {
+                continue;
+            };
+            let i = p.server;
+            let current = self.obs.latest_conn[i] == Some(*conn);
+            let connected = self.m.status(&self.sc.servers[i].name) == ServerStatus::Connected;
+            if p.alive() && !p.reported && current && connected {
+                if now.saturating_duration_since(at) > LISTEN_GRACE {
+                    late = Some((*conn, at));
+                    break;
+                }
+                self.cov.listen_gaps_checked += 1;
+            }
+        }
+        if let Some((conn, at)) = late {
+            self.era_violation(
+                Invariant::ListenStreamsResent,
+                format!(
+                    "the stream of connection {} closed at {at:?} and was not asked again by {now:?}",
+                    conn.0
+                ),
+            );
+        }
     }
 }

@@ -35,6 +35,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
+use switchboard_core::catalog::Catalog;
 use switchboard_core::config::config_hash;
 use switchboard_core::manager::{
     CacheKey, CallId, CallOutcome, ConnId, Input, Manager, Output, ServerStatus, TransportEvent,
@@ -67,6 +68,7 @@ enum Ev {
         server: String,
         key: CacheKey,
         tools: Option<Vec<ToolDef>>,
+        catalog: Option<Catalog>,
     },
     Heal,
     /// The embedder answers a request of a server's.
@@ -155,12 +157,18 @@ impl<'a> World<'a> {
                 CachePlan::Hit(t) => Some(StoreEntry {
                     hash,
                     tools: Some(tool_defs(t)),
+                    catalog: None,
                 }),
                 CachePlan::Stale(t) => Some(StoreEntry {
                     hash: format!("stale-{hash}"),
                     tools: Some(tool_defs(t)),
+                    catalog: None,
                 }),
-                CachePlan::Corrupt => Some(StoreEntry { hash, tools: None }),
+                CachePlan::Corrupt => Some(StoreEntry {
+                    hash,
+                    tools: None,
+                    catalog: None,
+                }),
             };
             if let Some(e) = entry {
                 store.insert(s.name.clone(), e);
@@ -497,8 +505,11 @@ impl<'a> World<'a> {
             Output::CloseTransport { conn } => self.close_transport(conn),
             Output::LoadCache { server, key } => self.load_cache(server, key),
             Output::StoreCache {
-                server, key, tools, ..
-            } => self.store_cache(server, key, tools),
+                server,
+                key,
+                tools,
+                catalog,
+            } => self.store_cache(server, key, tools, catalog),
             Output::Event(Event::StartupComplete { report: r }) => self.step.reports.push(r),
             Output::Event(Event::ToolsChanged { servers }) => {
                 self.step.tools_changed.extend(servers)
@@ -549,6 +560,7 @@ impl<'a> World<'a> {
     }
 
     fn check(&mut self) {
+        self.listen_check();
         let after = View::observe(&self.m, &self.obs.names, Some(&self.view));
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;
@@ -665,7 +677,12 @@ impl<'a> World<'a> {
                     let _ = writeln!(t, "--- heal: faults off");
                 });
             }
-            Ev::Cache { server, key, tools } => self.cache_answers(server, key, tools),
+            Ev::Cache {
+                server,
+                key,
+                tools,
+                catalog,
+            } => self.cache_answers(server, key, tools, catalog),
             Ev::Deliver {
                 conn,
                 event,

@@ -9,6 +9,7 @@ use crate::observe::{ConnObs, View};
 use crate::scenario::{AttemptPlan, Init, List, Scenario, Spawn};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
+use switchboard_core::catalog::Catalog;
 use switchboard_core::manager::{CacheKey, ConnId, Input, ServerStatus, TransportEvent};
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
@@ -68,6 +69,9 @@ pub(super) struct StoreEntry {
     pub(super) hash: String,
     /// `None`: corrupt.
     pub(super) tools: Option<Vec<ToolDef>>,
+    /// The catalog stored beside the tools (with the revision the server spoke, so a warm
+    /// start skips the probe); none for the entries a scenario starts with.
+    pub(super) catalog: Option<Catalog>,
 }
 
 /// A healthy attempt: what every attempt becomes after the heal.
@@ -123,6 +127,7 @@ impl<'a> World<'a> {
         server: String,
         key: CacheKey,
         tools: Option<Vec<ToolDef>>,
+        catalog: Option<Catalog>,
     ) {
         if let Some(&i) = self.obs.index.get(&server) {
             // Not the answer the manager is waiting for (none is awaited, or it is for
@@ -145,7 +150,7 @@ impl<'a> World<'a> {
                     server,
                     key,
                     tools,
-                    catalog: None,
+                    catalog,
                 },
                 |s| {
                     s.scope = Some(i);
@@ -163,10 +168,15 @@ impl<'a> World<'a> {
             return;
         };
         self.pending_load[i] = Some(key.config_hash.clone());
-        let (tools, stale, corrupt) = match self.store.get(&server) {
-            Some(e) if e.hash == key.config_hash => (e.tools.clone(), false, e.tools.is_none()),
-            Some(_) => (None, true, false),
-            None => (None, false, false),
+        let (tools, catalog, stale, corrupt) = match self.store.get(&server) {
+            Some(e) if e.hash == key.config_hash => (
+                e.tools.clone(),
+                e.tools.as_ref().and(e.catalog.clone()),
+                false,
+                e.tools.is_none(),
+            ),
+            Some(_) => (None, None, true, false),
+            None => (None, None, false, false),
         };
         if stale {
             self.cov.cache_stale += 1;
@@ -182,13 +192,31 @@ impl<'a> World<'a> {
             self.cov.cache_slower_than_gate += 1;
         }
         let at = self.after_ms(lat);
-        self.push(at, Ev::Cache { server, key, tools });
+        if catalog.as_ref().is_some_and(|c| c.handshake.is_some()) {
+            self.cov.cache_handshakes_served += 1;
+        }
+        self.push(
+            at,
+            Ev::Cache {
+                server,
+                key,
+                tools,
+                catalog,
+            },
+        );
     }
 
-    pub(super) fn store_cache(&mut self, server: String, key: CacheKey, tools: Vec<ToolDef>) {
+    pub(super) fn store_cache(
+        &mut self,
+        server: String,
+        key: CacheKey,
+        tools: Vec<ToolDef>,
+        catalog: Catalog,
+    ) {
         let entry = StoreEntry {
             hash: key.config_hash,
             tools: Some(tools),
+            catalog: Some(catalog),
         };
         self.store.insert(server, entry);
     }

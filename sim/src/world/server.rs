@@ -50,6 +50,8 @@ pub(super) enum Tag {
     },
     /// A resources or prompts `list_changed`.
     CatalogChanged,
+    /// A stateless server's `DiscoverResult` to the probe.
+    Discovered,
 }
 
 /// A frame cut short: not JSON, so the codec rejects it.
@@ -60,6 +62,11 @@ impl World<'_> {
     pub(super) fn note_tag(&mut self, conn: ConnId, server: usize, tag: Tag) {
         match tag {
             Tag::None | Tag::RacedOpen => {}
+            Tag::Discovered => {
+                if let Some(p) = self.procs.get_mut(&conn) {
+                    p.era.discovered_delivered = true;
+                }
+            }
             Tag::PeerCancel { id } => self.peer_cancel_delivered(conn, id),
             Tag::CatalogAnswer { id } => self.catalog_delivered(conn, id),
             Tag::CatalogChanged => {
@@ -205,6 +212,7 @@ impl World<'_> {
             p.changed_in_flight += 1;
             self.cov.list_changed_sent += 1;
             let v = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+            let v = self.tag_stream(conn, v);
             self.reply_tagged(conn, 1 + j + k as u64, v, Tag::ListChanged);
             self.catalog_changes(conn, 1 + j + k as u64, flip);
         }
@@ -303,6 +311,9 @@ impl World<'_> {
                 self.reply(conn, 1, r);
             }
             (Some("server/discover"), Some(id)) => self.discover(conn, i, &plan, id),
+            (Some("subscriptions/listen"), Some(id)) if self.sc.servers[i].era.is_modern() => {
+                self.listen(conn, i, id, &v)
+            }
             (Some("initialize"), Some(id)) => {
                 let gate = self.sc.options.gate_ms;
                 let (ms, result) = match plan.init {
@@ -376,7 +387,12 @@ impl World<'_> {
                 self.task_request(conn, &m, id, &v);
             }
             (Some(m), Some(id)) if self.sc.servers[i].catalog && super::catalog::handles(m) => {
-                self.catalog_request(conn, i, m, id, &v)
+                // A stateless server takes input rounds on reads and prompts as on tool calls.
+                let rounds = self.sc.servers[i].era.is_modern()
+                    && matches!(m, "resources/read" | "prompts/get");
+                if !(rounds && self.ask_for_input(conn, &id, &v, frame)) {
+                    self.catalog_request(conn, i, m, id, &v)
+                }
             }
             (Some("ping"), Some(id)) => {
                 let now = self.now;
@@ -417,6 +433,7 @@ impl World<'_> {
                     self.cov.call_timeout_with_cancel += 1;
                 }
                 if let Some(r) = rid {
+                    self.listen_cancelled(conn, r);
                     self.catalog_cancelled(conn, r);
                 }
                 // An abandoned listing: the manager keeps what it had (unknown here).
@@ -599,6 +616,12 @@ impl World<'_> {
                     again[0]["description"] = json!("a second definition, ignored");
                     listed.extend(again);
                     self.cov.duplicate_tools_listed += 1;
+                }
+                // A stateless server also lists a tool whose `x-mcp-header` cannot be mirrored
+                // into a header: the client drops it, so the view never shows it.
+                if self.sc.servers[i].era.is_modern() && k + 1 >= pages {
+                    listed.push(super::era::unmirrorable_tool());
+                    self.cov.unmirrorable_tools_listed += 1;
                 }
                 let mut result = json!({ "tools": listed });
                 let kind = if k + 1 < pages {

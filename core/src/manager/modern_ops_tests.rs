@@ -1,0 +1,381 @@
+//! Operations on a stateless server. Input rounds on reads and prompts: a server that answers
+//! `resources/read` or `prompts/get` with an `InputRequiredResult` gets the inputs and its
+//! state back as written, a missing handler fails the request with a typed error, and the
+//! request's own deadline bounds every round. A log level rides in every request's `_meta`
+//! instead of `logging/setLevel`. Changes are heard on a `subscriptions/listen` stream,
+//! asked again when it ends, and resource subscriptions are changes of its filter.
+
+use super::era_tests::{answer, drain, has_full_meta, open, probing, sent};
+use super::*;
+use crate::catalog::{Operation, OperationOutcome, OperationResult};
+use crate::time::Instant;
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A stateless server with tools, resources and prompts, connected and listed.
+fn connected(o: ManagerOptions) -> (Manager, ConnId) {
+    let caps = json!({"tools": {}, "resources": {}, "prompts": {}, "logging": {}});
+    let (m, conn, _) = connected_with(o, caps);
+    (m, conn)
+}
+
+/// Connected with these capabilities; also the `subscriptions/listen` request, if one went
+/// out (its id and params).
+fn connected_with(o: ManagerOptions, caps: Value) -> (Manager, ConnId, Option<(u64, Value)>) {
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    let discover = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}});
+    let mut pending = sent(&answer(&mut m, 1, conn, discover));
+    let mut listen = None;
+    // Answer every listing until none is left.
+    while let Some((_, id, method, params, _)) = pending.pop() {
+        let result = match method.as_str() {
+            "subscriptions/listen" => {
+                listen = Some((id, params));
+                continue;
+            }
+            "tools/list" => json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
+            "resources/list" => json!({"resources": [{"uri": "sim://s/a", "name": "a"}]}),
+            "resources/templates/list" => json!({"resourceTemplates": []}),
+            "prompts/list" => json!({"prompts": [{"name": "p"}]}),
+            other => panic!("unexpected {other}"),
+        };
+        let more = answer(
+            &mut m,
+            2,
+            conn,
+            json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+        pending.extend(sent(&more));
+    }
+    (m, conn, listen)
+}
+
+fn input_required(id: u64, requests: &str, state: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","inputRequests":{{{requests}}},"requestState":{state}}}}}"#
+    ))
+}
+
+const ELICIT: &str = r#""ok":{"method":"elicitation/create","params":{"message":"sure?","requestedSchema":{"type":"object","properties":{}}}}"#;
+
+fn frame(m: &mut Manager, at: u64, conn: ConnId, frame: Bytes) -> Vec<Output> {
+    m.handle(
+        Instant::from_millis(at),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Frame(frame),
+        },
+    );
+    drain(m)
+}
+
+fn completed(outs: &[Output]) -> Option<OperationOutcome> {
+    outs.iter().find_map(|o| match o {
+        Output::Event(Event::OperationCompleted { outcome, .. }) => Some(outcome.clone()),
+        _ => None,
+    })
+}
+
+fn read(m: &mut Manager, at: u64, timeout: Option<Duration>) -> (u64, Vec<Output>) {
+    m.handle(
+        Instant::from_millis(at),
+        Input::Operation {
+            call: CallId(7),
+            op: Operation::ReadResource {
+                uri: "sim://s/a".into(),
+                server: Some("s".into()),
+            },
+            timeout,
+        },
+    );
+    let outs = drain(m);
+    let id = sent(&outs)
+        .iter()
+        .find(|r| r.2 == "resources/read")
+        .map(|r| r.1)
+        .expect("the read is sent");
+    (id, outs)
+}
+
+#[test]
+fn a_read_that_asks_for_input_is_retried_with_the_answers_and_the_state_as_written() {
+    let mut o = probing();
+    o.client_features.elicitation_form = true;
+    let (mut m, conn) = connected(o);
+    let (first, _) = read(&mut m, 10, None);
+    let state = r#"{"k":"a\u00e9\/b", "n":1}"#;
+    let requests = format!(r#"{ELICIT},"where":{{"method":"roots/list"}}"#);
+    let outs = frame(&mut m, 11, conn, input_required(first, &requests, state));
+    assert!(
+        sent(&outs).is_empty(),
+        "nothing is retried before the input"
+    );
+    assert!(completed(&outs).is_none());
+    let key = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked");
+    m.handle(
+        Instant::from_millis(12),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: crate::protocol::PeerAnswer::Accept { content: None },
+        },
+    );
+    let outs = drain(&mut m);
+    let retry = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::Send { frame, .. } => Some(String::from_utf8(frame.to_vec()).unwrap()),
+            _ => None,
+        })
+        .expect("the read is sent again");
+    assert!(
+        retry.contains(&format!(r#""requestState":{state}"#)),
+        "{retry}"
+    );
+    let v: Value = serde_json::from_str(&retry).unwrap();
+    assert_eq!(v["method"], "resources/read");
+    let second = v["id"].as_u64().unwrap();
+    assert_ne!(second, first);
+    assert_eq!(v["params"]["uri"], "sim://s/a");
+    assert_eq!(v["params"]["inputResponses"]["ok"]["action"], "accept");
+    assert!(v["params"]["inputResponses"]["where"]["roots"].is_array());
+    assert!(has_full_meta(&v["params"]));
+    let done = json!({"jsonrpc": "2.0", "id": second, "result": {
+        "resultType": "complete", "contents": [{"uri": "sim://s/a", "text": "hi"}]}});
+    let outs = answer(&mut m, 13, conn, done);
+    match completed(&outs) {
+        Some(OperationOutcome::Ok(OperationResult::Read(r))) => {
+            assert_eq!(r.contents.len(), 1)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(m.counters().input_retries, 1);
+}
+
+#[test]
+fn a_prompt_that_asks_for_an_input_without_a_handler_fails_with_a_typed_error() {
+    let (mut m, conn) = connected(probing());
+    m.handle(
+        Instant::from_millis(10),
+        Input::Operation {
+            call: CallId(8),
+            op: Operation::GetPrompt {
+                name: "mcp_s_p".into(),
+                arguments: BTreeMap::new(),
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    let req = sent(&outs);
+    let first = req
+        .iter()
+        .find(|r| r.2 == "prompts/get")
+        .expect("the prompt is asked")
+        .1;
+    let outs = frame(&mut m, 11, conn, input_required(first, ELICIT, r#""s""#));
+    match completed(&outs) {
+        Some(OperationOutcome::Err(CallError::InputUnavailable { method, .. })) => {
+            assert_eq!(method, "elicitation/create")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(sent(&outs).is_empty(), "no retry without the input");
+    assert_eq!(m.counters().inputs_unavailable, 1);
+}
+
+#[test]
+fn the_reads_deadline_bounds_its_input_rounds() {
+    let mut o = probing();
+    o.client_features.elicitation_form = true;
+    o.peer_request_timeout = Duration::from_secs(600);
+    let (mut m, conn) = connected(o);
+    let (first, _) = read(&mut m, 10, Some(Duration::from_secs(5)));
+    let outs = frame(&mut m, 11, conn, input_required(first, ELICIT, r#""s""#));
+    assert!(completed(&outs).is_none());
+    m.handle_timeout(Instant::from_millis(5_010));
+    let outs = drain(&mut m);
+    assert!(
+        matches!(
+            completed(&outs),
+            Some(OperationOutcome::Err(CallError::OperationTimeout { .. }))
+        ),
+        "{outs:?}"
+    );
+    assert!(
+        outs.iter()
+            .any(|o| matches!(o, Output::Event(Event::PeerRequestWithdrawn { .. }))),
+        "the input still asked is withdrawn"
+    );
+    assert!(m.operations_in_flight().is_empty());
+}
+
+#[test]
+fn a_log_level_on_a_stateless_server_rides_in_every_requests_meta() {
+    let (mut m, conn) = connected(probing());
+    m.handle(
+        Instant::from_millis(10),
+        Input::Operation {
+            call: CallId(3),
+            op: Operation::SetLogLevel {
+                server: "s".into(),
+                level: crate::catalog::LogLevel::Warning,
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(sent(&outs).is_empty(), "no logging/setLevel: {outs:?}");
+    assert!(matches!(
+        completed(&outs),
+        Some(OperationOutcome::Ok(OperationResult::Done { .. }))
+    ));
+    let (_, outs) = read(&mut m, 11, None);
+    let r = sent(&outs);
+    let params = &r.iter().find(|r| r.2 == "resources/read").unwrap().3;
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/logLevel"], "warning",
+        "{params}"
+    );
+    assert!(has_full_meta(params));
+    let _ = conn;
+}
+
+const LISTING_CAPS: &str =
+    r#"{"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true}}"#;
+
+fn stream_frame(sub: u64, method: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/subscriptionId":{sub}}}}}}}"#
+    ))
+}
+
+#[test]
+fn a_stateless_connection_listens_and_asks_again_when_the_stream_ends() {
+    let caps: Value = serde_json::from_str(LISTING_CAPS).unwrap();
+    let (mut m, conn, listen) = connected_with(probing(), caps);
+    let (sub, params) = listen.expect("a stream is asked for once the server is ready");
+    assert_eq!(params["notifications"]["toolsListChanged"], true);
+    assert_eq!(params["notifications"]["resourcesListChanged"], true);
+    assert!(params["notifications"].get("promptsListChanged").is_none());
+    assert!(has_full_meta(&params));
+    frame(
+        &mut m,
+        10,
+        conn,
+        stream_frame(sub, "notifications/subscriptions/acknowledged"),
+    );
+    // A change announced on the stream is listed again.
+    let outs = frame(
+        &mut m,
+        11,
+        conn,
+        stream_frame(sub, "notifications/tools/list_changed"),
+    );
+    assert!(sent(&outs).iter().any(|r| r.2 == "tools/list"), "{outs:?}");
+    // The server ends the stream: asked again on the ladder's first rung, not at once.
+    let end = json!({"jsonrpc": "2.0", "id": sub, "result": {"resultType": "complete"}});
+    let outs = answer(&mut m, 20, conn, end);
+    assert!(!sent(&outs).iter().any(|r| r.2 == "subscriptions/listen"));
+    m.handle_timeout(Instant::from_millis(519));
+    let early = sent(&drain(&mut m));
+    assert!(
+        !early.iter().any(|r| r.2 == "subscriptions/listen"),
+        "{early:?}"
+    );
+    m.handle_timeout(Instant::from_millis(520));
+    let again = sent(&drain(&mut m));
+    let sub2 = again
+        .iter()
+        .find(|r| r.2 == "subscriptions/listen")
+        .expect("the stream is asked again")
+        .1;
+    assert_ne!(sub2, sub);
+    // Its acknowledgement lists again what a closed stream may have missed.
+    let outs = frame(
+        &mut m,
+        530,
+        conn,
+        stream_frame(sub2, "notifications/subscriptions/acknowledged"),
+    );
+    let relisted: Vec<String> = sent(&outs).into_iter().map(|r| r.2).collect();
+    assert!(
+        relisted.contains(&"resources/list".to_string()),
+        "{relisted:?}"
+    );
+    assert_eq!(m.counters().listens_resent, 1);
+    assert_eq!(m.counters().lists_refetched_after_stream, 1);
+}
+
+#[test]
+fn a_subscription_on_a_stateless_server_changes_the_streams_filter() {
+    let caps: Value = serde_json::from_str(LISTING_CAPS).unwrap();
+    let (mut m, _, listen) = connected_with(probing(), caps);
+    let (sub, _) = listen.unwrap();
+    m.handle(
+        Instant::from_millis(10),
+        Input::Operation {
+            call: CallId(4),
+            op: Operation::Subscribe {
+                uri: "sim://s/a".into(),
+                server: Some("s".into()),
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    let frames: Vec<Value> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send { frame, .. } => serde_json::from_slice(frame).ok(),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        frames.iter().all(|f| f["method"] != "resources/subscribe"),
+        "{frames:?}"
+    );
+    assert!(frames
+        .iter()
+        .any(|f| f["method"] == "notifications/cancelled" && f["params"]["requestId"] == sub));
+    let listen = frames
+        .iter()
+        .find(|f| f["method"] == "subscriptions/listen")
+        .expect("the stream is asked again with the new filter");
+    assert_eq!(
+        listen["params"]["notifications"]["resourceSubscriptions"],
+        json!(["sim://s/a"])
+    );
+    assert!(matches!(
+        completed(&outs),
+        Some(OperationOutcome::Ok(OperationResult::Done { .. }))
+    ));
+}
+
+#[test]
+fn a_refused_stream_is_not_asked_again() {
+    let caps: Value = serde_json::from_str(LISTING_CAPS).unwrap();
+    let (mut m, conn, listen) = connected_with(probing(), caps);
+    let (sub, _) = listen.unwrap();
+    let refused = json!({"jsonrpc": "2.0", "id": sub,
+        "error": {"code": -32601, "message": "Method not found"}});
+    answer(&mut m, 10, conn, refused);
+    assert_eq!(m.counters().listens_refused, 1);
+    m.handle_timeout(Instant::from_millis(60_000));
+    let later = sent(&drain(&mut m));
+    assert!(
+        !later.iter().any(|r| r.2 == "subscriptions/listen"),
+        "{later:?}"
+    );
+}
