@@ -180,7 +180,13 @@ impl Manager {
         }
     }
 
-    fn send_probe(&mut self, conn: ConnId, server: &str, version: &'static str, retried: bool) {
+    pub(super) fn send_probe(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        version: &'static str,
+        retried: bool,
+    ) {
         self.counters.probes_sent += 1;
         // The probe itself speaks the stateless revision: mark the wire first so it carries
         // the `_meta` and headers (its id is filled in once issued).
