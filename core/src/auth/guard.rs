@@ -3,7 +3,7 @@
 //! from sending the user through the browser forever.
 
 use super::challenge::Challenge;
-use super::types::{AuthError, Credentials};
+use super::types::{AuthError, Credentials, Grant};
 
 /// Step-ups (`403 insufficient_scope`, a new authorization with more scopes) per refused
 /// request chain, at most.
@@ -103,9 +103,10 @@ impl Guard {
     }
 
     /// Whether `creds` should be refreshed before the next request at `now` (seconds since
-    /// the Unix epoch): it can be, and it expires within [`REFRESH_MARGIN_SECS`].
+    /// the Unix epoch): it can be without a person (a refresh token, or the
+    /// client-credentials grant), and it expires within [`REFRESH_MARGIN_SECS`].
     pub fn should_refresh(creds: &Credentials, now: u64) -> bool {
-        creds.refresh_token.is_some()
+        (creds.refresh_token.is_some() || creds.grant == Grant::ClientCredentials)
             && creds
                 .expires_at
                 .is_some_and(|at| at <= now.saturating_add(REFRESH_MARGIN_SECS))

@@ -6,6 +6,7 @@
 //! refused meanwhile are retried with its result instead of starting their own.
 
 mod loopback;
+mod signing;
 mod store;
 
 pub use loopback::{AuthorizationHandler, AuthorizationSession, LoopbackAuthorizer};
@@ -19,8 +20,8 @@ use http::{HeaderName, HeaderValue, Method};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use switchboard_core::auth::{
-    parse_www_authenticate, AuthError, AuthSettings, Credentials, Entropy, Flow, Guard, HttpMethod,
-    HttpRequest, HttpResponse, Reaction, Step,
+    parse_www_authenticate, AuthError, AuthSettings, Credentials, Entropy, Flow, Grant, Guard,
+    HttpMethod, HttpRequest, HttpResponse, Reaction, Step,
 };
 use switchboard_core::config::OAuthConfig;
 
@@ -244,7 +245,7 @@ impl AuthLayer {
     pub async fn login(&self) -> Result<(), AuthError> {
         let _flow = self.flows.lock().await;
         let session = self.begin().await?;
-        if session.is_none() {
+        if session.is_none() && self.oauth.grant == Grant::AuthorizationCode {
             return Err(AuthError::NeedsLogin);
         }
         let settings = self.settings(session.as_deref());
@@ -261,6 +262,10 @@ impl AuthLayer {
     }
 
     async fn begin(&self) -> Result<Option<Box<dyn AuthorizationSession>>, AuthError> {
+        if self.oauth.grant == Grant::ClientCredentials {
+            // Nobody to send anywhere: no redirect listener.
+            return Ok(None);
+        }
         match &self.ctx.handler {
             None => Ok(None),
             Some(h) => h
@@ -275,15 +280,23 @@ impl AuthLayer {
     }
 
     fn settings(&self, session: Option<&dyn AuthorizationSession>) -> AuthSettings {
+        let mut pre_registered = self.oauth.client.clone();
+        if let (Some(p), Some(key)) = (&mut pre_registered, &self.oauth.private_key) {
+            if p.signing_algorithm.is_none() {
+                // The key's kind names the algorithm when the config does not.
+                p.signing_algorithm = signing::algorithm_of(key);
+            }
+        }
         AuthSettings {
             server_url: self.url.clone(),
             redirect_uri: session.map(|s| s.redirect_uri()).unwrap_or_default(),
             client_name: "switchboard".into(),
-            pre_registered: self.oauth.client.clone(),
+            pre_registered,
             client_metadata_url: self.oauth.client_metadata_url.clone(),
             scopes: self.oauth.scopes.clone(),
             auth_server_metadata_url: self.oauth.auth_server_metadata_url.clone(),
             interactive: session.is_some(),
+            grant: self.oauth.grant,
         }
     }
 
@@ -307,6 +320,15 @@ impl AuthLayer {
                     }
                     let resp = self.fetch(&req).await;
                     flow.on_response(resp)
+                }
+                Step::Sign { algorithm, input } => {
+                    let key = self.oauth.private_key.clone();
+                    let signature = blocking::unblock(move || match key {
+                        Some(key) => signing::sign(&key, algorithm, input.as_bytes()),
+                        None => Err("no private key configured (oauth.privateKey)".to_string()),
+                    })
+                    .await;
+                    flow.on_signature(signature)
                 }
                 Step::Authorize { url } => {
                     let Some(s) = session.take() else {
