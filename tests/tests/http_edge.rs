@@ -597,7 +597,6 @@ fn a_broken_response_stream_is_resumed_with_last_event_id_after_the_retry_delay(
 }
 
 #[test]
-#[ignore = "known defect: since the server/discover probe, a 401 to the probe falls back to initialize and ends as Unauthorized instead of NeedsLogin"]
 fn unauthorized_without_credentials_needs_login_and_never_waits() {
     let server = EdgeServer::start(Arc::new(|_req: &Req| Reply::Full {
         status: 401,
