@@ -7,6 +7,7 @@ mod sim_prop;
 mod sim_snapshots;
 mod support;
 
+mod auth_peers;
 mod bounds;
 mod catalog_traces;
 mod cli;
