@@ -30,11 +30,15 @@ mod types;
 mod url;
 
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod tests;
 
 pub use challenge::{parse_www_authenticate, Challenge};
 pub use flow::{Flow, Step};
-pub use guard::{Guard, Reaction, MAX_REAUTHORIZATIONS, MAX_STEP_UPS, REFRESH_MARGIN_SECS};
+pub use guard::{
+    Guard, GuardCounters, Reaction, MAX_REAUTHORIZATIONS, MAX_STEP_UPS, REFRESH_MARGIN_SECS,
+};
 pub use metadata::{
     authorization_server_metadata_urls, protected_resource_metadata_urls, resource_matches,
     AuthServerMetadata, ResourceMetadata,

@@ -731,6 +731,8 @@ fn guard_refreshes_then_reauthorizes_then_gives_up() {
     ));
     // A refusal of credentials replaced since is just retried.
     assert_eq!(g.refused(401, &none, 1, Some(&c)), Reaction::Retry);
+    // The give-up ended that chain: the next request's refusal starts a new one.
+    assert_eq!(g.refused(401, &none, 2, Some(&c)), Reaction::Refresh);
     g.accepted();
     assert_eq!(g.refused(401, &none, 2, Some(&c)), Reaction::Refresh);
     assert_eq!(
@@ -744,8 +746,8 @@ fn guard_refreshes_then_reauthorizes_then_gives_up() {
 
 proptest! {
     /// However a server refuses (any mix of 401, 403 and insufficient_scope, any age of the
-    /// credentials sent), one refusal chain runs at most 1 refresh, 1 re-authorization and
-    /// MAX_STEP_UPS step-ups before giving up.
+    /// credentials sent), one refusal chain (until it is given up) runs at most 1 refresh,
+    /// 1 re-authorization and MAX_STEP_UPS step-ups.
     #[test]
     fn refusal_storms_are_bounded(
         refusals in proptest::collection::vec((prop_oneof![Just(401u16), Just(403u16)], any::<bool>(), any::<bool>(), any::<bool>()), 1..60)
@@ -761,7 +763,11 @@ proptest! {
                 Reaction::Refresh => { refreshes += 1; g.installed(); }
                 Reaction::Authorize { step_up: true } => { step_ups += 1; g.installed(); }
                 Reaction::Authorize { step_up: false } => { authorizations += 1; g.installed(); }
-                Reaction::GiveUp(_) => {}
+                Reaction::GiveUp(_) => {
+                    // The chain ended; the next refusal starts another.
+                    prop_assert!(refreshes <= 1 && authorizations <= MAX_REAUTHORIZATIONS && step_ups <= MAX_STEP_UPS);
+                    (refreshes, authorizations, step_ups) = (0, 0, 0);
+                }
             }
             prop_assert!(refreshes <= 1 && authorizations <= MAX_REAUTHORIZATIONS && step_ups <= MAX_STEP_UPS);
         }

@@ -191,6 +191,12 @@ impl AuthLayer {
         self.lock().guard.generation()
     }
 
+    /// What this server's guard decided so far (refusals, retries, refreshes,
+    /// authorizations, step-ups, give-ups).
+    pub fn counters(&self) -> switchboard_core::auth::GuardCounters {
+        self.lock().guard.counters()
+    }
+
     /// A request was accepted: a refusal chain is over.
     pub fn accepted(&self) {
         self.lock().guard.accepted();
