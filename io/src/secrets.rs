@@ -122,9 +122,26 @@ impl SecretCache {
             let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
             values.entry(command.to_string()).or_default().clone()
         };
-        cell.get_or_try_init(|| run_secret_command(command, self.timeout, &self.registry))
+        cell.get_or_try_init(|| run_secret_command(command, &[], self.timeout, &self.registry))
             .await
             .cloned()
+    }
+
+    /// Forgets the value of `command`, so the next resolution runs it again (after the server
+    /// refused what it printed: a token that expired, a password manager that relocked).
+    pub fn forget(&self, command: &str) {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        values.remove(command);
+    }
+
+    /// Runs `command` now, uncached, with `env` added to its environment: its trimmed stdout
+    /// (at most 64 KiB), with this cache's timeout and process registry.
+    pub async fn run_uncached(
+        &self,
+        command: &str,
+        env: &[(&str, &str)],
+    ) -> Result<String, String> {
+        run_secret_command(command, env, self.timeout, &self.registry).await
     }
 
     /// A config value: `!cmd` runs `cmd`, `!!x` is the literal `!x`, anything else is itself.
@@ -215,12 +232,16 @@ fn with_bearer(
 
 async fn run_secret_command(
     command: &str,
+    env: &[(&str, &str)],
     limit: Duration,
     registry: &ProcessRegistry,
 ) -> Result<String, String> {
     let fail = |why: String| format!("secret command \"{command}\" failed: {why}");
     let mut std_cmd = std::process::Command::new("sh");
     std_cmd.arg("-c").arg(command);
+    for (k, v) in env {
+        std_cmd.env(k, v);
+    }
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;

@@ -8,6 +8,7 @@ mod sim_snapshots;
 mod support;
 
 mod auth_peers;
+mod auth_sources;
 mod bounds;
 mod catalog_traces;
 mod cli;

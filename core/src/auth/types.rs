@@ -425,6 +425,13 @@ pub enum AuthError {
         /// Why, in the shell's words.
         reason: String,
     },
+    /// A command that makes headers (`headersHelper`, a `!command` value) failed when run
+    /// again after a refusal; never quotes what it printed.
+    #[error("{reason}")]
+    HeaderCommand {
+        /// Why, in the shell's words.
+        reason: String,
+    },
     /// The flow was fed an input it was not waiting for.
     #[error("the authorization flow is not waiting for that")]
     Unexpected,

@@ -18,6 +18,7 @@
 //! config hash; deny-list filters; and the merge of sources by precedence.
 
 mod codex;
+mod credentials;
 mod document;
 mod entry;
 mod expand;

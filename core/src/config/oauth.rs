@@ -69,8 +69,11 @@ fn string(obj: &serde_json::Map<String, Value>, names: &[&str]) -> Result<Option
 /// The `oauth` settings of `config`; `None` when it has none, an error naming the field when
 /// one has the wrong type.
 pub fn oauth_config(config: &ServerConfig) -> Result<Option<OAuthConfig>, String> {
-    let Some(v) = config.extra.get("oauth").filter(|v| !v.is_null()) else {
-        return Ok(None);
+    let v = match config.extra.get("oauth").filter(|v| !v.is_null()) {
+        // opencode: `"oauth": false` turns OAuth off.
+        Some(Value::Bool(false)) => return Ok(None),
+        Some(v) => v,
+        None => return cursor_auth(config),
     };
     let Some(obj) = v.as_object() else {
         return Err("\"oauth\" must be an object".into());
@@ -175,6 +178,48 @@ pub fn oauth_config(config: &ServerConfig) -> Result<Option<OAuthConfig>, String
     }))
 }
 
+/// Cursor's static OAuth client: `auth: { CLIENT_ID, CLIENT_SECRET, scopes }` (upper-case
+/// keys as Cursor writes them). An `auth` section without `CLIENT_ID` is not Cursor's and is
+/// left to the embedder's credential provider.
+fn cursor_auth(config: &ServerConfig) -> Result<Option<OAuthConfig>, String> {
+    let Some(obj) = config
+        .auth
+        .as_ref()
+        .and_then(Value::as_object)
+        .filter(|o| o.contains_key("CLIENT_ID"))
+    else {
+        return Ok(None);
+    };
+    let text = |k: &str| match obj.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("\"auth.{k}\" must be a string")),
+    };
+    let client_id = text("CLIENT_ID")?.unwrap_or_default();
+    let client_secret = text("CLIENT_SECRET")?;
+    let scopes = match obj.get("scopes") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(
+            items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or("\"auth.scopes\" must be a list of strings")?,
+        ),
+        Some(_) => return Err("\"auth.scopes\" must be a list of strings".into()),
+    };
+    Ok(Some(OAuthConfig {
+        client: Some(PreRegistered {
+            client_id,
+            client_secret,
+            auth_method: None,
+            signing_algorithm: None,
+        }),
+        scopes,
+        ..OAuthConfig::default()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +246,27 @@ mod tests {
         assert_eq!(c.scopes, Some(vec!["a".into(), "b".into()]));
         assert_eq!(oauth_config(&ServerConfig::default()), Ok(None));
         assert_eq!(c.grant, Grant::AuthorizationCode);
+    }
+
+    #[test]
+    fn cursor_auth_and_opencode_off() {
+        let mut c = ServerConfig {
+            auth: Some(
+                serde_json::json!({"CLIENT_ID": "cid", "CLIENT_SECRET": "cs", "scopes": ["read", "write"]}),
+            ),
+            ..ServerConfig::default()
+        };
+        let o = oauth_config(&c).unwrap().unwrap();
+        let client = o.client.unwrap();
+        assert_eq!(
+            (client.client_id.as_str(), client.client_secret.as_deref()),
+            ("cid", Some("cs"))
+        );
+        assert_eq!(o.scopes, Some(vec!["read".into(), "write".into()]));
+        // Another shape of `auth` is the embedder's business.
+        c.auth = Some(serde_json::json!({"token": "x"}));
+        assert_eq!(oauth_config(&c), Ok(None));
+        assert_eq!(oauth_config(&with(serde_json::json!(false))), Ok(None));
     }
 
     #[test]

@@ -7,9 +7,11 @@
 
 mod loopback;
 mod signing;
+mod sources;
 mod store;
 
 pub use loopback::{AuthorizationHandler, AuthorizationSession, LoopbackAuthorizer};
+pub use sources::HeaderSources;
 pub use store::{StoreError, TokenStore};
 
 use crate::http::client::{HttpClient, Url};
@@ -56,6 +58,12 @@ struct State {
     creds: Option<Credentials>,
     guard: Guard,
     loaded: bool,
+    /// Headers from the header sources (helper, `!command` values run again).
+    made: Vec<(String, String)>,
+    /// The helper ran for the first request.
+    made_loaded: bool,
+    /// The header sources ran again in this refusal chain.
+    remade: bool,
 }
 
 /// The authorization state of one HTTP server.
@@ -65,6 +73,7 @@ pub struct AuthLayer {
     oauth: OAuthConfig,
     ctx: AuthContext,
     client: HttpClient,
+    sources: HeaderSources,
     state: Mutex<State>,
     /// One flow at a time.
     flows: async_lock::Mutex<()>,
@@ -103,6 +112,18 @@ fn entropy() -> Result<Entropy, AuthError> {
 impl AuthLayer {
     /// The layer of `server` at `url`.
     pub fn new(server: &str, url: &str, oauth: OAuthConfig, ctx: AuthContext) -> Arc<Self> {
+        Self::with_sources(server, url, oauth, ctx, HeaderSources::default())
+    }
+
+    /// The layer of `server` at `url`, whose headers also come from `sources` (run again
+    /// after a `401`, before any OAuth reaction).
+    pub fn with_sources(
+        server: &str,
+        url: &str,
+        oauth: OAuthConfig,
+        ctx: AuthContext,
+        sources: HeaderSources,
+    ) -> Arc<Self> {
         Arc::new(AuthLayer {
             server: server.to_string(),
             url: url.to_string(),
@@ -111,10 +132,14 @@ impl AuthLayer {
             // No idle connections kept: the flow's requests are minutes apart around the
             // browser, longer than servers keep an idle connection open.
             client: HttpClient::new(Duration::from_secs(10), 0, 4),
+            sources,
             state: Mutex::new(State {
                 creds: None,
                 guard: Guard::default(),
                 loaded: false,
+                made: Vec::new(),
+                made_loaded: false,
+                remade: false,
             }),
             flows: async_lock::Mutex::new(()),
         })
@@ -127,6 +152,17 @@ impl AuthLayer {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The headers to send now besides the configured ones (which they replace): those
+    /// the header sources made, then `Authorization` from the OAuth credentials, if any.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        let st = self.lock();
+        let mut out = st.made.clone();
+        if let Some(c) = &st.creds {
+            out.push(("authorization".into(), format!("Bearer {}", c.access_token)));
+        }
+        out
     }
 
     /// The `Authorization` header value to send now, if there are credentials.
@@ -142,6 +178,20 @@ impl AuthLayer {
     /// [`refused`](Self::refused)). Errors here are not fatal: the request goes out with what
     /// there is and the server's answer decides.
     pub async fn ready(&self) -> u64 {
+        if self.sources.helper.is_some() && !self.lock().made_loaded {
+            let _flow = self.flows.lock().await;
+            if !self.lock().made_loaded {
+                let made = self.sources.helper_headers(&self.server, &self.url).await;
+                let mut st = self.lock();
+                st.made_loaded = true;
+                match made {
+                    Ok(h) => st.made = h,
+                    Err(e) => {
+                        tracing::warn!(target: "switchboard::auth", server = %self.server, "{e}")
+                    }
+                }
+            }
+        }
         if !self.lock().loaded {
             let _flow = self.flows.lock().await;
             if !self.lock().loaded {
@@ -199,7 +249,9 @@ impl AuthLayer {
 
     /// A request was accepted: a refusal chain is over.
     pub fn accepted(&self) {
-        self.lock().guard.accepted();
+        let mut st = self.lock();
+        st.guard.accepted();
+        st.remade = false;
     }
 
     /// The server refused a request sent with credentials of generation `sent`: refresh,
@@ -214,6 +266,34 @@ impl AuthLayer {
             .map(parse_www_authenticate)
             .unwrap_or_default();
         let _flow = self.flows.lock().await;
+        // Headers made by commands go stale (a token that expired): a `401` first runs
+        // them again, once per refusal chain, before any OAuth reaction.
+        if status == 401 && !self.sources.is_empty() {
+            let again = {
+                let mut st = self.lock();
+                if sent < st.guard.generation() {
+                    return Ok(());
+                }
+                !std::mem::replace(&mut st.remade, true)
+            };
+            if again {
+                let mut made = self
+                    .sources
+                    .rerun_commands()
+                    .await
+                    .map_err(|reason| AuthError::HeaderCommand { reason })?;
+                made.extend(
+                    self.sources
+                        .helper_headers(&self.server, &self.url)
+                        .await
+                        .map_err(|reason| AuthError::HeaderCommand { reason })?,
+                );
+                let mut st = self.lock();
+                st.made = made;
+                st.guard.installed();
+                return Ok(());
+            }
+        }
         let (reaction, creds) = {
             let mut st = self.lock();
             let creds = st.creds.clone();
