@@ -7,13 +7,18 @@ use crate::http_edge::{streamable_handler, EdgeServer, Reply, Req, Streamable};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use switchboard::core::config::{ServerConfig, ServerSpec};
-use switchboard::Builder;
+use switchboard::{Builder, CredentialFuture, CredentialProvider};
 
 /// A server that accepts only requests whose `x-token` is `2`.
 fn wants_second_token() -> EdgeServer {
+    wants("x-token", "2")
+}
+
+/// A server that accepts only requests whose `header` is `value`.
+fn wants(header: &'static str, value: &'static str) -> EdgeServer {
     let inner = streamable_handler(Arc::new(Mutex::new(Streamable::default())));
     EdgeServer::start(Arc::new(move |req: &Req| {
-        if req.header("x-token") == Some("2") {
+        if req.header(header) == Some(value) {
             inner(req)
         } else {
             Reply::Full {
@@ -92,4 +97,56 @@ fn headers_helper_output_becomes_headers_and_runs_again_after_a_401() {
         sb.shutdown().await;
     });
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Hands out `old` until asked again after a refusal, then `new`.
+struct Rotating {
+    asked_after_refusal: std::sync::atomic::AtomicUsize,
+}
+
+impl CredentialProvider for Rotating {
+    fn bearer_token<'a>(
+        &'a self,
+        _server: &'a str,
+        _auth: &'a serde_json::Value,
+        refused: bool,
+    ) -> CredentialFuture<'a> {
+        Box::pin(async move {
+            if refused {
+                self.asked_after_refusal
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                // A provider may take its time (a refresh round trip).
+                smol::Timer::after(std::time::Duration::from_millis(10)).await;
+                Ok(Some("new".to_string()))
+            } else {
+                Ok(Some("old".to_string()))
+            }
+        })
+    }
+}
+
+#[test]
+fn the_credential_provider_is_asked_again_after_a_401() {
+    let server = wants("authorization", "Bearer new");
+    let provider = Arc::new(Rotating {
+        asked_after_refusal: Default::default(),
+    });
+    smol::block_on(async {
+        let mut config = ServerConfig::http(server.url());
+        config.auth = Some(serde_json::json!({"kind": "oauth"}));
+        let (sb, report) = Builder::servers(vec![ServerSpec::new("prov", config)])
+            .no_cache()
+            .credential_provider(provider.clone())
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["prov"], "{report:?}");
+        assert_eq!(
+            provider
+                .asked_after_refusal
+                .load(std::sync::atomic::Ordering::SeqCst),
+            1
+        );
+        sb.shutdown().await;
+    });
 }

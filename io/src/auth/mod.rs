@@ -288,6 +288,12 @@ impl AuthLayer {
                         .await
                         .map_err(|reason| AuthError::HeaderCommand { reason })?,
                 );
+                made.extend(
+                    self.sources
+                        .provider_headers(&self.server)
+                        .await
+                        .map_err(|reason| AuthError::HeaderCommand { reason })?,
+                );
                 let mut st = self.lock();
                 st.made = made;
                 st.guard.installed();

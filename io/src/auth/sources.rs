@@ -6,7 +6,8 @@
 //! is forgotten and the command runs again. Outputs are bounded (64 KiB, 64 headers) and
 //! never logged or quoted in an error.
 
-use crate::secrets::SecretCache;
+use crate::secrets::{CredentialProvider, SecretCache};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The most headers a helper may set.
@@ -21,6 +22,9 @@ pub struct HeaderSources {
     pub commands: Vec<(String, String)>,
     /// Runs the commands (the process-wide cache of `!command` values).
     pub cache: Option<Arc<SecretCache>>,
+    /// The embedder's credential provider and the server's `auth` section, asked again for a
+    /// token after a refusal.
+    pub provider: Option<(Arc<dyn CredentialProvider>, Value)>,
 }
 
 impl std::fmt::Debug for HeaderSources {
@@ -28,6 +32,7 @@ impl std::fmt::Debug for HeaderSources {
         f.debug_struct("HeaderSources")
             .field("helper", &self.helper.is_some())
             .field("commands", &self.commands.len())
+            .field("provider", &self.provider.is_some())
             .finish()
     }
 }
@@ -35,7 +40,24 @@ impl std::fmt::Debug for HeaderSources {
 impl HeaderSources {
     /// Whether there is anything to run again after a refusal.
     pub fn is_empty(&self) -> bool {
-        self.helper.is_none() && self.commands.is_empty()
+        self.helper.is_none() && self.commands.is_empty() && self.provider.is_none()
+    }
+
+    /// The provider's new token after a refusal, as an `Authorization` header.
+    pub(super) async fn provider_headers(
+        &self,
+        server: &str,
+    ) -> Result<Vec<(String, String)>, String> {
+        let Some((provider, auth)) = &self.provider else {
+            return Ok(Vec::new());
+        };
+        match provider.bearer_token(server, auth, true).await {
+            Ok(Some(token)) => Ok(vec![("authorization".into(), format!("Bearer {token}"))]),
+            Ok(None) => Ok(Vec::new()),
+            Err(e) => Err(format!(
+                "credential provider failed for server \"{server}\": {e}"
+            )),
+        }
     }
 
     /// The helper's headers, run now (`Ok(empty)` without a helper).
@@ -134,6 +156,7 @@ mod tests {
                     format!("echo x >> {0}; wc -l < {0}", counter.display()),
                 )],
                 cache: Some(Arc::new(SecretCache::new())),
+                provider: None,
             };
             assert_eq!(
                 sources.helper_headers("s1", "http://h/mcp").await.unwrap(),

@@ -188,6 +188,11 @@ impl Driver {
                 .filter_map(|(k, v)| Some((k.clone(), v.strip_prefix('!')?.to_string())))
                 .collect(),
             cache: Some(self.secrets.clone()),
+            provider: self
+                .cfg
+                .credentials
+                .clone()
+                .zip(self.auth.get(server).cloned()),
         };
         let layer = crate::auth::AuthLayer::with_sources(
             server,
