@@ -369,6 +369,10 @@ fn watch_json_shows_a_crashed_server_reconnected_and_its_tools_back() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn status_and_call_work_against_the_reference_typescript_server() {
     if !crate::demo_server::peers_enabled("cli against server-everything") {
         return;

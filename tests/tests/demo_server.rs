@@ -511,6 +511,10 @@ fn run_peer_check(program: &str, script: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn demo_server_passes_the_typescript_sdk_client_check() {
     if !peers_enabled("demo_server_passes_the_typescript_sdk_client_check") {
         return;
@@ -525,6 +529,10 @@ fn demo_server_passes_the_typescript_sdk_client_check() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn demo_server_passes_the_python_sdk_client_check() {
     if !peers_enabled("demo_server_passes_the_python_sdk_client_check") {
         return;

@@ -141,6 +141,10 @@ fn sse_spec(name: &str, url: String) -> ServerSpec {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn streamable_http_against_server_everything_lists_calls_and_cancels() {
     if !peers_enabled("streamable_http_against_server_everything") {
         return;
@@ -194,6 +198,10 @@ fn streamable_http_against_server_everything_lists_calls_and_cancels() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn legacy_sse_against_server_everything_lists_and_calls() {
     if !peers_enabled("legacy_sse_against_server_everything") {
         return;
@@ -277,6 +285,10 @@ fn legacy_sse_against_server_everything_lists_and_calls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn streamable_http_against_fastmcp_calls_and_cancels() {
     if !peers_enabled("streamable_http_against_fastmcp") {
         return;

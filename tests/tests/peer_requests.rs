@@ -56,6 +56,10 @@ fn text(result: &Value) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn server_everything_elicitation_is_accepted_with_the_forms_defaults() {
     if !peers_enabled("server_everything_elicitation") {
         return;
@@ -82,6 +86,10 @@ fn server_everything_elicitation_is_accepted_with_the_forms_defaults() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn server_everything_sampling_is_answered_by_the_sampling_command() {
     if !peers_enabled("server_everything_sampling") {
         return;
@@ -100,6 +108,10 @@ fn server_everything_sampling_is_answered_by_the_sampling_command() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn server_everything_lists_the_project_directory_as_the_root() {
     if !peers_enabled("server_everything_roots") {
         return;
@@ -114,6 +126,10 @@ fn server_everything_lists_the_project_directory_as_the_root() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn library_handlers_answer_server_everything_and_set_roots_reaches_it() {
     if !peers_enabled("library_handlers_answer_server_everything") {
         return;

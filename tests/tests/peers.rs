@@ -67,6 +67,10 @@ fn fastmcp() -> ServerSpec {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn server_everything_over_stdio_lists_tools_echoes_and_cancels_a_long_call() {
     if !peers_enabled("server_everything_over_stdio") {
         return;
@@ -123,6 +127,10 @@ fn server_everything_over_stdio_lists_tools_echoes_and_cancels_a_long_call() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn fastmcp_python_server_over_stdio_lists_and_calls() {
     if !peers_enabled("fastmcp_python_server_over_stdio") {
         return;
@@ -160,6 +168,10 @@ fn fastmcp_python_server_over_stdio_lists_and_calls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn server_everything_over_stdio_lists_reads_gets_completes_and_subscribes() {
     if !peers_enabled("server_everything_catalog") {
         return;

@@ -78,6 +78,10 @@ fn check_modern(spec: ServerSpec) {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn ts_sdk_v2_server_rejecting_legacy_clients_connects_over_stdio_with_2026_07_28() {
     if !peers_enabled("ts_sdk_v2_stdio") {
         return;
@@ -90,6 +94,10 @@ fn ts_sdk_v2_server_rejecting_legacy_clients_connects_over_stdio_with_2026_07_28
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn ts_sdk_v2_server_rejecting_legacy_clients_connects_over_streamable_http_with_2026_07_28() {
     if !peers_enabled("ts_sdk_v2_http") {
         return;
@@ -120,6 +128,10 @@ fn ts_sdk_v2_server_rejecting_legacy_clients_connects_over_streamable_http_with_
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn ts_sdk_v2_server_that_serves_legacy_clients_too_is_spoken_to_in_2026_07_28() {
     if !peers_enabled("ts_sdk_v2_stdio_both") {
         return;

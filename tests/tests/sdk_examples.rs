@@ -46,6 +46,10 @@ async fn start(spec: ServerSpec, form: serde_json::Value) -> Switchboard {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn elicitation_form_example_registers_a_user_from_the_embedders_form() {
     if !peers_enabled("elicitation_form_example") {
         return;
@@ -67,6 +71,10 @@ fn elicitation_form_example_registers_a_user_from_the_embedders_form() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn tool_with_sample_server_summarizes_through_the_embedders_sampling() {
     if !peers_enabled("tool_with_sample_server") {
         return;
@@ -93,6 +101,10 @@ fn tool_with_sample_server_summarizes_through_the_embedders_sampling() {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn simple_task_interactive_runs_tools_as_tasks_that_ask_the_embedder() {
     if !peers_enabled("simple_task_interactive") {
         return;

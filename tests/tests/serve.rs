@@ -407,6 +407,10 @@ fn http_with_a_bearer_token_refuses_requests_without_it() {
 /// server-everything and server-memory behind `serve`, as the official TypeScript SDK client
 /// sees them over stdio and over HTTP: every tool listed and called (tests/peers/check_serve.mjs).
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn the_typescript_sdk_client_lists_and_calls_every_tool_through_serve() {
     if !crate::http_peers::peers_enabled("serve_with_the_typescript_sdk") {
         return;

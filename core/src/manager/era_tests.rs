@@ -176,6 +176,37 @@ fn any_error_to_the_probe_means_legacy_and_initialize_follows_on_the_same_connec
 }
 
 #[test]
+fn refused_credentials_on_the_probe_end_the_attempt_as_needs_login_and_close_it() {
+    // An HTTP server that wants a login refuses the probe before it refuses anything else:
+    // falling back to `initialize` would only be refused again, so the attempt ends with
+    // the typed `NeedsLogin`, and the transport (still open) is closed by the core.
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    m.handle(
+        Instant::from_millis(1),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Unauthorized {
+                id: Some(id),
+                error: crate::auth::AuthError::NeedsLogin,
+            },
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(!sent(&outs).iter().any(|r| r.2 == "initialize"), "{outs:?}");
+    assert!(
+        outs.iter()
+            .any(|o| matches!(o, Output::CloseTransport { conn: c, .. } if *c == conn)),
+        "{outs:?}"
+    );
+    let err = m.server_state("s").unwrap().last_error.unwrap();
+    assert_eq!(err.kind, ServerErrorKind::NeedsLogin);
+    assert!(err.message.contains("switchboard login s"), "{err}");
+    assert_eq!(m.counters().probes_legacy, 0);
+}
+
+#[test]
 fn a_silent_stdio_server_is_taken_for_legacy_once_the_probe_times_out() {
     let mut m = Manager::new(probing(), Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);

@@ -266,26 +266,49 @@ impl Manager {
                 self.on_request_failed(conn, &server, id, error)
             }
             TransportEvent::SessionRenewed => self.on_session_renewed(&server),
+            // A refusal while the attempt's revision is still probed is the attempt's, like a
+            // refused `initialize` (falling back to `initialize` would only be refused again):
+            // the transport is still open, so the core closes it.
+            TransportEvent::Unauthorized {
+                id: Some(id),
+                error,
+            } if self.servers.get(&server).is_some_and(|s| s.era.is_none()) => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.tracker.complete(id);
+                }
+                self.counters.requests_failed_by_transport += 1;
+                let error = Self::refusal(&server, error);
+                self.fail_server(&server, error, true);
+            }
+            // A refused request of an established connection fails that request only (a
+            // step-up the user did not grant).
             TransportEvent::Unauthorized {
                 id: Some(id),
                 error,
             } => {
                 self.on_request_failed(conn, &server, id, format!("authorization failed: {error}"))
             }
+            // The transport ended the attempt itself: nothing can be sent without logging in.
             TransportEvent::Unauthorized { id: None, error } => {
-                let kind = if error == crate::auth::AuthError::NeedsLogin {
-                    ServerErrorKind::NeedsLogin
-                } else {
-                    ServerErrorKind::Unauthorized
-                };
-                let message = match kind {
-                    ServerErrorKind::NeedsLogin => {
-                        format!("needs login: run `switchboard login {server}`")
-                    }
-                    _ => format!("authorization failed: {error}"),
-                };
+                let error = Self::refusal(&server, error);
+                let (kind, message) = (error.kind, error.message);
                 self.transport_gone(conn, &server, kind, message);
             }
+        }
+    }
+
+    /// The attempt's error for refused credentials: `needs login` names the command to run.
+    fn refusal(server: &str, error: crate::auth::AuthError) -> ServerError {
+        if error == crate::auth::AuthError::NeedsLogin {
+            ServerError::new(
+                ServerErrorKind::NeedsLogin,
+                format!("needs login: run `switchboard login {server}`"),
+            )
+        } else {
+            ServerError::new(
+                ServerErrorKind::Unauthorized,
+                format!("authorization failed: {error}"),
+            )
         }
     }
 
