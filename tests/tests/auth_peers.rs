@@ -36,6 +36,10 @@ fn text(o: &Output) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn sdk_oauth_example_login_then_tools_and_the_token_is_never_printed() {
     if !peers_enabled("sdk_oauth_example") {
         return;
