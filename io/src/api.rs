@@ -240,6 +240,14 @@ impl Builder {
         self
     }
 
+    /// Start stdio servers with only [`MINIMAL_ENV`](crate::MINIMAL_ENV) of this
+    /// process's environment plus each config's own `env` (default: `false`, they inherit
+    /// all of it).
+    pub fn minimal_env(mut self, on: bool) -> Self {
+        self.stdio.minimal_env = on;
+        self
+    }
+
     /// Variables for `${VAR}` expansion (default: the process environment).
     pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
         self.env = Some(env);
@@ -408,7 +416,11 @@ impl Builder {
             // embedder pins a seed (tests, replays), each process draws its own.
             options.seed = entropy_seed();
         }
+        let explicit_env = self.env.is_some();
         options.env = self.env.unwrap_or_else(|| std::env::vars().collect());
+        if let (true, ServerSource::Discover(o)) = (explicit_env, &mut self.source) {
+            o.env = options.env.clone();
+        }
         let cache = if self.no_cache {
             None
         } else {
@@ -425,6 +437,12 @@ impl Builder {
                 (d.servers.clone(), Some(d))
             }
         };
+        if let Some(d) = &discovery {
+            // `${input:id}` answers and `${file:…}` contents the translated configs name.
+            options
+                .env
+                .extend(d.variables.0.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         let config = discovery.as_ref().map(config_report).unwrap_or_default();
         let registry = ProcessRegistry::new();
         let clock = Clock::new();

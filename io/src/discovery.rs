@@ -6,12 +6,14 @@
 //! module only knows where the files are. A missing file is skipped silently; a file that
 //! cannot be read or parsed is one error entry and everything else still loads.
 
+use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use switchboard_core::config::{
-    codex_project_trust, gemini_folder_trust, merge, parse_claude_json, parse_claude_settings,
-    parse_document, Approvals, Approved, AwaitingApproval, ClaudeSettings, ConfigError, DenyList,
-    FilterOptions, ParsedDocument, ServerSpec, Shadowed, Skipped, Source, SourceError, SourceLevel,
+    codex_project_trust, gemini_folder_trust, interpolate, merge, parse_claude_json,
+    parse_claude_settings, parse_document_as, Approvals, Approved, AwaitingApproval,
+    ClaudeSettings, ConfigError, ConfigWarning, DenyList, Dialect, FilterOptions, InputSpec,
+    InterpolationContext, ParsedDocument, ServerSpec, Shadowed, Skipped, SourceError, SourceLevel,
     SourceMeta,
 };
 
@@ -39,6 +41,13 @@ pub struct DiscoveryOptions {
     pub trust_project: bool,
     /// Switchboard's approvals file ([`TrustStore`](crate::TrustStore)); `None` reads none.
     pub trust_store: Option<PathBuf>,
+    /// The environment: where some clients' files are (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
+    /// `COPILOT_HOME`, `XDG_CONFIG_HOME`, `CLINE_*`), and what each client's variables
+    /// expand to (an unset or empty one is a warning).
+    pub env: BTreeMap<String, String>,
+    /// Answers to VS Code `${input:id}` prompts, by id. A server whose input has no answer
+    /// is an error, and its input is listed in [`Discovered::inputs_needed`].
+    pub inputs: BTreeMap<String, String>,
 }
 
 impl DiscoveryOptions {
@@ -57,6 +66,8 @@ impl DiscoveryOptions {
             deny: DenyList::default(),
             trust_project: false,
             trust_store: crate::TrustStore::default_path(),
+            env: std::env::vars().collect(),
+            inputs: BTreeMap::new(),
         }
     }
 }
@@ -92,14 +103,28 @@ pub struct Discovered {
     pub awaiting: Vec<AwaitingApproval>,
     /// The project-level servers in `servers`, with what approved each.
     pub approved: Vec<Approved>,
+    /// Every file looked at, found or not, in priority order.
+    pub looked_at: Vec<LookedAt>,
+    /// What is not applied as written: variables that expand to nothing or are kept as
+    /// written, fields read but not applied.
+    pub warnings: Vec<ConfigWarning>,
+    /// VS Code `inputs` that servers need and [`DiscoveryOptions::inputs`] does not answer.
+    pub inputs_needed: Vec<InputSpec>,
+    /// The values the manager's variables must hold besides the environment (see
+    /// [`Variables`]): the library adds them; an embedder that builds with
+    /// `Builder::servers` adds them to `Builder::env`.
+    pub variables: Variables,
 }
 
 /// How a candidate file is parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
-    Document,
-    /// Claude Code's `~/.claude.json`: user servers plus per-project ("local") servers.
-    ClaudeJson,
+    Document(Dialect),
+    /// Claude Code's `~/.claude.json`, its `projects["<dir>"].mcpServers` ("local" scope,
+    /// which wins over `.mcp.json`) and its project's approval keys.
+    ClaudeLocal,
+    /// Claude Code's `~/.claude.json`, its top-level `mcpServers` ("user" scope).
+    ClaudeUser,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,67 +135,222 @@ struct Candidate {
     shape: Shape,
 }
 
-/// The files discovery looks at, highest priority first.
+/// A file discovery looked at, whether or not it was there.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LookedAt {
+    /// Where it looked.
+    pub source: SourceMeta,
+    /// The file exists (it may still have failed to read or parse: see the errors).
+    pub found: bool,
+}
+
+/// The variables the manager needs besides the environment: answers to `${input:id}`
+/// (`input:<id>`) and the text of `${file:…}` files (`file:<path>`). Their values are never
+/// shown.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Variables(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for Variables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+/// The directory of VS Code's user settings (`mcp.json`, `settings.json`, and extensions'
+/// `globalStorage`).
+fn vscode_user_dir(home: &Path) -> PathBuf {
+    if cfg!(target_os = "macos") {
+        home.join("Library/Application Support/Code/User")
+    } else if cfg!(windows) {
+        home.join("AppData/Roaming/Code/User")
+    } else {
+        home.join(".config/Code/User")
+    }
+}
+
+/// The files discovery looks at, highest priority first: per client its project file, then
+/// its user file, and the clients in the order of the README's precedence table.
 ///
 /// `~/.claude.json` is user level, including its `projects["<dir>"].mcpServers` (Claude's
 /// "local" scope): those entries were written by the user on this machine, not checked into
 /// the repository, so switching project configs off (a guard against untrusted repositories)
-/// does not drop them. Within the file the project entries come first, as in Claude Code.
+/// does not drop them. As in Claude Code, local entries win over `.mcp.json`, which wins over
+/// the user entries.
 fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     if !opts.explicit_files.is_empty() {
         return opts
             .explicit_files
             .iter()
-            .map(|path| {
+            .flat_map(|path| {
                 let claude = path.file_name().is_some_and(|n| n == ".claude.json");
-                Candidate {
+                let shapes = if claude {
+                    vec![Shape::ClaudeLocal, Shape::ClaudeUser]
+                } else {
+                    vec![Shape::Document(Dialect::from_path(&path.to_string_lossy()))]
+                };
+                shapes.into_iter().map(move |shape| Candidate {
                     path: path.clone(),
                     provider: if claude { "claude-code" } else { "switchboard" },
                     level: SourceLevel::User,
-                    shape: if claude {
-                        Shape::ClaudeJson
-                    } else {
-                        Shape::Document
-                    },
-                }
+                    shape,
+                })
             })
             .collect();
     }
     use SourceLevel::{Project, User};
-    let project = |rel: &str, provider| Some((opts.project_dir.join(rel), provider, Project));
-    let home = |rel: &str, provider| {
-        opts.home_dir
-            .as_ref()
-            .map(|h| (h.join(rel), provider, User))
+    let env = |name: &str| {
+        opts.env
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     };
-    [
-        project(".switchboard/mcp.json", "switchboard"),
-        home(".config/switchboard/mcp.json", "switchboard"),
-        project(".mcp.json", "claude-code"),
-        home(".claude.json", "claude-code"),
-        project(".codex/config.toml", "codex"),
-        home(".codex/config.toml", "codex"),
-        project(".gemini/settings.json", "gemini"),
-        home(".gemini/settings.json", "gemini"),
-        project(".cursor/mcp.json", "cursor"),
-        home(".cursor/mcp.json", "cursor"),
-        home(".codeium/windsurf/mcp_config.json", "windsurf"),
-        project(".vscode/mcp.json", "vscode"),
-    ]
-    .into_iter()
-    .flatten()
-    .filter(|(_, _, level)| *level == User || opts.project_configs)
-    .map(|(path, provider, level)| Candidate {
-        shape: if path.ends_with(".claude.json") {
-            Shape::ClaudeJson
+    let mut list: Vec<(PathBuf, &'static str, SourceLevel, Shape)> = Vec::new();
+    let json = Shape::Document(Dialect::Json);
+    let p = |rel: &str| opts.project_dir.join(rel);
+    list.push((p(".switchboard/mcp.json"), "switchboard", Project, json));
+    let home = opts.home_dir.clone();
+    let h = |rel: &str| home.as_ref().map(|h| h.join(rel));
+    let config_home = env("XDG_CONFIG_HOME").or_else(|| h(".config"));
+    if let Some(path) = h(".config/switchboard/mcp.json") {
+        list.push((path, "switchboard", User, json));
+    }
+    // Claude Code: `$CLAUDE_CONFIG_DIR/.claude.json` replaces `~/.claude.json`.
+    let claude_json = env("CLAUDE_CONFIG_DIR")
+        .map(|d| d.join(".claude.json"))
+        .or_else(|| h(".claude.json"));
+    if let Some(path) = &claude_json {
+        list.push((path.clone(), "claude-code", User, Shape::ClaudeLocal));
+    }
+    list.push((p(".mcp.json"), "claude-code", Project, json));
+    if let Some(path) = claude_json {
+        list.push((path, "claude-code", User, Shape::ClaudeUser));
+    }
+    let toml = Shape::Document(Dialect::Toml);
+    list.push((p(".codex/config.toml"), "codex", Project, toml));
+    if let Some(dir) = env("CODEX_HOME").or_else(|| h(".codex")) {
+        list.push((dir.join("config.toml"), "codex", User, toml));
+    }
+    let gemini = Shape::Document(Dialect::Gemini);
+    list.push((p(".gemini/settings.json"), "gemini", Project, gemini));
+    if let Some(path) = h(".gemini/settings.json") {
+        list.push((path, "gemini", User, gemini));
+    }
+    list.push((p(".cursor/mcp.json"), "cursor", Project, json));
+    if let Some(path) = h(".cursor/mcp.json") {
+        list.push((path, "cursor", User, json));
+    }
+    for rel in [
+        ".codeium/windsurf/mcp_config.json",
+        ".codeium/mcp_config.json",
+    ] {
+        if let Some(path) = h(rel) {
+            list.push((path, "windsurf", User, json));
+        }
+    }
+    list.push((p(".vscode/mcp.json"), "vscode", Project, json));
+    let vscode = home.as_deref().map(vscode_user_dir);
+    if let Some(dir) = &vscode {
+        list.push((dir.join("mcp.json"), "vscode", User, json));
+        let settings = Shape::Document(Dialect::VsCodeSettings);
+        list.push((dir.join("settings.json"), "vscode", User, settings));
+    }
+    // GitHub Copilot's portable file (its project file is `.mcp.json`, read above).
+    if let Some(dir) = env("COPILOT_HOME").or_else(|| h(".copilot")) {
+        list.push((dir.join("mcp-config.json"), "copilot", User, json));
+    }
+    if let Some(home) = &home {
+        let desktop = if cfg!(target_os = "macos") {
+            home.join("Library/Application Support/Claude/claude_desktop_config.json")
+        } else if cfg!(windows) {
+            home.join("AppData/Roaming/Claude/claude_desktop_config.json")
         } else {
-            Shape::Document
-        },
-        path,
-        provider,
-        level,
-    })
-    .collect()
+            config_home
+                .clone()
+                .unwrap_or_else(|| home.join(".config"))
+                .join("Claude/claude_desktop_config.json")
+        };
+        list.push((desktop, "claude-desktop", User, json));
+    }
+    let zed = Shape::Document(Dialect::Zed);
+    list.push((p(".zed/settings.json"), "zed", Project, zed));
+    if let Some(dir) = &config_home {
+        list.push((dir.join("zed/settings.json"), "zed", User, zed));
+    }
+    let opencode = Shape::Document(Dialect::Opencode);
+    for name in ["opencode.jsonc", "opencode.json"] {
+        list.push((p(name), "opencode", Project, opencode));
+    }
+    if let Some(dir) = &config_home {
+        for name in ["opencode/opencode.jsonc", "opencode/opencode.json"] {
+            list.push((dir.join(name), "opencode", User, opencode));
+        }
+    }
+    let roo = Shape::Document(Dialect::Roo);
+    list.push((p(".roo/mcp.json"), "roo", Project, roo));
+    if let Some(dir) = &vscode {
+        let rel = "globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json";
+        list.push((dir.join(rel), "roo", User, roo));
+    }
+    let cline = Shape::Document(Dialect::Cline);
+    let cline_file = env("CLINE_MCP_SETTINGS_PATH")
+        .or_else(|| env("CLINE_DATA_DIR").map(|d| d.join("settings/cline_mcp_settings.json")))
+        .or_else(|| env("CLINE_DIR").map(|d| d.join("data/settings/cline_mcp_settings.json")))
+        .or_else(|| h(".cline/data/settings/cline_mcp_settings.json"));
+    if let Some(path) = cline_file {
+        list.push((path, "cline", User, cline));
+    }
+    if let Some(dir) = &vscode {
+        let rel = "globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json";
+        list.push((dir.join(rel), "cline", User, cline));
+    }
+    list.push((p(".air/mcp.json"), "jetbrains", Project, json));
+    if let Some(dir) = &config_home {
+        let goose = Shape::Document(Dialect::Goose);
+        list.push((dir.join("goose/config.yaml"), "goose", User, goose));
+    }
+    // Continue: the project's block files (YAML, or JSON in other clients' shape), then
+    // the user's `config.yaml`.
+    let continue_yaml = Shape::Document(Dialect::Continue);
+    for path in continue_blocks(&opts.project_dir.join(".continue/mcpServers")) {
+        let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+        let shape = if yaml { continue_yaml } else { json };
+        list.push((path, "continue", Project, shape));
+    }
+    if let Some(path) = h(".continue/config.yaml") {
+        list.push((path, "continue", User, continue_yaml));
+    }
+    list.into_iter()
+        .filter(|(_, _, level, _)| *level == User || opts.project_configs)
+        .map(|(path, provider, level, shape)| Candidate {
+            path,
+            provider,
+            level,
+            shape,
+        })
+        .collect()
+}
+
+/// The most block files read from one `.continue/mcpServers` folder.
+const MAX_CONTINUE_BLOCKS: usize = 64;
+
+/// Continue's block files in `dir` (`*.yaml`, `*.yml`, `*.json`), by name; at most
+/// [`MAX_CONTINUE_BLOCKS`].
+fn continue_blocks(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        })
+        .take(MAX_CONTINUE_BLOCKS * 4)
+        .collect();
+    files.sort();
+    files.truncate(MAX_CONTINUE_BLOCKS);
+    files
 }
 
 /// Find, read, parse and merge every config file (see [`DiscoveryOptions`] for the order).
@@ -214,11 +394,25 @@ pub fn discover(opts: &DiscoveryOptions) -> Discovered {
     }
 }
 
+/// The largest `envFile` or `${file:…}` file read (1 MiB).
+pub const MAX_VARIABLE_FILE_BYTES: u64 = 1024 * 1024;
+
 fn discover_files(opts: &DiscoveryOptions) -> Discovered {
     let explicit = !opts.explicit_files.is_empty();
     let project_key = opts.project_key();
     let mut found = Discovered::default();
     let mut sources = Vec::new();
+    let mut ctx = InterpolationContext {
+        env: opts.env.clone(),
+        workspace: Some(project_key.clone()),
+        home: opts
+            .home_dir
+            .as_ref()
+            .map(|h| h.to_string_lossy().into_owned()),
+        inputs: opts.inputs.clone(),
+        files: BTreeMap::new(),
+    };
+    let mut inputs_needed: BTreeMap<String, InputSpec> = BTreeMap::new();
     // `~/.claude.json`'s entry for this project: approvals the user gave in Claude Code.
     let mut claude_project = ClaudeSettings::default();
     for candidate in candidates(opts) {
@@ -227,7 +421,12 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
             level: candidate.level,
             path: candidate.path.to_string_lossy().into_owned(),
         };
-        let text = match read(&candidate.path, explicit) {
+        let text = read(&candidate.path, explicit);
+        found.looked_at.push(LookedAt {
+            source: meta.clone(),
+            found: !matches!(text, Ok(None)),
+        });
+        let text = match text {
             Ok(Some(text)) => text,
             Ok(None) => continue,
             Err(message) => {
@@ -241,28 +440,54 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
                 continue;
             }
         };
-        found.files_read.push(candidate.path.clone());
-        let parsed: Result<Vec<ParsedDocument>, ConfigError> = match candidate.shape {
-            Shape::Document => parse_document(&meta.path, &text).map(|doc| vec![doc]),
-            Shape::ClaudeJson => {
+        if !found.files_read.contains(&candidate.path) {
+            found.files_read.push(candidate.path.clone());
+        }
+        let parsed: Result<ParsedDocument, ConfigError> = match candidate.shape {
+            Shape::Document(dialect) => parse_document_as(&meta.path, &text, dialect),
+            Shape::ClaudeLocal => {
                 parse_claude_json(&meta.path, &text, Some(&project_key)).map(|claude| {
                     claude_project = claude.project_settings;
-                    vec![claude.project, claude.user]
+                    claude.project
                 })
             }
+            // Its syntax errors are reported with its local part.
+            Shape::ClaudeUser => match parse_claude_json(&meta.path, &text, None) {
+                Ok(claude) => Ok(claude.user),
+                Err(_) => continue,
+            },
         };
-        match parsed {
-            Ok(docs) => {
-                for doc in docs {
-                    sources.push(Source::from_document(meta.clone(), doc));
-                }
+        let doc = match parsed {
+            Ok(doc) => doc,
+            Err(error) => {
+                found.errors.push(SourceError {
+                    source: meta,
+                    error,
+                });
+                continue;
             }
-            Err(error) => found.errors.push(SourceError {
-                source: meta,
-                error,
-            }),
+        };
+        let mut done = interpolate(meta.clone(), doc.clone(), &ctx);
+        if !done.files_needed.is_empty() {
+            // `envFile` and `${file:…}`: read, bounded, then translate again with them.
+            for path in &done.files_needed {
+                let text =
+                    match crate::files::read_regular(Path::new(path), MAX_VARIABLE_FILE_BYTES) {
+                        Ok(bytes) => String::from_utf8(bytes).map_err(|_| "not valid UTF-8".into()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                ctx.files.insert(path.clone(), text);
+            }
+            done = interpolate(meta, doc, &ctx);
         }
+        found.warnings.extend(done.warnings);
+        found.variables.0.extend(done.variables);
+        for input in done.inputs_needed {
+            inputs_needed.entry(input.id.clone()).or_insert(input);
+        }
+        sources.push(done.source);
     }
+    found.inputs_needed = inputs_needed.into_values().collect();
     let approvals = if explicit || !opts.project_configs {
         // Every source is user level: nothing to approve.
         Approvals::default()
@@ -283,6 +508,21 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
     found.errors.extend(merged.errors);
     found.awaiting = merged.awaiting;
     found.approved = merged.approved;
+    // Warnings about entries that do not run (shadowed, skipped) would only distract.
+    let running: std::collections::BTreeSet<(&str, &str)> = found
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.source.path.as_str()))
+        .chain(
+            found
+                .awaiting
+                .iter()
+                .map(|a| (a.server.as_str(), a.source.path.as_str())),
+        )
+        .collect();
+    found
+        .warnings
+        .retain(|w| running.contains(&(w.server.as_str(), w.source.path.as_str())));
     found
 }
 
@@ -366,7 +606,12 @@ fn approvals(
         }
     }
     if let Some(home) = &opts.home_dir {
-        let codex = home.join(".codex/config.toml");
+        let codex = opts
+            .env
+            .get("CODEX_HOME")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| home.join(".codex"), PathBuf::from)
+            .join("config.toml");
         // Already read as a config source; read again for its `projects` table.
         if let Ok(Some(text)) = read(&codex, false) {
             // A syntax error is already reported with its servers.

@@ -82,7 +82,9 @@ mod units;
 
 pub use api::{Builder, Error, QueueOptions, ServerSource, Switchboard};
 pub use call::{Call, CallOptions};
-pub use discovery::{discover, Discovered, DiscoveryOptions};
+pub use discovery::{
+    discover, Discovered, DiscoveryOptions, LookedAt, Variables, MAX_VARIABLE_FILE_BYTES,
+};
 pub use driver::link::Progress;
 pub use events::{Events, RecvError, EVENT_QUEUE_LEN};
 pub use http::HttpOptions;
@@ -93,7 +95,7 @@ pub use peer::{
 pub use rt::TaskFuture;
 pub use schema::JsonSchemaValidator;
 pub use secrets::{CredentialFuture, CredentialProvider};
-pub use stdio::StdioOptions;
+pub use stdio::{StdioOptions, MINIMAL_ENV};
 pub use switchboard_core::config::{DenyList, ServerConfig, ServerSpec, TransportConfig};
 pub use switchboard_core::manager::{
     CallError, CallId, CallOutcome, ConnId, Era, Event, Level, ManagerOptions, OutputProblem,

@@ -43,6 +43,8 @@ fn options(d: &Dirs) -> DiscoveryOptions {
         deny: DenyList::default(),
         trust_project: true,
         trust_store: Some(d.home.join(".local/share/switchboard/trust.json")),
+        env: Default::default(),
+        inputs: Default::default(),
     }
 }
 
@@ -110,6 +112,7 @@ fn every_client_format_is_found_in_home_and_project() {
         ".vscode/mcp.json",
         "{\n  // comment\n  \"inputs\": [],\n  \"servers\": {\"vscode\": {\"type\": \"stdio\", \"command\": \"v\", \"envFile\": \".env\"},},\n}\n",
     );
+    write(&d.project, ".env", "FROM_ENV_FILE=1\n");
 
     let found = discover(&options(&d));
     assert_eq!(found.errors, []);
@@ -127,7 +130,7 @@ fn every_client_format_is_found_in_home_and_project() {
             s("cursor-project", "cursor", Project, Stdio),
             s("cursor-user", "cursor", User, Http),
             s("gemini-project", "gemini", Project, Http),
-            s("gemini-user", "gemini", User, Sse),
+            s("gemini-user", "gemini", User, Http),
             s("sb-project", "switchboard", Project, Stdio),
             s("sb-user", "switchboard", User, Stdio),
             s("vscode", "vscode", Project, Stdio),
@@ -341,12 +344,20 @@ fn explicit_files_replace_discovery() {
 #[test]
 fn missing_files_and_home_are_silently_skipped() {
     let d = dirs();
-    let found = discover(&options(&d));
+    let mut found = discover(&options(&d));
+    // Every place is looked at, and nothing is there.
+    assert!(found.looked_at.len() > 20 && found.looked_at.iter().all(|l| !l.found));
+    found.looked_at.clear();
     assert_eq!(found, Discovered::default());
-    let found = discover(&DiscoveryOptions {
+    let mut found = discover(&DiscoveryOptions {
         home_dir: None,
         ..options(&d)
     });
+    assert!(found
+        .looked_at
+        .iter()
+        .all(|l| l.source.level == SourceLevel::Project));
+    found.looked_at.clear();
     assert_eq!(found, Discovered::default());
 }
 

@@ -80,10 +80,6 @@ fn ms(d: Duration) -> f64 {
 }
 
 #[test]
-#[cfg_attr(
-    not(peers),
-    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
-)]
 #[ignore = "benchmark: run by hand, see BENCHMARKS.md"]
 fn http_bench_sequential_and_concurrent_calls() {
     if !peers_enabled("http_bench") {

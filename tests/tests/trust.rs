@@ -53,6 +53,8 @@ fn options(d: &Dirs) -> DiscoveryOptions {
         deny: DenyList::default(),
         trust_project: false,
         trust_store: Some(store_path(d)),
+        env: Default::default(),
+        inputs: Default::default(),
     }
 }
 

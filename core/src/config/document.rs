@@ -23,6 +23,25 @@ pub enum Dialect {
     Gemini,
     /// Codex's TOML: `[mcp_servers.<name>]` tables.
     Toml,
+    /// Cline: a `url` without `type` is the SSE transport; `streamableHttp` is Streamable
+    /// HTTP.
+    Cline,
+    /// Roo Code: a `url` requires `type` (`sse` or `streamable-http`).
+    Roo,
+    /// Zed's `settings.json`: servers under `context_servers`; an older `command` object
+    /// (`{path, args, env}`) is read too.
+    Zed,
+    /// opencode: servers under `mcp` (or `mcp.servers`), `type` `local` (with `command` an
+    /// argv array and `environment`) or `remote`.
+    Opencode,
+    /// VS Code's user `settings.json` before its `mcp.json`: servers under `mcp.servers`.
+    VsCodeSettings,
+    /// goose's YAML `config.yaml`: servers under `extensions`, `type` `stdio` (`cmd`,
+    /// `args`, `envs`, `env_keys`) or `streamable_http` (`uri`, `headers`).
+    Goose,
+    /// Continue's YAML (`config.yaml` and `.continue/mcpServers/*.yaml`): `mcpServers` is a
+    /// list of entries, each with its `name`.
+    Continue,
 }
 
 impl Dialect {
@@ -30,8 +49,15 @@ impl Dialect {
     /// `.gemini` folder is Gemini, anything else is JSON.
     pub fn from_path(path: &str) -> Dialect {
         let normalized = path.replace('\\', "/");
-        if normalized.to_ascii_lowercase().ends_with(".toml") {
+        let lower = normalized.to_ascii_lowercase();
+        if lower.ends_with(".toml") {
             Dialect::Toml
+        } else if lower.ends_with(".yaml") || lower.ends_with(".yml") {
+            if normalized.contains("/goose/") {
+                Dialect::Goose
+            } else {
+                Dialect::Continue
+            }
         } else if normalized.ends_with(".gemini/settings.json") {
             Dialect::Gemini
         } else {
@@ -49,6 +75,8 @@ pub struct ParsedDocument {
     pub servers: Vec<(String, ServerConfig)>,
     /// One error per entry that did not parse, naming it.
     pub errors: Vec<ConfigError>,
+    /// VS Code's `inputs`: the values `${input:id}` asks a person for.
+    pub inputs: Vec<super::InputSpec>,
 }
 
 /// Parse a config document in the dialect its path implies ([`Dialect::from_path`]).
@@ -72,17 +100,108 @@ pub fn parse_document_as(
         Some(root) => root,
         None => return Ok(ParsedDocument::default()),
     };
-    let key = match dialect {
-        Dialect::Toml => "mcp_servers",
-        Dialect::Json | Dialect::Gemini => {
-            if root.contains_key("mcpServers") || !root.contains_key("servers") {
-                "mcpServers"
-            } else {
-                "servers"
+    let mut doc = match dialect {
+        Dialect::Toml => {
+            parse_servers_value(path, root.get("mcp_servers"), "mcp_servers", dialect)?
+        }
+        Dialect::Zed => parse_servers_value(
+            path,
+            root.get("context_servers"),
+            "context_servers",
+            dialect,
+        )?,
+        Dialect::Goose => parse_servers_value(path, root.get("extensions"), "extensions", dialect)?,
+        Dialect::Continue => match root.get("mcpServers") {
+            // A list of entries named by their `name`.
+            Some(Value::Array(items)) => {
+                let mut map = serde_json::Map::new();
+                let mut doc = ParsedDocument::default();
+                for (i, item) in items.iter().enumerate() {
+                    // Continue's names are for people ("Browser search"): a character a
+                    // server name cannot hold becomes `-`.
+                    let name = item.get("name").and_then(Value::as_str).map(|n| {
+                        n.chars()
+                            .map(|c| {
+                                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                                    c
+                                } else {
+                                    '-'
+                                }
+                            })
+                            .collect::<String>()
+                    });
+                    match name.as_deref() {
+                        Some(name) if !map.contains_key(name) => {
+                            map.insert(name.to_string(), item.clone());
+                        }
+                        Some(name) => doc.errors.push(ConfigError::server(
+                            name,
+                            "a second entry of this name in \"mcpServers\"",
+                        )),
+                        None => doc.errors.push(ConfigError::server(
+                            &format!("mcpServers[{i}]"),
+                            "the entry has no \"name\"",
+                        )),
+                    }
+                }
+                let map = Value::Object(map);
+                let parsed = parse_servers_value(path, Some(&map), "mcpServers", dialect)?;
+                doc.servers = parsed.servers;
+                doc.errors.extend(parsed.errors);
+                doc
+            }
+            other => parse_servers_value(path, other, "mcpServers", dialect)?,
+        },
+        Dialect::Opencode | Dialect::VsCodeSettings => {
+            let mcp = root.get("mcp");
+            // opencode's newer shape and VS Code's settings keep servers under
+            // `mcp.servers`; opencode's first one directly under `mcp`.
+            let nested = mcp
+                .and_then(|m| m.get("servers"))
+                .filter(|s| dialect == Dialect::VsCodeSettings || is_server_map(s));
+            match nested {
+                Some(servers) => parse_servers_value(path, Some(servers), "mcp.servers", dialect)?,
+                None if dialect == Dialect::Opencode => {
+                    parse_servers_value(path, mcp, "mcp", dialect)?
+                }
+                None => ParsedDocument::default(),
             }
         }
+        Dialect::Json | Dialect::Gemini | Dialect::Cline | Dialect::Roo => {
+            // Both keys are read when both are present (`mcpServers` wins a name clash).
+            let mut doc = parse_servers_value(path, root.get("mcpServers"), "mcpServers", dialect)?;
+            let servers = parse_servers_value(path, root.get("servers"), "servers", dialect)?;
+            for (name, config) in servers.servers {
+                if !doc.servers.iter().any(|(n, _)| *n == name) {
+                    doc.servers.push((name, config));
+                }
+            }
+            doc.errors.extend(servers.errors);
+            doc
+        }
     };
-    parse_servers_value(path, root.get(key), key, dialect)
+    let inputs = match dialect {
+        Dialect::VsCodeSettings => root.get("mcp").and_then(|m| m.get("inputs")),
+        _ => root.get("inputs"),
+    };
+    if let Some(Value::Array(inputs)) = inputs {
+        doc.inputs = inputs
+            .iter()
+            .filter_map(|i| serde_json::from_value(i.clone()).ok())
+            .collect();
+    }
+    Ok(doc)
+}
+
+/// Whether `value` is an object of server objects (opencode's `mcp.servers`), rather than a
+/// server named `servers`.
+fn is_server_map(value: &Value) -> bool {
+    value.as_object().is_some_and(|m| {
+        !m.contains_key("type")
+            && !m.contains_key("command")
+            && !m.contains_key("url")
+            && m.values().all(Value::is_object)
+    })
 }
 
 /// What Claude Code's `~/.claude.json` holds for one project directory.
@@ -151,7 +270,8 @@ fn parse_root(
     }
     match dialect {
         Dialect::Toml => parse_toml_root(path, text).map(Some),
-        Dialect::Json | Dialect::Gemini => {
+        Dialect::Goose | Dialect::Continue => super::yaml::parse_yaml_root(path, text),
+        _ => {
             let cleaned = strip_jsonc(text);
             let value: Value = serde_json::from_str(&cleaned).map_err(|e| {
                 // serde_json's Display appends " at line L column C"; we report those as fields.

@@ -24,6 +24,7 @@ pub(super) fn parse_entry(
         )));
     };
     let mut rest = obj.clone();
+    reshape(dialect, &mut rest).map_err(&err)?;
     let mut config = ServerConfig {
         kind: take_string(&mut rest, "type").map_err(&err)?,
         command: take_string(&mut rest, "command").map_err(&err)?,
@@ -65,13 +66,24 @@ pub(super) fn parse_entry(
         }
         None => {}
     }
-    // Gemini: `httpUrl` is Streamable HTTP and wins over `url`, which means SSE there.
+    // Gemini: `httpUrl` is Streamable HTTP and wins over `url`; a `url` without `type` is
+    // Streamable HTTP with the SSE fallback, as Gemini CLI tries it.
     if dialect == Dialect::Gemini {
         if let Some(url) = take_string(&mut rest, "httpUrl").map_err(&err)? {
             config.url = Some(url);
             config.kind.get_or_insert_with(|| "http".into());
-        } else if config.url.is_some() && config.command.is_none() {
-            config.kind.get_or_insert_with(|| "sse".into());
+        }
+    }
+    // Cline: a `url` without `type` is SSE. Roo Code: an error.
+    if config.url.is_some() && config.kind.is_none() && config.command.is_none() {
+        match dialect {
+            Dialect::Cline => config.kind = Some("sse".into()),
+            Dialect::Roo => {
+                return Err(err(
+                    "a \"url\" requires \"type\": \"sse\" or \"streamable-http\"".into(),
+                ))
+            }
+            _ => {}
         }
     }
     if config.url.is_none() {
@@ -97,12 +109,127 @@ pub(super) fn parse_entry(
         other => other,
     }
     .map_err(&err)?;
+    if rest.contains_key("tcp") && config.command.is_none() && config.url.is_none() {
+        return Err(err(
+            "the \"tcp\" (WebSocket) transport is not supported".into()
+        ));
+    }
     config.extra = rest.into_iter().collect();
     Ok(config)
 }
 
 /// The fields of an entry not read yet.
 type Fields = serde_json::Map<String, Value>;
+
+/// A client's own shape of an entry, into the common one: opencode's `type` `local` with an
+/// argv `command` and `environment` (or `remote`), Zed's older `command` object and its
+/// `source` tag, goose-style `cmd`, Cline's legacy `transportType`.
+fn reshape(dialect: Dialect, rest: &mut Fields) -> Result<(), String> {
+    match dialect {
+        Dialect::Opencode => {
+            match rest.get("type").and_then(Value::as_str) {
+                Some("local") => {
+                    rest.remove("type");
+                    if let Some(Value::Array(argv)) = rest.remove("command") {
+                        let mut argv = argv.into_iter();
+                        if let Some(first) = argv.next() {
+                            rest.insert("command".into(), first);
+                        }
+                        rest.insert("args".into(), Value::Array(argv.collect()));
+                    }
+                }
+                Some("remote") => {
+                    rest.insert("type".into(), Value::String("http".into()));
+                }
+                _ => {}
+            }
+            if let Some(env) = rest.remove("environment") {
+                rest.insert("env".into(), env);
+            }
+            // Version 2's `timeout` is an object of three limits.
+            if rest.get("timeout").is_some_and(Value::is_object) {
+                let t = rest.remove("timeout").unwrap_or_default();
+                rest.insert("timeout (object)".into(), t);
+            }
+        }
+        Dialect::Zed => {
+            if let Some(Value::Object(cmd)) = rest.get("command").cloned() {
+                rest.remove("command");
+                for (from, to) in [("path", "command"), ("args", "args"), ("env", "env")] {
+                    if let Some(v) = cmd.get(from) {
+                        rest.insert(to.into(), v.clone());
+                    }
+                }
+            }
+            if rest.get("source").and_then(Value::as_str) == Some("custom") {
+                rest.remove("source");
+            }
+            // Its unit changed between versions (milliseconds, then seconds): not applied.
+            if let Some(t) = rest.remove("timeout") {
+                rest.insert("timeout (unit differs between Zed versions)".into(), t);
+            }
+        }
+        Dialect::Goose => {
+            match rest.get("type").and_then(Value::as_str) {
+                Some("stdio") => {
+                    rest.remove("type");
+                }
+                Some("streamable_http") => {
+                    rest.insert("type".into(), Value::String("http".into()));
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "goose's \"{other}\" extensions run inside goose, not as an MCP \
+                         server Switchboard can start"
+                    ))
+                }
+                None => {}
+            }
+            for (from, to) in [("cmd", "command"), ("uri", "url"), ("envs", "env")] {
+                if let Some(v) = rest.remove(from) {
+                    rest.insert(to.into(), v);
+                }
+            }
+            // `env_keys`: names looked up in the environment, like Codex's `env_vars`.
+            if let Some(keys) = rest.remove("env_keys") {
+                rest.insert("env_vars".into(), keys);
+            }
+            // An empty list means every tool.
+            match rest.remove("available_tools") {
+                Some(Value::Array(a)) if !a.is_empty() => {
+                    rest.insert("enabled_tools".into(), Value::Array(a));
+                }
+                _ => {}
+            }
+            // Names and descriptions for goose's own menus.
+            for key in ["name", "display_name", "description", "bundled"] {
+                rest.remove(key);
+            }
+        }
+        Dialect::Continue => {
+            rest.remove("name");
+            if let Some(Value::Object(mut options)) = rest.remove("requestOptions") {
+                if let Some(headers) = options.remove("headers") {
+                    rest.insert("headers".into(), headers);
+                }
+                if !options.is_empty() {
+                    rest.insert("requestOptions".into(), Value::Object(options));
+                }
+            }
+        }
+        Dialect::Cline if !rest.contains_key("type") => {
+            if let Some(t) = rest.remove("transportType") {
+                let t = match t.as_str() {
+                    Some("http") => Value::String("streamableHttp".into()),
+                    _ => t,
+                };
+                rest.insert("type".into(), t);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
 
 /// Remove `key`: absent or null is `None`, a string is its text, anything else an error.
 fn take_string(rest: &mut Fields, key: &str) -> Result<Option<String>, String> {

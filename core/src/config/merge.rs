@@ -64,6 +64,16 @@ impl Source {
                 config.timeout_limits_each_call(below);
             }
         }
+        // Cline, Roo Code and goose count a call's `timeout` in seconds.
+        if matches!(meta.provider.as_str(), "cline" | "roo" | "goose") {
+            for (_, config) in &mut servers {
+                if let Some(secs) = config.timeout_ms.take() {
+                    config
+                        .call_timeout_ms
+                        .get_or_insert(secs.saturating_mul(1000));
+                }
+            }
+        }
         Source {
             meta,
             servers,

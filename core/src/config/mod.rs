@@ -24,12 +24,14 @@ mod entry;
 mod expand;
 mod filter;
 mod hash;
+mod interpolate;
 mod jsonc;
 mod merge;
 mod model;
 mod oauth;
 mod trust;
 mod validate;
+mod yaml;
 
 pub use document::{
     parse_claude_json, parse_document, parse_document_as, ClaudeJson, Dialect, ParsedDocument,
@@ -37,7 +39,11 @@ pub use document::{
 pub use expand::expand_vars;
 pub use filter::{glob_match, DenyList, FilterOptions};
 pub use hash::config_hash;
-pub use merge::{merge, Merged, Shadowed, SkipReason, Skipped, Source, SourceError};
+pub use interpolate::{
+    interpolate, parse_env_file, ConfigWarning, InputSpec, Interpolated, InterpolationContext,
+    Syntax, WarningKind,
+};
+pub use merge::{merge, Merged, Shadowed, SkipReason, Skipped, Source, SourceError, OWN_PROVIDER};
 pub use model::{
     ConfigError, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig, TransportKind,
     DEFAULT_CONNECT_TIMEOUT,
@@ -50,6 +56,8 @@ pub use trust::{
 };
 pub use validate::{resolve, valid_server_name, validate};
 
+#[cfg(test)]
+mod interpolate_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -163,7 +163,9 @@ fn type_is_inferred_from_command_or_url() {
 }
 
 #[test]
-fn gemini_plain_url_is_sse_and_http_url_is_http() {
+fn gemini_plain_url_is_http_with_fallback_and_http_url_is_http() {
+    // Gemini CLI tries Streamable HTTP first for a `url` without `type`, then SSE: so does
+    // the HTTP transport.
     let doc = parse_ok(
         "/home/u/.gemini/settings.json",
         r#"{"theme": "dark", "mcpServers": {
@@ -181,7 +183,7 @@ fn gemini_plain_url_is_sse_and_http_url_is_http() {
     assert_eq!(
         kinds,
         [
-            (Ok(TransportKind::Sse), "https://a/sse".to_string()),
+            (Ok(TransportKind::Http), "https://a/sse".to_string()),
             (Ok(TransportKind::Http), "https://b/mcp".to_string()),
             (Ok(TransportKind::Http), "https://c/mcp".to_string()),
         ]

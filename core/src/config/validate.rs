@@ -39,9 +39,23 @@ pub fn validate(name: &str, config: &ServerConfig) -> Result<TransportKind, Conf
             ));
         }
     }
-    let kind = config
-        .transport_kind()
-        .map_err(|t| ConfigError::server(name, format!("unknown server type \"{t}\"")))?;
+    let kind = config.transport_kind().map_err(|t| {
+        let message = match t.to_ascii_lowercase().as_str() {
+            "ws" | "websocket" | "tcp" => format!("the \"{t}\" transport is not supported"),
+            _ => format!("unknown server type \"{t}\""),
+        };
+        ConfigError::server(name, message)
+    })?;
+    if let Some(url) = &config.url {
+        for scheme in ["unix:", "pipe:", "ws:", "wss:"] {
+            if url.to_ascii_lowercase().starts_with(scheme) {
+                return Err(ConfigError::server(
+                    name,
+                    format!("\"{scheme}\" URLs are not supported"),
+                ));
+            }
+        }
+    }
     if config.command.is_some() && config.url.is_some() {
         return Err(ConfigError::server(
             name,

@@ -115,7 +115,26 @@ pub struct StdioOptions {
     pub default_cwd: Option<PathBuf>,
     /// Non-JSON stdout lines in a row that fail the server (100).
     pub max_garbage_lines: usize,
+    /// Pass only [`MINIMAL_ENV`] of the parent's environment (plus the config's own `env`)
+    /// instead of all of it (`false`).
+    pub minimal_env: bool,
 }
+
+/// The variables a server inherits with [`StdioOptions::minimal_env`]: the ones Codex passes
+/// to MCP servers by default.
+pub const MINIMAL_ENV: &[&str] = &[
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "__CF_USER_TEXT_ENCODING",
+];
 
 impl Default for StdioOptions {
     fn default() -> Self {
@@ -126,6 +145,7 @@ impl Default for StdioOptions {
             max_write_queue: 16 * MIB,
             default_cwd: None,
             max_garbage_lines: 100,
+            minimal_env: false,
         }
     }
 }

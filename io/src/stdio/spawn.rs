@@ -72,6 +72,14 @@ impl StdioTransport {
         }
 
         let mut std_cmd = std::process::Command::new(&cmd.command);
+        if opts.minimal_env {
+            std_cmd.env_clear();
+            for name in super::MINIMAL_ENV {
+                if let Some(value) = std::env::var_os(name) {
+                    std_cmd.env(name, value);
+                }
+            }
+        }
         std_cmd.args(&cmd.args).envs(&cmd.env);
         if let Some(dir) = &cwd {
             std_cmd.current_dir(dir);

@@ -6,6 +6,7 @@
 //! errors go to stderr, so `--json` output on stdout is always exactly one JSON object.
 
 mod catalog;
+mod config;
 mod demo;
 mod interrupt;
 mod login;
@@ -27,8 +28,8 @@ use std::time::{Duration, Instant};
 use switchboard::core::config::{ConfigError, DEFAULT_CONNECT_TIMEOUT};
 use switchboard::core::manager::HealthPolicy;
 use switchboard::core::NamingScheme;
-use switchboard::{discover, Discovered, DiscoveryOptions};
 use switchboard::{Builder, Phase, ServerStatus, StartupReport, Switchboard};
+use switchboard::{Discovered, DiscoveryOptions};
 
 /// Success; per-server failures are reported, not fatal.
 pub const EXIT_OK: u8 = 0;
@@ -164,6 +165,11 @@ struct Global {
     /// How tool names are qualified: `mcp_<server>_<tool>` or `mcp__<server>__<tool>`.
     #[arg(long, value_enum, default_value_t = Naming::Seed, global = true)]
     naming: Naming,
+    /// Start stdio servers with only a minimal environment (HOME, LOGNAME, PATH, SHELL, USER,
+    /// LANG, LC_ALL, TERM, TMPDIR, TZ, as Codex does) plus each config's own `env` (and
+    /// Codex `env_vars`), instead of all of switchboard's.
+    #[arg(long, global = true)]
+    minimal_env: bool,
     /// Exit 1 when any server failed or a config entry was invalid.
     #[arg(long, global = true)]
     strict: bool,
@@ -239,6 +245,14 @@ enum Command {
     Trust {
         /// The servers to approve [default: every one awaiting approval].
         servers: Vec<String>,
+    },
+    /// Show what discovery made of every config file, without starting anything: each file
+    /// looked at (found or not) and what it gave, shadowed, skipped, left awaiting approval or
+    /// warned about; then the servers as they would run.
+    Config {
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
     },
     /// Withdraw approvals of this project's servers (all, or those named).
     #[command(after_help = TRUST_HELP)]
@@ -479,6 +493,7 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             serve::run(&g, interrupt, args).await
         }
         Command::Trust { servers } => trust::trust(&g, servers).await,
+        Command::Config { json } => config::run(&g, json).await,
         Command::Untrust { servers } => trust::untrust(&g, servers).await,
         Command::Status { json } => {
             let session = Session::start(&g, interrupt, Settle::All).await?;
@@ -724,7 +739,8 @@ impl Session {
     ) -> Result<Session, Fatal> {
         let started = Instant::now();
         let (project, options) = discovery_options(g)?;
-        let discovered = blocking::unblock(move || discover(&options)).await;
+        let quiet = g.quiet;
+        let discovered = blocking::unblock(move || config::discover_answered(options, quiet)).await;
         // A file the user named that does not parse or cannot be read is a usage error;
         // a broken file found by discovery is reported with the rest.
         if !g.configs.is_empty() {
@@ -757,7 +773,13 @@ impl Session {
             .max()
             .unwrap_or_default();
         let health = g.health_ms.map(Duration::from_millis);
+        // The environment the configs expand from, plus the values discovery resolved for
+        // them (`${input:id}` answers, `${file:…}` contents).
+        let mut env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(discovered.variables.0.clone());
         let mut builder = Builder::servers(servers)
+            .env(env)
+            .minimal_env(g.minimal_env)
             .adopt_orphans(!g.login)
             .project_dir(&project)
             .naming(naming(g.naming))

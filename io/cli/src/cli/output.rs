@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use switchboard::core::config::{SkipReason, SourceLevel, SourceMeta};
+use switchboard::core::config::{ConfigWarning, SkipReason, SourceLevel, SourceMeta, WarningKind};
 use switchboard::core::RawJson;
 use switchboard::{ServerState, ServerStatus, ToolResult};
 
@@ -30,7 +30,7 @@ impl From<&SourceMeta> for SourceJson {
     }
 }
 
-fn level(l: SourceLevel) -> &'static str {
+pub(super) fn level(l: SourceLevel) -> &'static str {
     match l {
         SourceLevel::User => "user",
         SourceLevel::Project => "project",
@@ -156,6 +156,32 @@ pub struct StatusJson {
     pub config_errors: Vec<ConfigErrorJson>,
     /// Project servers not started because nothing approved them yet.
     pub awaiting_approval: Vec<AwaitingJson>,
+    /// What is not applied as written: variables that expand to nothing or are kept as
+    /// written, fields read but not applied.
+    pub config_warnings: Vec<WarningJson>,
+}
+
+/// One config warning in `status --json` and `config --json`.
+#[derive(Debug, Serialize)]
+pub struct WarningJson {
+    pub server: String,
+    pub source: SourceJson,
+    /// `empty_variable`, `kept_literal`, `unsupported_variable` or `ignored_field`, with its
+    /// `field` and `variable` or `text`.
+    #[serde(flatten)]
+    pub kind: WarningKind,
+    pub message: String,
+}
+
+impl From<&ConfigWarning> for WarningJson {
+    fn from(w: &ConfigWarning) -> Self {
+        WarningJson {
+            server: w.server.clone(),
+            source: (&w.source).into(),
+            kind: w.kind.clone(),
+            message: w.to_string(),
+        }
+    }
 }
 
 /// The time until a scheduled reconnect attempt.
@@ -182,7 +208,7 @@ fn status_cell(s: &ServerState, next: Option<Duration>) -> String {
     }
 }
 
-fn skip_reason(r: &SkipReason) -> String {
+pub(super) fn skip_reason(r: &SkipReason) -> String {
     match r {
         SkipReason::Disabled => "disabled".into(),
         SkipReason::ProjectConfigsOff => "project configs off".into(),
@@ -238,6 +264,7 @@ fn status_json(session: &Session) -> StatusJson {
                 approve: format!("{} {}", session.approve_command, a.server),
             })
             .collect(),
+        config_warnings: d.warnings.iter().map(WarningJson::from).collect(),
     }
 }
 
@@ -426,6 +453,13 @@ pub fn status(session: &Session, json: bool) {
                 "  {}: awaiting approval ({} {}{changed})\n    approve with: {} {}",
                 a.server, a.source.provider, a.source.path, session.approve_command, a.server
             )));
+            out.push('\n');
+        }
+    }
+    if !d.warnings.is_empty() {
+        out.push_str("\nConfig warnings (not applied as written):\n");
+        for w in &d.warnings {
+            out.push_str(&style.yellow(&format!("  {w} ({})", w.source.path)));
             out.push('\n');
         }
     }

@@ -56,7 +56,20 @@ pub(super) async fn trust(g: &Global, names: Vec<String>) -> Result<u8, Fatal> {
     let key = options.project_key();
     let found = blocking::unblock({
         let options = options.clone();
-        move || discover(&options)
+        move || {
+            let found = discover(&options);
+            if found.inputs_needed.is_empty() {
+                return found;
+            }
+            // An approval binds to the config, which keeps `${input:id}` as a reference:
+            // the answer is not part of it, and nothing starts here, so any answer will do
+            // to see what awaits approval.
+            let mut options = options;
+            for input in &found.inputs_needed {
+                options.inputs.insert(input.id.clone(), String::new());
+            }
+            discover(&options)
+        }
     })
     .await;
     let mut chosen = Vec::new();
