@@ -2,11 +2,13 @@
 # Referees the `switchboard` client with the official MCP conformance suite (pinned in
 # tests/peers/package.json; install it with scripts/install-peers.sh). For each requirement
 # set the suite starts one test server per scenario, all in parallel, and runs
-# tests/conformance/client against each; this prints one line per scenario and the totals.
+# tests/conformance/client against each. This prints one line per scenario and the totals.
 #
 #   scripts/conformance.sh [--requirements R]... [--bin PATH] [--output-dir DIR] [--verbose]
 #
-#   --requirements R  a requirement set, 2025-11-25 or 2026-07-28 (repeatable; default both)
+#   --requirements R  a requirement set: 2025-11-25, 2026-07-28, or backcompat (the suite's
+#                     2025-03-26 back-compatibility scenarios, which no requirement set
+#                     includes) (repeatable; default all three)
 #   --bin PATH        the switchboard binary [default: $SWITCHBOARD_BIN, else
 #                     target/release/switchboard, else target/debug/switchboard]
 #   --output-dir DIR  keep the suite's per-scenario results (checks.json, the client's
@@ -37,7 +39,13 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
-[ ${#sets[@]} -gt 0 ] || sets=(2025-11-25 2026-07-28)
+[ ${#sets[@]} -gt 0 ] || sets=(2025-11-25 2026-07-28 backcompat)
+for set in "${sets[@]}"; do
+  case "$set" in
+    backcompat | 20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]) ;;
+    *) die "unknown requirement set: $set" ;;
+  esac
+done
 
 if [ -z "$bin" ]; then
   for profile in release debug; do
@@ -67,22 +75,35 @@ case "$client$bin" in *" "*) die "the suite cannot run a command whose path has 
 export SWITCHBOARD_BIN="$bin"
 
 start=$SECONDS
+# One set after the other: each already runs all its scenarios in parallel, and running the
+# sets at once as well overloads a small machine (scenarios then fail on the suite's timeouts).
 for set in "${sets[@]}"; do
   dir="$out/$set"
   rm -rf "$dir"
   mkdir -p "$dir"
-  log="$dir/suite.log"
-  set_start=$SECONDS
   # The suite exits non-zero whenever a scenario fails; the summary says which.
-  (cd "$dir" && "$node" "$suite" client --command "exec $client" --requirements "$set" \
-    --output-dir "$dir" >"$log" 2>&1) || true
+  case "$set" in
+    backcompat) select=(--suite backcompat) ;;
+    *) select=(--requirements "$set") ;;
+  esac
+  (
+    set_start=$SECONDS
+    (cd "$dir" && "$node" "$suite" client --command "exec $client" "${select[@]}" \
+      --output-dir "$dir" >"$dir/suite.log" 2>&1) || true
+    echo $((SECONDS - set_start)) >"$dir/seconds"
+  )
+done
+
+for set in "${sets[@]}"; do
+  dir="$out/$set"
+  log="$dir/suite.log"
   [ "$verbose" = 0 ] || cat "$log"
   grep -q '^=== SUITE SUMMARY ===' "$log" ||
     { tail -20 "$log" >&2; die "the suite printed no summary for $set (log above)"; }
 
   # The summary: `✓ name: 2 passed, 0 failed[, 1 warnings]` per scenario, then a list of the
   # scenarios run but not scored (`  ✗ name (reason)`).
-  awk -v set="$set" -v secs=$((SECONDS - set_start)) '
+  awk -v set="$set" -v secs="$(cat "$dir/seconds")" '
     /^=== SUITE SUMMARY ===/ { summary = 1; next }
     summary && /^(✓|✗) [^ ]+: [0-9]+ passed, [0-9]+ failed/ {
       mark = $1; name = $2; sub(/:$/, "", name)

@@ -94,7 +94,7 @@ pub use peer::{
 };
 pub use rt::TaskFuture;
 pub use schema::JsonSchemaValidator;
-pub use secrets::CredentialProvider;
+pub use secrets::{CredentialFuture, CredentialProvider};
 pub use stdio::{StdioOptions, MINIMAL_ENV};
 pub use switchboard_core::config::{DenyList, ServerConfig, ServerSpec, TransportConfig};
 pub use switchboard_core::manager::{

@@ -6,7 +6,10 @@
 //! at most once per process (every [`Switchboard`](crate::Switchboard) shares
 //! [`SecretCache::shared`]'s results) — concurrent connects that need the same command share
 //! one run — with a 10 s timeout, in its own process group that is killed on timeout or if the
-//! resolution is cancelled. Failures are not cached: the next connect tries again.
+//! resolution is cancelled. Failures are not cached: the next connect tries again. For an HTTP
+//! server, a `401` forgets the value of its header commands and runs them again, and asks the
+//! credential provider again (`refused: true`), before the request is retried (see
+//! `auth::HeaderSources`).
 //!
 //! A failure is an error for that server only, worded `secret command "<cmd>" failed: ...`,
 //! and never contains the secret's value. A command that prints nothing is a failure too: an
@@ -37,14 +40,27 @@ pub const SECRET_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// The environment variable that carries a provider's token to a stdio server.
 pub const STDIO_TOKEN_ENV: &str = "OAUTH_ACCESS_TOKEN";
 
+/// What a [`CredentialProvider`] answers with.
+pub type CredentialFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Option<String>, String>> + Send + 'a>,
+>;
+
 /// Supplies bearer tokens for servers whose config has an `auth` section.
 ///
-/// Called from async code on the connect path, so it must be quick (return a token it already
-/// holds; refresh elsewhere). `Ok(None)`: no token for this server, connect without one.
-/// The error message should not contain a secret.
+/// Asked on the connect path, and for an HTTP server asked again (`refused: true`) when the
+/// server refused the token it gave, before the request is retried once with the new one: the
+/// moment to refresh it. It may take its time (a refresh round trip); the connect timeout
+/// bounds it. `Ok(None)`: no token for this server, connect without one. The error message
+/// should not contain a secret.
 pub trait CredentialProvider: Send + Sync {
-    /// The token for `server`, whose config's `auth` section is `auth`.
-    fn bearer_token(&self, server: &str, auth: &Value) -> Result<Option<String>, String>;
+    /// The token for `server`, whose config's `auth` section is `auth`; `refused` when the
+    /// server refused the last one.
+    fn bearer_token<'a>(
+        &'a self,
+        server: &'a str,
+        auth: &'a Value,
+        refused: bool,
+    ) -> CredentialFuture<'a>;
 }
 
 /// Results of secret commands, keyed by the command string.
@@ -122,9 +138,26 @@ impl SecretCache {
             let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
             values.entry(command.to_string()).or_default().clone()
         };
-        cell.get_or_try_init(|| run_secret_command(command, self.timeout, &self.registry))
+        cell.get_or_try_init(|| run_secret_command(command, &[], self.timeout, &self.registry))
             .await
             .cloned()
+    }
+
+    /// Forgets the value of `command`, so the next resolution runs it again (after the server
+    /// refused what it printed: a token that expired, a password manager that relocked).
+    pub fn forget(&self, command: &str) {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        values.remove(command);
+    }
+
+    /// Runs `command` now, uncached, with `env` added to its environment: its trimmed stdout
+    /// (at most 64 KiB), with this cache's timeout and process registry.
+    pub async fn run_uncached(
+        &self,
+        command: &str,
+        env: &[(&str, &str)],
+    ) -> Result<String, String> {
+        run_secret_command(command, env, self.timeout, &self.registry).await
     }
 
     /// A config value: `!cmd` runs `cmd`, `!!x` is the literal `!x`, anything else is itself.
@@ -153,7 +186,8 @@ pub async fn resolve_secrets(
 ) -> Result<TransportConfig, String> {
     let token = match (auth, provider) {
         (Some(auth), Some(provider)) => provider
-            .bearer_token(server, auth)
+            .bearer_token(server, auth, false)
+            .await
             .map_err(|e| format!("credential provider failed for server \"{server}\": {e}"))?,
         _ => None,
     };
@@ -215,12 +249,16 @@ fn with_bearer(
 
 async fn run_secret_command(
     command: &str,
+    env: &[(&str, &str)],
     limit: Duration,
     registry: &ProcessRegistry,
 ) -> Result<String, String> {
     let fail = |why: String| format!("secret command \"{command}\" failed: {why}");
     let mut std_cmd = std::process::Command::new("sh");
     std_cmd.arg("-c").arg(command);
+    for (k, v) in env {
+        std_cmd.env(k, v);
+    }
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;

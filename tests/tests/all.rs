@@ -7,6 +7,8 @@ mod sim_prop;
 mod sim_snapshots;
 mod support;
 
+mod auth_peers;
+mod auth_sources;
 mod bounds;
 mod catalog_traces;
 mod cli;

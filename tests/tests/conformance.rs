@@ -1,5 +1,6 @@
 //! The official MCP conformance suite as a referee. The client leg: runs
-//! scripts/conformance.sh (both requirement sets, the suite's client leg, driven through
+//! scripts/conformance.sh (both requirement sets and the 2025-03-26 back-compatibility
+//! scenarios, the suite's client leg, driven through
 //! tests/conformance/client) and asserts that every scenario listed in
 //! tests/conformance/expected-pass.txt passes. The list is the floor: a scenario that starts
 //! passing is reported so it can be added, and one that stops passing fails the test.
@@ -22,7 +23,8 @@ fn verdicts(stdout: &str) -> BTreeMap<(String, String), String> {
         .filter_map(|line| {
             let mut words = line.split_whitespace();
             let (set, verdict, scenario) = (words.next()?, words.next()?, words.next()?);
-            let is_set = set.len() == 10 && set.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+            let is_set = set == "backcompat"
+                || (set.len() == 10 && set.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
             (is_set && matches!(verdict, "pass" | "warn" | "fail"))
                 .then(|| ((set.to_owned(), scenario.to_owned()), verdict.to_owned()))
         })

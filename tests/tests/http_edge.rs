@@ -64,7 +64,7 @@ pub enum Reply {
     },
 }
 
-type Handler = Arc<dyn Fn(&Req) -> Reply + Send + Sync>;
+pub type Handler = Arc<dyn Fn(&Req) -> Reply + Send + Sync>;
 
 /// The server: an accept loop and one task per connection, all dropped with it.
 pub struct EdgeServer {
@@ -329,7 +329,12 @@ pub struct Streamable {
 /// A Streamable HTTP server with sessions. `tools/call` of `echo` with text `hang`, `big`,
 /// `resume` or `split` misbehaves accordingly; GET without `Last-Event-ID` is 405.
 fn streamable_server(state: Arc<Mutex<Streamable>>) -> EdgeServer {
-    EdgeServer::start(Arc::new(move |req: &Req| {
+    EdgeServer::start(streamable_handler(state))
+}
+
+/// The answers of a Streamable HTTP server with the state in `state`.
+pub fn streamable_handler(state: Arc<Mutex<Streamable>>) -> Handler {
+    Arc::new(move |req: &Req| {
         let mut st = state.lock().unwrap();
         match req.method.as_str() {
             "GET" => {
@@ -412,7 +417,7 @@ fn streamable_server(state: Arc<Mutex<Streamable>>) -> EdgeServer {
             }
             _ => json_reply(200, vec![], &answer),
         }
-    }))
+    })
 }
 
 fn spec(name: &str, url: String) -> ServerSpec {

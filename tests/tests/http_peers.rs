@@ -78,6 +78,28 @@ impl PeerProcess {
         PeerProcess::spawn(cmd, port)
     }
 
+    /// The TypeScript SDK's `simpleStreamableHttp --oauth`: the MCP server on `port` (path
+    /// /mcp, `http://localhost:PORT/mcp` is its resource) and its demo authorization server
+    /// on the second port returned.
+    pub fn sdk_oauth_example() -> (PeerProcess, u16) {
+        let (port, auth_port) = (free_port(), free_port());
+        let mut cmd = Command::new("node");
+        cmd.arg(sdk_example_path("simpleStreamableHttp"))
+            .arg("--oauth")
+            .env("MCP_PORT", port.to_string())
+            .env("MCP_AUTH_PORT", auth_port.to_string());
+        let peer = PeerProcess::spawn(cmd, port);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", auth_port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the authorization server did not listen on port {auth_port} within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (peer, auth_port)
+    }
+
     /// tests/peers/fastmcp_server.py over streamable HTTP (path /mcp).
     pub fn fastmcp() -> PeerProcess {
         let port = free_port();

@@ -125,12 +125,19 @@ fn cancelling_a_resolution_kills_the_secret_command() {
 struct Tokens;
 
 impl CredentialProvider for Tokens {
-    fn bearer_token(&self, server: &str, auth: &Value) -> Result<Option<String>, String> {
-        match (server, auth.get("kind").and_then(Value::as_str)) {
-            (_, Some("oauth")) => Ok(Some(format!("tok-{server}"))),
-            (_, Some("broken")) => Err("refresh failed".into()),
-            _ => Ok(None),
-        }
+    fn bearer_token<'a>(
+        &'a self,
+        server: &'a str,
+        auth: &'a Value,
+        _refused: bool,
+    ) -> switchboard::CredentialFuture<'a> {
+        Box::pin(async move {
+            match (server, auth.get("kind").and_then(Value::as_str)) {
+                (_, Some("oauth")) => Ok(Some(format!("tok-{server}"))),
+                (_, Some("broken")) => Err("refresh failed".into()),
+                _ => Ok(None),
+            }
+        })
     }
 }
 

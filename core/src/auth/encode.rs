@@ -38,6 +38,24 @@ pub fn base64_url(bytes: &[u8]) -> String {
     base64_with(URL_SAFE, bytes, false)
 }
 
+/// Decodes URL-safe base64 without padding; `None` for anything else.
+pub fn base64_url_decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in s.bytes() {
+        let v = URL_SAFE.iter().position(|&a| a == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // Leftover bits must be padding zeros, and a lone sixth of a byte is not base64.
+    (acc == 0 && bits < 6).then_some(out)
+}
+
 /// The PKCE S256 challenge of `verifier` (RFC 7636 section 4.2).
 pub fn pkce_challenge(verifier: &str) -> String {
     base64_url(&Sha256::digest(verifier.as_bytes()))

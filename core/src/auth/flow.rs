@@ -10,8 +10,8 @@ use super::metadata::{
     AuthServerMetadata, ResourceMetadata,
 };
 use super::types::{
-    AuthError, AuthMethod, AuthSettings, Client, Credentials, Entropy, HttpMethod, HttpRequest,
-    HttpResponse,
+    AuthError, AuthMethod, AuthSettings, Client, Credentials, Entropy, Grant, HttpMethod,
+    HttpRequest, HttpResponse, SigningAlgorithm,
 };
 use super::url::HttpUrl;
 use serde::Deserialize;
@@ -27,6 +27,14 @@ pub enum Step {
     Authorize {
         /// The authorization request URL.
         url: String,
+    },
+    /// Sign `input` (the JWS signing input of a `private_key_jwt` client assertion) with the
+    /// client's private key and pass the signature to [`Flow::on_signature`].
+    Sign {
+        /// The algorithm.
+        algorithm: SigningAlgorithm,
+        /// `base64url(header) . base64url(claims)`.
+        input: String,
     },
     /// Finished: store these and use the access token.
     Done(Box<Credentials>),
@@ -54,9 +62,20 @@ enum State {
         method: AuthMethod,
     },
     Authorizing,
+    /// Waiting for the signature of a client assertion; then the token request goes to
+    /// `endpoint` with `pairs` and the flow waits in `then`.
+    Signing {
+        endpoint: String,
+        pairs: Vec<(String, String)>,
+        input: String,
+        then: Box<State>,
+    },
     Exchanging,
     Finished,
 }
+
+/// How long a client assertion is valid, in seconds.
+const ASSERTION_LIFETIME: u64 = 300;
 
 /// One authorization or refresh in progress. Feed it with [`on_response`](Flow::on_response)
 /// and [`on_redirect`](Flow::on_redirect); each returns the next [`Step`].
@@ -137,7 +156,8 @@ impl Flow {
         flow.previous = previous;
         flow.step_up = step_up;
         // Nobody to send to the authorization server: no request at all, the user logs in.
-        let step = if flow.settings.interactive {
+        // The client-credentials grant needs nobody.
+        let step = if flow.settings.interactive || flow.settings.grant == Grant::ClientCredentials {
             flow.discover()
         } else {
             flow.fail(AuthError::NeedsLogin)
@@ -174,15 +194,18 @@ impl Flow {
             );
         };
         let mut flow = Flow::new(settings, server, entropy, now);
-        flow.state = State::Refreshing;
-        let mut pairs = vec![
+        let pairs = vec![
             ("grant_type".to_string(), "refresh_token".to_string()),
             ("refresh_token".to_string(), refresh_token),
             ("resource".to_string(), creds.resource.clone()),
         ];
-        let request = token_request(&creds.token_endpoint, &creds.client, &mut pairs);
+        let (endpoint, client, audience) = (
+            creds.token_endpoint.clone(),
+            creds.client.clone(),
+            creds.issuer.clone(),
+        );
         flow.previous = Some(creds);
-        let step = flow.fetch(request);
+        let step = flow.token_request(&endpoint, &client, &audience, pairs, State::Refreshing);
         (flow, step)
     }
 
@@ -258,6 +281,7 @@ impl Flow {
                             client_id: r.client_id,
                             client_secret: r.client_secret,
                             auth_method,
+                            signing_algorithm: None,
                         });
                         self.authorization_request()
                     }
@@ -278,6 +302,7 @@ impl Flow {
                         refresh_token: t.refresh_token,
                         expires_at: t.expires_in.map(|s| self.now.saturating_add(s)),
                         scopes: self.scopes.clone(),
+                        grant: self.settings.grant,
                     })),
                     Err(e) => self.fail(e),
                 }
@@ -331,7 +356,7 @@ impl Flow {
             });
         };
         let client = self.client.clone().expect("registered before authorizing");
-        let mut pairs = vec![
+        let pairs = vec![
             ("grant_type".to_string(), "authorization_code".to_string()),
             ("code".to_string(), code),
             (
@@ -342,9 +367,106 @@ impl Flow {
             ("resource".to_string(), self.resource.clone()),
         ];
         let endpoint = self.meta.token_endpoint.clone().unwrap_or_default();
-        self.state = State::Exchanging;
-        let request = token_request(&endpoint, &client, &mut pairs);
-        self.fetch(request)
+        let audience = self.issuer.clone().unwrap_or_default();
+        self.token_request(&endpoint, &client, &audience, pairs, State::Exchanging)
+    }
+
+    /// The signature of the last [`Step::Sign`]'s input, or why the shell could not sign.
+    pub fn on_signature(&mut self, signature: Result<Vec<u8>, String>) -> Step {
+        let State::Signing {
+            endpoint,
+            mut pairs,
+            input,
+            then,
+        } = std::mem::replace(&mut self.state, State::Finished)
+        else {
+            return Step::Failed(AuthError::Unexpected);
+        };
+        let signature = match signature {
+            Ok(s) => s,
+            Err(reason) => return self.fail(AuthError::Signing { reason }),
+        };
+        pairs.push((
+            "client_assertion_type".into(),
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
+        ));
+        pairs.push((
+            "client_assertion".into(),
+            format!("{input}.{}", base64_url(&signature)),
+        ));
+        self.state = *then;
+        self.fetch(form_post(&endpoint, Vec::new(), &pairs))
+    }
+
+    /// A token endpoint request with the client's authentication: sent now, or (for
+    /// `private_key_jwt`) after the shell signed the assertion. The flow then waits in `then`.
+    fn token_request(
+        &mut self,
+        endpoint: &str,
+        client: &Client,
+        audience: &str,
+        mut pairs: Vec<(String, String)>,
+        then: State,
+    ) -> Step {
+        let mut headers = Vec::new();
+        match (client.auth_method, &client.client_secret) {
+            (AuthMethod::PrivateKeyJwt, _) => {
+                pairs.push(("client_id".into(), client.client_id.clone()));
+                let algorithm = client.signing_algorithm.unwrap_or_default();
+                let input = self.assertion_input(client, algorithm, audience);
+                self.state = State::Signing {
+                    endpoint: endpoint.to_string(),
+                    pairs,
+                    input: input.clone(),
+                    then: Box::new(then),
+                };
+                return Step::Sign { algorithm, input };
+            }
+            (AuthMethod::ClientSecretBasic, Some(secret)) => {
+                // RFC 6749 section 2.3.1: each part form-encoded before joining.
+                let raw = format!(
+                    "{}:{}",
+                    percent_encode(&client.client_id),
+                    percent_encode(secret)
+                );
+                headers.push((
+                    "authorization".into(),
+                    format!("Basic {}", base64_standard(raw.as_bytes())),
+                ));
+            }
+            (AuthMethod::ClientSecretPost, Some(secret)) => {
+                pairs.push(("client_id".into(), client.client_id.clone()));
+                pairs.push(("client_secret".into(), secret.clone()));
+            }
+            _ => pairs.push(("client_id".into(), client.client_id.clone())),
+        }
+        self.state = then;
+        self.fetch(form_post(endpoint, headers, &pairs))
+    }
+
+    /// The JWS signing input of a client assertion (RFC 7523 section 3): issued by and about
+    /// the client, for the authorization server (its issuer identifier as the audience),
+    /// valid for a few minutes, with a one-time `jti`.
+    fn assertion_input(
+        &self,
+        client: &Client,
+        algorithm: SigningAlgorithm,
+        audience: &str,
+    ) -> String {
+        let header = serde_json::json!({"alg": algorithm.as_str(), "typ": "JWT"});
+        let claims = serde_json::json!({
+            "iss": client.client_id,
+            "sub": client.client_id,
+            "aud": audience,
+            "iat": self.now,
+            "exp": self.now.saturating_add(ASSERTION_LIFETIME),
+            "jti": self.state_param,
+        });
+        format!(
+            "{}.{}",
+            base64_url(header.to_string().as_bytes()),
+            base64_url(claims.to_string().as_bytes())
+        )
     }
 
     fn fetch(&mut self, request: HttpRequest) -> Step {
@@ -462,11 +584,16 @@ impl Flow {
             Some(_) => {}
             None => self.issuer = Some(found),
         }
-        for (field, value) in [
-            ("authorization_endpoint", &meta.authorization_endpoint),
-            ("token_endpoint", &meta.token_endpoint),
+        let code_grant = self.settings.grant == Grant::AuthorizationCode;
+        for (field, value, needed) in [
+            (
+                "authorization_endpoint",
+                &meta.authorization_endpoint,
+                code_grant,
+            ),
+            ("token_endpoint", &meta.token_endpoint, true),
         ] {
-            if value.as_deref().and_then(HttpUrl::parse).is_none() {
+            if needed && value.as_deref().and_then(HttpUrl::parse).is_none() {
                 return self.fail(AuthError::Malformed {
                     what: "authorization server metadata",
                     reason: format!("no valid {field}"),
@@ -477,7 +604,7 @@ impl Flow {
             .code_challenge_methods_supported
             .as_ref()
             .is_some_and(|m| m.iter().any(|m| m == "S256"));
-        if !s256 {
+        if !s256 && code_grant {
             return self.fail(AuthError::PkceUnsupported);
         }
         self.meta = meta;
@@ -487,22 +614,21 @@ impl Flow {
     /// The client: from the config, else the one held for this issuer, else a client ID
     /// metadata document URL where supported, else dynamic registration.
     fn register(&mut self) -> Step {
+        let issuer = self.issuer.clone().unwrap_or_default();
+        if self.settings.grant == Grant::ClientCredentials {
+            // Machine to machine: only a client the user configured has credentials.
+            let Some(p) = &self.settings.pre_registered else {
+                return self.fail(AuthError::NoRegistration { issuer });
+            };
+            self.client = Some(p.client());
+            return self.client_credentials_request();
+        }
         // Reached without a person only after a refused refresh.
         if !self.settings.interactive {
             return self.fail(AuthError::NeedsLogin);
         }
-        let issuer = self.issuer.clone().unwrap_or_default();
         if let Some(p) = &self.settings.pre_registered {
-            let auth_method = p.auth_method.unwrap_or(if p.client_secret.is_some() {
-                AuthMethod::ClientSecretBasic
-            } else {
-                AuthMethod::None
-            });
-            self.client = Some(Client {
-                client_id: p.client_id.clone(),
-                client_secret: p.client_secret.clone(),
-                auth_method,
-            });
+            self.client = Some(p.client());
             return self.authorization_request();
         }
         // Credentials are bound to the issuer that issued them: a client registered with
@@ -517,6 +643,7 @@ impl Flow {
                     client_id: url.clone(),
                     client_secret: None,
                     auth_method: AuthMethod::None,
+                    signing_algorithm: None,
                 });
                 return self.authorization_request();
             }
@@ -573,15 +700,31 @@ impl Flow {
                 scopes = all;
             }
         }
-        let offered = self
-            .meta
-            .scopes_supported
-            .as_ref()
-            .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
+        // A refresh token is for a person's grant; client credentials are simply used again.
+        let offered = self.settings.grant == Grant::AuthorizationCode
+            && self
+                .meta
+                .scopes_supported
+                .as_ref()
+                .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
         if offered && !scopes.iter().any(|s| s == "offline_access") {
             scopes.push("offline_access".into());
         }
         scopes
+    }
+
+    /// The client-credentials token request (RFC 6749 section 4.4), with the resource.
+    fn client_credentials_request(&mut self) -> Step {
+        self.scopes = self.choose_scopes();
+        let client = self.client.clone().expect("set by register");
+        let mut pairs = vec![("grant_type".to_string(), "client_credentials".to_string())];
+        if !self.scopes.is_empty() {
+            pairs.push(("scope".into(), self.scopes.join(" ")));
+        }
+        pairs.push(("resource".into(), self.resource.clone()));
+        let endpoint = self.meta.token_endpoint.clone().unwrap_or_default();
+        let audience = self.issuer.clone().unwrap_or_default();
+        self.token_request(&endpoint, &client, &audience, pairs, State::Exchanging)
     }
 
     fn authorization_request(&mut self) -> Step {
@@ -627,38 +770,20 @@ fn get(url: &str) -> HttpRequest {
     }
 }
 
-/// A token endpoint request with the client's authentication added.
-fn token_request(
+/// A form POST to the token endpoint.
+fn form_post(
     endpoint: &str,
-    client: &Client,
-    pairs: &mut Vec<(String, String)>,
+    mut headers: Vec<(String, String)>,
+    pairs: &[(String, String)],
 ) -> HttpRequest {
-    let mut headers = vec![
+    headers.insert(
+        0,
         (
             "content-type".to_string(),
             "application/x-www-form-urlencoded".to_string(),
         ),
-        ("accept".to_string(), "application/json".to_string()),
-    ];
-    match (client.auth_method, &client.client_secret) {
-        (AuthMethod::ClientSecretBasic, Some(secret)) => {
-            // RFC 6749 section 2.3.1: each part form-encoded before joining.
-            let raw = format!(
-                "{}:{}",
-                percent_encode(&client.client_id),
-                percent_encode(secret)
-            );
-            headers.push((
-                "authorization".into(),
-                format!("Basic {}", base64_standard(raw.as_bytes())),
-            ));
-        }
-        (AuthMethod::ClientSecretPost, Some(secret)) => {
-            pairs.push(("client_id".into(), client.client_id.clone()));
-            pairs.push(("client_secret".into(), secret.clone()));
-        }
-        _ => pairs.push(("client_id".into(), client.client_id.clone())),
-    }
+    );
+    headers.insert(1, ("accept".to_string(), "application/json".to_string()));
     let borrowed: Vec<(&str, &str)> = pairs
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))

@@ -3,7 +3,8 @@
 //! from sending the user through the browser forever.
 
 use super::challenge::Challenge;
-use super::types::{AuthError, Credentials};
+use super::types::{AuthError, Credentials, Grant};
+use serde::Serialize;
 
 /// Step-ups (`403 insufficient_scope`, a new authorization with more scopes) per refused
 /// request chain, at most.
@@ -31,6 +32,24 @@ pub enum Reaction {
     GiveUp(AuthError),
 }
 
+/// What one server's guard has decided so far, for status and tests: every refusal ends in
+/// exactly one of the reactions counted here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct GuardCounters {
+    /// Refusals (`401`/`403`) handed to the guard.
+    pub refusals: u64,
+    /// Refusals of credentials replaced since, answered with a plain retry.
+    pub retries: u64,
+    /// Refreshes decided after a refusal.
+    pub refreshes: u64,
+    /// Full authorizations decided after a refusal.
+    pub authorizations: u64,
+    /// Step-ups decided after `insufficient_scope`.
+    pub step_ups: u64,
+    /// Refusals given up on.
+    pub give_ups: u64,
+}
+
 /// The per-server memory of refusals. Credentials carry a generation (bumped by
 /// [`Guard::installed`]); a refusal of an older generation is answered with a plain retry,
 /// so a burst of concurrent `401`s costs one authorization, not one each.
@@ -40,9 +59,15 @@ pub struct Guard {
     refreshed: bool,
     reauthorizations: u32,
     step_ups: u32,
+    counters: GuardCounters,
 }
 
 impl Guard {
+    /// What this guard decided so far.
+    pub fn counters(&self) -> GuardCounters {
+        self.counters
+    }
+
     /// The generation of the credentials in use now (0: none yet).
     pub fn generation(&self) -> u64 {
         self.generation
@@ -55,6 +80,10 @@ impl Guard {
 
     /// A request was accepted: the refusal chain is over.
     pub fn accepted(&mut self) {
+        self.end_chain();
+    }
+
+    fn end_chain(&mut self) {
         self.refreshed = false;
         self.reauthorizations = 0;
         self.step_ups = 0;
@@ -63,6 +92,31 @@ impl Guard {
     /// A request sent with credentials of generation `sent` was refused with `status`
     /// (`401` or `403`) and `challenge`; `creds` are the credentials held now.
     pub fn refused(
+        &mut self,
+        status: u16,
+        challenge: &Challenge,
+        sent: u64,
+        creds: Option<&Credentials>,
+    ) -> Reaction {
+        let reaction = self.react(status, challenge, sent, creds);
+        let c = &mut self.counters;
+        c.refusals += 1;
+        match reaction {
+            Reaction::Retry => c.retries += 1,
+            Reaction::Refresh => c.refreshes += 1,
+            Reaction::Authorize { step_up: true } => c.step_ups += 1,
+            Reaction::Authorize { step_up: false } => c.authorizations += 1,
+            Reaction::GiveUp(_) => {
+                c.give_ups += 1;
+                // The chain is over: the next request starts a new one. Otherwise one storm
+                // would leave every later request of the process given up at once.
+                self.end_chain();
+            }
+        }
+        reaction
+    }
+
+    fn react(
         &mut self,
         status: u16,
         challenge: &Challenge,
@@ -103,9 +157,10 @@ impl Guard {
     }
 
     /// Whether `creds` should be refreshed before the next request at `now` (seconds since
-    /// the Unix epoch): it can be, and it expires within [`REFRESH_MARGIN_SECS`].
+    /// the Unix epoch): it can be without a person (a refresh token, or the
+    /// client-credentials grant), and it expires within [`REFRESH_MARGIN_SECS`].
     pub fn should_refresh(creds: &Credentials, now: u64) -> bool {
-        creds.refresh_token.is_some()
+        (creds.refresh_token.is_some() || creds.grant == Grant::ClientCredentials)
             && creds
                 .expires_at
                 .is_some_and(|at| at <= now.saturating_add(REFRESH_MARGIN_SECS))

@@ -10,7 +10,10 @@
 //! - [`Flow`]: one authorization or refresh. [`Flow::authorize`] / [`Flow::refresh`] start it
 //!   and return the first [`Step`]; the shell performs each [`Step::Fetch`] and hands the
 //!   answer to [`Flow::on_response`], opens [`Step::Authorize`]'s URL and hands the redirect's
-//!   query to [`Flow::on_redirect`], and stores [`Step::Done`]'s [`Credentials`].
+//!   query to [`Flow::on_redirect`], signs [`Step::Sign`]'s input (a `private_key_jwt`
+//!   client assertion) and hands the signature to [`Flow::on_signature`], and stores
+//!   [`Step::Done`]'s [`Credentials`]. [`Grant::ClientCredentials`] runs the same discovery
+//!   and then asks for tokens with the client's own credentials, without a person.
 //! - [`Guard`]: what to do about a `401`/`403` from the MCP server (refresh, authorize again,
 //!   step up the scope, or give up), with the retry limits that stop a `401` storm.
 //!
@@ -27,17 +30,21 @@ mod types;
 mod url;
 
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod tests;
 
 pub use challenge::{parse_www_authenticate, Challenge};
 pub use flow::{Flow, Step};
-pub use guard::{Guard, Reaction, MAX_REAUTHORIZATIONS, MAX_STEP_UPS, REFRESH_MARGIN_SECS};
+pub use guard::{
+    Guard, GuardCounters, Reaction, MAX_REAUTHORIZATIONS, MAX_STEP_UPS, REFRESH_MARGIN_SECS,
+};
 pub use metadata::{
     authorization_server_metadata_urls, protected_resource_metadata_urls, resource_matches,
     AuthServerMetadata, ResourceMetadata,
 };
 pub use types::{
-    AuthError, AuthMethod, AuthSettings, Client, Credentials, Entropy, HttpMethod, HttpRequest,
-    HttpResponse, PreRegistered,
+    AuthError, AuthMethod, AuthSettings, Client, Credentials, Entropy, Grant, HttpMethod,
+    HttpRequest, HttpResponse, PreRegistered, SigningAlgorithm,
 };
 pub use url::HttpUrl;

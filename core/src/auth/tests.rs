@@ -358,6 +358,7 @@ fn pre_registered_client_uses_its_token_endpoint_method() {
             client_id: "pre id".into(),
             client_secret: Some("s3cret".into()),
             auth_method: Some(method),
+            signing_algorithm: None,
         });
         let (mut flow, step) = Flow::authorize(s, Challenge::default(), None, false, &entropy(), 0);
         let _ = fetch(step);
@@ -425,11 +426,13 @@ fn step_up_asks_for_held_and_challenged_scopes_and_offline_access() {
             client_id: "held".into(),
             client_secret: None,
             auth_method: AuthMethod::None,
+            signing_algorithm: None,
         },
         access_token: "t".into(),
         refresh_token: None,
         expires_at: None,
         scopes: vec!["mcp:basic".into()],
+        grant: Grant::AuthorizationCode,
     };
     let challenge =
         parse_www_authenticate(r#"Bearer error="insufficient_scope", scope="mcp:write""#);
@@ -483,11 +486,13 @@ fn refresh_then_full_authorization_when_refused() {
             client_id: "c".into(),
             client_secret: None,
             auth_method: AuthMethod::None,
+            signing_algorithm: None,
         },
         access_token: "old".into(),
         refresh_token: Some("r1".into()),
         expires_at: Some(10),
         scopes: vec![],
+        grant: Grant::AuthorizationCode,
     };
     let (mut flow, step) = Flow::refresh(settings(), creds.clone(), &entropy(), 100);
     let r = fetch(step);
@@ -537,6 +542,158 @@ fn endpoint_errors_never_quote_the_body() {
     );
 }
 
+fn client_credentials(method: AuthMethod, secret: Option<&str>) -> AuthSettings {
+    let mut s = settings();
+    s.interactive = false;
+    s.redirect_uri = String::new();
+    s.grant = Grant::ClientCredentials;
+    s.pre_registered = Some(PreRegistered {
+        client_id: "m2m".into(),
+        client_secret: secret.map(str::to_string),
+        auth_method: Some(method),
+        signing_algorithm: None,
+    });
+    s
+}
+
+#[test]
+fn client_credentials_with_a_secret_need_no_person_and_no_pkce() {
+    let (mut flow, step) = Flow::authorize(
+        client_credentials(AuthMethod::ClientSecretBasic, Some("s")),
+        parse_www_authenticate(r#"Bearer scope="mcp:read""#),
+        None,
+        false,
+        &entropy(),
+        1000,
+    );
+    let _ = fetch(step);
+    let _ = fetch(flow.on_response(prm(SERVER)));
+    // A machine-to-machine server: no authorization endpoint, no PKCE, offline_access
+    // offered; none of it matters to this grant.
+    let token = fetch(flow.on_response(ok(serde_json::json!({
+        "issuer": ISSUER,
+        "token_endpoint": format!("{ISSUER}/token"),
+        "scopes_supported": ["offline_access"],
+        "grant_types_supported": ["client_credentials"],
+    }))));
+    assert_eq!(token.url, format!("{ISSUER}/token"));
+    assert_eq!(
+        form(&token),
+        [
+            ("grant_type".to_string(), "client_credentials".to_string()),
+            ("scope".into(), "mcp:read".into()),
+            ("resource".into(), SERVER.into()),
+        ]
+    );
+    assert!(token.headers.contains(&(
+        "authorization".into(),
+        format!("Basic {}", encode::base64_standard(b"m2m:s"))
+    )));
+    let Step::Done(creds) = flow.on_response(ok(
+        serde_json::json!({"access_token": "at", "token_type": "Bearer", "expires_in": 60}),
+    )) else {
+        panic!("done")
+    };
+    assert_eq!(creds.grant, Grant::ClientCredentials);
+    assert_eq!(creds.expires_at, Some(1060));
+    // Renewed without a person before it expires, though there is no refresh token.
+    assert!(Guard::should_refresh(&creds, 1000));
+    let (mut flow, step) = Flow::refresh(
+        client_credentials(AuthMethod::ClientSecretBasic, Some("s")),
+        *creds,
+        &entropy(),
+        1001,
+    );
+    let _ = fetch(step);
+    let _ = fetch(flow.on_response(prm(SERVER)));
+    let again = fetch(flow.on_response(asm(serde_json::json!({}))));
+    assert_eq!(
+        form_param(&again, "grant_type").as_deref(),
+        Some("client_credentials")
+    );
+
+    // Without a configured client there is nothing to present.
+    let mut s = client_credentials(AuthMethod::None, None);
+    s.pre_registered = None;
+    let (mut flow, step) = Flow::authorize(s, Challenge::default(), None, false, &entropy(), 0);
+    let _ = fetch(step);
+    let _ = fetch(flow.on_response(prm(SERVER)));
+    assert!(matches!(
+        flow.on_response(asm(serde_json::json!({}))),
+        Step::Failed(AuthError::NoRegistration { .. })
+    ));
+}
+
+#[test]
+fn private_key_jwt_asks_the_shell_to_sign_a_short_lived_assertion_for_the_issuer() {
+    let (mut flow, step) = Flow::authorize(
+        client_credentials(AuthMethod::PrivateKeyJwt, None),
+        Challenge::default(),
+        None,
+        false,
+        &entropy(),
+        1000,
+    );
+    let _ = fetch(step);
+    let _ = fetch(flow.on_response(prm(SERVER)));
+    let Step::Sign { algorithm, input } = flow.on_response(asm(serde_json::json!({}))) else {
+        panic!("expected a signature request")
+    };
+    assert_eq!(algorithm, SigningAlgorithm::ES256);
+    let (header, claims) = input.split_once('.').unwrap();
+    let decode = |part: &str| -> serde_json::Value {
+        serde_json::from_slice(&encode::base64_url_decode(part).unwrap()).unwrap()
+    };
+    assert_eq!(
+        decode(header),
+        serde_json::json!({"alg": "ES256", "typ": "JWT"})
+    );
+    let claims = decode(claims);
+    assert_eq!(
+        (&claims["iss"], &claims["sub"], &claims["aud"]),
+        (
+            &serde_json::json!("m2m"),
+            &serde_json::json!("m2m"),
+            &serde_json::json!(ISSUER)
+        )
+    );
+    assert_eq!(
+        (&claims["iat"], &claims["exp"]),
+        (&serde_json::json!(1000), &serde_json::json!(1300))
+    );
+    assert!(claims["jti"].as_str().is_some_and(|j| !j.is_empty()));
+
+    let token = fetch(flow.on_signature(Ok(vec![1, 2, 3])));
+    assert_eq!(
+        form_param(&token, "client_assertion_type").as_deref(),
+        Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    );
+    assert_eq!(
+        form_param(&token, "client_assertion"),
+        Some(format!("{input}.{}", encode::base64_url(&[1, 2, 3])))
+    );
+    assert!(!token.headers.iter().any(|(k, _)| k == "authorization"));
+
+    // A key the shell cannot use ends the flow with its reason.
+    let (mut flow, step) = Flow::authorize(
+        client_credentials(AuthMethod::PrivateKeyJwt, None),
+        Challenge::default(),
+        None,
+        false,
+        &entropy(),
+        1000,
+    );
+    let _ = fetch(step);
+    let _ = fetch(flow.on_response(prm(SERVER)));
+    let _ = flow.on_response(asm(serde_json::json!({})));
+    assert_eq!(
+        flow.on_signature(Err("no key".into())),
+        Step::Failed(AuthError::Signing {
+            reason: "no key".into()
+        })
+    );
+}
+
 fn held(refresh: bool) -> Credentials {
     Credentials {
         issuer: ISSUER.into(),
@@ -546,11 +703,13 @@ fn held(refresh: bool) -> Credentials {
             client_id: "c".into(),
             client_secret: None,
             auth_method: AuthMethod::None,
+            signing_algorithm: None,
         },
         access_token: "t".into(),
         refresh_token: refresh.then(|| "r".into()),
         expires_at: Some(100),
         scopes: vec![],
+        grant: Grant::AuthorizationCode,
     }
 }
 
@@ -572,6 +731,8 @@ fn guard_refreshes_then_reauthorizes_then_gives_up() {
     ));
     // A refusal of credentials replaced since is just retried.
     assert_eq!(g.refused(401, &none, 1, Some(&c)), Reaction::Retry);
+    // The give-up ended that chain: the next request's refusal starts a new one.
+    assert_eq!(g.refused(401, &none, 2, Some(&c)), Reaction::Refresh);
     g.accepted();
     assert_eq!(g.refused(401, &none, 2, Some(&c)), Reaction::Refresh);
     assert_eq!(
@@ -585,8 +746,8 @@ fn guard_refreshes_then_reauthorizes_then_gives_up() {
 
 proptest! {
     /// However a server refuses (any mix of 401, 403 and insufficient_scope, any age of the
-    /// credentials sent), one refusal chain runs at most 1 refresh, 1 re-authorization and
-    /// MAX_STEP_UPS step-ups before giving up.
+    /// credentials sent), one refusal chain (until it is given up) runs at most 1 refresh,
+    /// 1 re-authorization and MAX_STEP_UPS step-ups.
     #[test]
     fn refusal_storms_are_bounded(
         refusals in proptest::collection::vec((prop_oneof![Just(401u16), Just(403u16)], any::<bool>(), any::<bool>(), any::<bool>()), 1..60)
@@ -602,7 +763,11 @@ proptest! {
                 Reaction::Refresh => { refreshes += 1; g.installed(); }
                 Reaction::Authorize { step_up: true } => { step_ups += 1; g.installed(); }
                 Reaction::Authorize { step_up: false } => { authorizations += 1; g.installed(); }
-                Reaction::GiveUp(_) => {}
+                Reaction::GiveUp(_) => {
+                    // The chain ended; the next refusal starts another.
+                    prop_assert!(refreshes <= 1 && authorizations <= MAX_REAUTHORIZATIONS && step_ups <= MAX_STEP_UPS);
+                    (refreshes, authorizations, step_ups) = (0, 0, 0);
+                }
             }
             prop_assert!(refreshes <= 1 && authorizations <= MAX_REAUTHORIZATIONS && step_ups <= MAX_STEP_UPS);
         }

@@ -79,15 +79,19 @@ pub enum AuthMethod {
     ClientSecretBasic,
     /// `client_id` and `client_secret` in the form body.
     ClientSecretPost,
+    /// A JWT signed with the client's private key (RFC 7523 section 2.2), made per request.
+    PrivateKeyJwt,
 }
 
 impl AuthMethod {
-    /// The registered name (`none`, `client_secret_basic`, `client_secret_post`).
+    /// The registered name (`none`, `client_secret_basic`, `client_secret_post`,
+    /// `private_key_jwt`).
     pub fn as_str(self) -> &'static str {
         match self {
             AuthMethod::None => "none",
             AuthMethod::ClientSecretBasic => "client_secret_basic",
             AuthMethod::ClientSecretPost => "client_secret_post",
+            AuthMethod::PrivateKeyJwt => "private_key_jwt",
         }
     }
 
@@ -97,6 +101,48 @@ impl AuthMethod {
             "none" => Some(AuthMethod::None),
             "client_secret_basic" => Some(AuthMethod::ClientSecretBasic),
             "client_secret_post" => Some(AuthMethod::ClientSecretPost),
+            "private_key_jwt" => Some(AuthMethod::PrivateKeyJwt),
+            _ => None,
+        }
+    }
+}
+
+/// How the client gets its tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    /// A person authorizes in a browser; the code comes back on the loopback redirect.
+    #[default]
+    AuthorizationCode,
+    /// Machine to machine: the client's own credentials buy the token, no person involved
+    /// (the MCP client-credentials extension). Needs a pre-registered client.
+    ClientCredentials,
+}
+
+/// The signature algorithm of a `private_key_jwt` client assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum SigningAlgorithm {
+    /// ECDSA with P-256 and SHA-256.
+    #[default]
+    ES256,
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    RS256,
+}
+
+impl SigningAlgorithm {
+    /// The JOSE name (`ES256`, `RS256`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SigningAlgorithm::ES256 => "ES256",
+            SigningAlgorithm::RS256 => "RS256",
+        }
+    }
+
+    /// The algorithm a JOSE name stands for; `None` for ones this client cannot sign with.
+    pub fn parse(s: &str) -> Option<SigningAlgorithm> {
+        match s {
+            "ES256" => Some(SigningAlgorithm::ES256),
+            "RS256" => Some(SigningAlgorithm::RS256),
             _ => None,
         }
     }
@@ -113,6 +159,10 @@ pub struct Client {
     /// How to authenticate at the token endpoint.
     #[serde(default)]
     pub auth_method: AuthMethod,
+    /// The assertion's algorithm, for `private_key_jwt` (the key itself stays with the
+    /// shell, which signs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_algorithm: Option<SigningAlgorithm>,
 }
 
 impl fmt::Debug for Client {
@@ -124,6 +174,7 @@ impl fmt::Debug for Client {
                 &self.client_secret.as_ref().map(|_| "<redacted>"),
             )
             .field("auth_method", &self.auth_method)
+            .field("signing_algorithm", &self.signing_algorithm)
             .finish()
     }
 }
@@ -137,6 +188,8 @@ pub struct PreRegistered {
     pub client_secret: Option<String>,
     /// The token endpoint method; without one, Basic when there is a secret, else `none`.
     pub auth_method: Option<AuthMethod>,
+    /// The `private_key_jwt` assertion's algorithm (ES256 when not given).
+    pub signing_algorithm: Option<SigningAlgorithm>,
 }
 
 impl fmt::Debug for PreRegistered {
@@ -148,7 +201,25 @@ impl fmt::Debug for PreRegistered {
                 &self.client_secret.as_ref().map(|_| "<redacted>"),
             )
             .field("auth_method", &self.auth_method)
+            .field("signing_algorithm", &self.signing_algorithm)
             .finish()
+    }
+}
+
+impl PreRegistered {
+    /// The client it stands for: its method, or Basic when it has a secret, else `none`.
+    pub fn client(&self) -> Client {
+        let auth_method = self.auth_method.unwrap_or(if self.client_secret.is_some() {
+            AuthMethod::ClientSecretBasic
+        } else {
+            AuthMethod::None
+        });
+        Client {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            auth_method,
+            signing_algorithm: self.signing_algorithm,
+        }
     }
 }
 
@@ -172,7 +243,10 @@ pub struct AuthSettings {
     pub auth_server_metadata_url: Option<String>,
     /// Whether the user can be sent to the authorization endpoint. When not, a flow that
     /// would need that ends with [`AuthError::NeedsLogin`] before registering anything.
+    /// (The client-credentials grant never needs a person.)
     pub interactive: bool,
+    /// How tokens are obtained.
+    pub grant: Grant,
 }
 
 /// The random input of one flow: the PKCE verifier and the `state` value, from the shell's
@@ -215,6 +289,10 @@ pub struct Credentials {
     /// these plus the challenged ones).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The grant that produced them: client-credentials tokens are renewed with the same
+    /// grant, without a person, when they expire.
+    #[serde(default)]
+    pub grant: Grant,
 }
 
 impl fmt::Debug for Credentials {
@@ -231,6 +309,7 @@ impl fmt::Debug for Credentials {
             )
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
+            .field("grant", &self.grant)
             .finish()
     }
 }
@@ -339,6 +418,20 @@ pub enum AuthError {
     /// `403` without `insufficient_scope`: another authorization would not help.
     #[error("the server denied access (HTTP 403)")]
     Forbidden,
+    /// A client assertion could not be signed (the key is missing, unreadable or of
+    /// another kind than the algorithm); never names the key's contents.
+    #[error("could not sign the client assertion: {reason}")]
+    Signing {
+        /// Why, in the shell's words.
+        reason: String,
+    },
+    /// A command that makes headers (`headersHelper`, a `!command` value) failed when run
+    /// again after a refusal; never quotes what it printed.
+    #[error("{reason}")]
+    HeaderCommand {
+        /// Why, in the shell's words.
+        reason: String,
+    },
     /// The flow was fed an input it was not waiting for.
     #[error("the authorization flow is not waiting for that")]
     Unexpected,

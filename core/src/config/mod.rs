@@ -18,6 +18,7 @@
 //! config hash; deny-list filters; and the merge of sources by precedence.
 
 mod codex;
+mod credentials;
 mod document;
 mod entry;
 mod expand;
@@ -47,7 +48,7 @@ pub use model::{
     ConfigError, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig, TransportKind,
     DEFAULT_CONNECT_TIMEOUT,
 };
-pub use oauth::{oauth_config, OAuthConfig};
+pub use oauth::{oauth_config, OAuthConfig, PrivateKey};
 pub use trust::{
     codex_project_trust, gemini_folder_trust, parse_claude_settings, Approvals, Approved,
     ApprovedBy, AwaitingApproval, ClaudeApprovals, ClaudeSettings, FolderTrust, RejectedBy,

@@ -97,11 +97,23 @@ pub fn resolve(
         },
         TransportKind::Http => TransportConfig::Http {
             url: config.url.as_ref().map(x).unwrap_or_default(),
-            headers: map(&config.headers),
+            headers: with_credentials(name, config, env, map(&config.headers))?,
         },
         TransportKind::Sse => TransportConfig::Sse {
             url: config.url.as_ref().map(x).unwrap_or_default(),
-            headers: map(&config.headers),
+            headers: with_credentials(name, config, env, map(&config.headers))?,
         },
     })
+}
+
+/// `headers` plus the ones the entry's credential indirections name.
+fn with_credentials(
+    name: &str,
+    config: &ServerConfig,
+    env: &BTreeMap<String, String>,
+    mut headers: BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    super::credentials::add_credential_headers(config, env, &mut headers)
+        .map_err(|e| ConfigError::server(name, e))?;
+    Ok(headers)
 }

@@ -6,9 +6,12 @@
 //! refused meanwhile are retried with its result instead of starting their own.
 
 mod loopback;
+mod signing;
+mod sources;
 mod store;
 
 pub use loopback::{AuthorizationHandler, AuthorizationSession, LoopbackAuthorizer};
+pub use sources::HeaderSources;
 pub use store::{StoreError, TokenStore};
 
 use crate::http::client::{HttpClient, Url};
@@ -19,8 +22,8 @@ use http::{HeaderName, HeaderValue, Method};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use switchboard_core::auth::{
-    parse_www_authenticate, AuthError, AuthSettings, Credentials, Entropy, Flow, Guard, HttpMethod,
-    HttpRequest, HttpResponse, Reaction, Step,
+    parse_www_authenticate, AuthError, AuthSettings, Credentials, Entropy, Flow, Grant, Guard,
+    HttpMethod, HttpRequest, HttpResponse, Reaction, Step,
 };
 use switchboard_core::config::OAuthConfig;
 
@@ -55,6 +58,12 @@ struct State {
     creds: Option<Credentials>,
     guard: Guard,
     loaded: bool,
+    /// Headers from the header sources (helper, `!command` values run again).
+    made: Vec<(String, String)>,
+    /// The helper ran for the first request.
+    made_loaded: bool,
+    /// The header sources ran again in this refusal chain.
+    remade: bool,
 }
 
 /// The authorization state of one HTTP server.
@@ -64,6 +73,7 @@ pub struct AuthLayer {
     oauth: OAuthConfig,
     ctx: AuthContext,
     client: HttpClient,
+    sources: HeaderSources,
     state: Mutex<State>,
     /// One flow at a time.
     flows: async_lock::Mutex<()>,
@@ -102,6 +112,18 @@ fn entropy() -> Result<Entropy, AuthError> {
 impl AuthLayer {
     /// The layer of `server` at `url`.
     pub fn new(server: &str, url: &str, oauth: OAuthConfig, ctx: AuthContext) -> Arc<Self> {
+        Self::with_sources(server, url, oauth, ctx, HeaderSources::default())
+    }
+
+    /// The layer of `server` at `url`, whose headers also come from `sources` (run again
+    /// after a `401`, before any OAuth reaction).
+    pub fn with_sources(
+        server: &str,
+        url: &str,
+        oauth: OAuthConfig,
+        ctx: AuthContext,
+        sources: HeaderSources,
+    ) -> Arc<Self> {
         Arc::new(AuthLayer {
             server: server.to_string(),
             url: url.to_string(),
@@ -110,10 +132,14 @@ impl AuthLayer {
             // No idle connections kept: the flow's requests are minutes apart around the
             // browser, longer than servers keep an idle connection open.
             client: HttpClient::new(Duration::from_secs(10), 0, 4),
+            sources,
             state: Mutex::new(State {
                 creds: None,
                 guard: Guard::default(),
                 loaded: false,
+                made: Vec::new(),
+                made_loaded: false,
+                remade: false,
             }),
             flows: async_lock::Mutex::new(()),
         })
@@ -126,6 +152,17 @@ impl AuthLayer {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The headers to send now besides the configured ones (which they replace): those
+    /// the header sources made, then `Authorization` from the OAuth credentials, if any.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        let st = self.lock();
+        let mut out = st.made.clone();
+        if let Some(c) = &st.creds {
+            out.push(("authorization".into(), format!("Bearer {}", c.access_token)));
+        }
+        out
     }
 
     /// The `Authorization` header value to send now, if there are credentials.
@@ -141,6 +178,20 @@ impl AuthLayer {
     /// [`refused`](Self::refused)). Errors here are not fatal: the request goes out with what
     /// there is and the server's answer decides.
     pub async fn ready(&self) -> u64 {
+        if self.sources.helper.is_some() && !self.lock().made_loaded {
+            let _flow = self.flows.lock().await;
+            if !self.lock().made_loaded {
+                let made = self.sources.helper_headers(&self.server, &self.url).await;
+                let mut st = self.lock();
+                st.made_loaded = true;
+                match made {
+                    Ok(h) => st.made = h,
+                    Err(e) => {
+                        tracing::warn!(target: "switchboard::auth", server = %self.server, "{e}")
+                    }
+                }
+            }
+        }
         if !self.lock().loaded {
             let _flow = self.flows.lock().await;
             if !self.lock().loaded {
@@ -190,9 +241,17 @@ impl AuthLayer {
         self.lock().guard.generation()
     }
 
+    /// What this server's guard decided so far (refusals, retries, refreshes,
+    /// authorizations, step-ups, give-ups).
+    pub fn counters(&self) -> switchboard_core::auth::GuardCounters {
+        self.lock().guard.counters()
+    }
+
     /// A request was accepted: a refusal chain is over.
     pub fn accepted(&self) {
-        self.lock().guard.accepted();
+        let mut st = self.lock();
+        st.guard.accepted();
+        st.remade = false;
     }
 
     /// The server refused a request sent with credentials of generation `sent`: refresh,
@@ -207,6 +266,40 @@ impl AuthLayer {
             .map(parse_www_authenticate)
             .unwrap_or_default();
         let _flow = self.flows.lock().await;
+        // Headers made by commands go stale (a token that expired): a `401` first runs
+        // them again, once per refusal chain, before any OAuth reaction.
+        if status == 401 && !self.sources.is_empty() {
+            let again = {
+                let mut st = self.lock();
+                if sent < st.guard.generation() {
+                    return Ok(());
+                }
+                !std::mem::replace(&mut st.remade, true)
+            };
+            if again {
+                let mut made = self
+                    .sources
+                    .rerun_commands()
+                    .await
+                    .map_err(|reason| AuthError::HeaderCommand { reason })?;
+                made.extend(
+                    self.sources
+                        .helper_headers(&self.server, &self.url)
+                        .await
+                        .map_err(|reason| AuthError::HeaderCommand { reason })?,
+                );
+                made.extend(
+                    self.sources
+                        .provider_headers(&self.server)
+                        .await
+                        .map_err(|reason| AuthError::HeaderCommand { reason })?,
+                );
+                let mut st = self.lock();
+                st.made = made;
+                st.guard.installed();
+                return Ok(());
+            }
+        }
         let (reaction, creds) = {
             let mut st = self.lock();
             let creds = st.creds.clone();
@@ -244,7 +337,7 @@ impl AuthLayer {
     pub async fn login(&self) -> Result<(), AuthError> {
         let _flow = self.flows.lock().await;
         let session = self.begin().await?;
-        if session.is_none() {
+        if session.is_none() && self.oauth.grant == Grant::AuthorizationCode {
             return Err(AuthError::NeedsLogin);
         }
         let settings = self.settings(session.as_deref());
@@ -261,6 +354,10 @@ impl AuthLayer {
     }
 
     async fn begin(&self) -> Result<Option<Box<dyn AuthorizationSession>>, AuthError> {
+        if self.oauth.grant == Grant::ClientCredentials {
+            // Nobody to send anywhere: no redirect listener.
+            return Ok(None);
+        }
         match &self.ctx.handler {
             None => Ok(None),
             Some(h) => h
@@ -275,15 +372,23 @@ impl AuthLayer {
     }
 
     fn settings(&self, session: Option<&dyn AuthorizationSession>) -> AuthSettings {
+        let mut pre_registered = self.oauth.client.clone();
+        if let (Some(p), Some(key)) = (&mut pre_registered, &self.oauth.private_key) {
+            if p.signing_algorithm.is_none() {
+                // The key's kind names the algorithm when the config does not.
+                p.signing_algorithm = signing::algorithm_of(key);
+            }
+        }
         AuthSettings {
             server_url: self.url.clone(),
             redirect_uri: session.map(|s| s.redirect_uri()).unwrap_or_default(),
             client_name: "switchboard".into(),
-            pre_registered: self.oauth.client.clone(),
+            pre_registered,
             client_metadata_url: self.oauth.client_metadata_url.clone(),
             scopes: self.oauth.scopes.clone(),
             auth_server_metadata_url: self.oauth.auth_server_metadata_url.clone(),
             interactive: session.is_some(),
+            grant: self.oauth.grant,
         }
     }
 
@@ -307,6 +412,15 @@ impl AuthLayer {
                     }
                     let resp = self.fetch(&req).await;
                     flow.on_response(resp)
+                }
+                Step::Sign { algorithm, input } => {
+                    let key = self.oauth.private_key.clone();
+                    let signature = blocking::unblock(move || match key {
+                        Some(key) => signing::sign(&key, algorithm, input.as_bytes()),
+                        None => Err("no private key configured (oauth.privateKey)".to_string()),
+                    })
+                    .await;
+                    flow.on_signature(signature)
                 }
                 Step::Authorize { url } => {
                     let Some(s) = session.take() else {

@@ -230,11 +230,13 @@ mod tests {
                 client_id: "c".into(),
                 client_secret: None,
                 auth_method: AuthMethod::None,
+                signing_algorithm: None,
             },
             access_token: token.into(),
             refresh_token: None,
             expires_at: Some(5),
             scopes: vec![],
+            grant: Default::default(),
         }
     }
 

@@ -138,6 +138,8 @@ pub(crate) struct Driver {
     oauth: BTreeMap<String, switchboard_core::config::OAuthConfig>,
     /// The authorization state of each HTTP server, kept across its connection attempts.
     auth_layers: BTreeMap<String, Arc<crate::auth::AuthLayer>>,
+    /// `headersHelper` commands by server.
+    helpers: BTreeMap<String, String>,
     requests: Receiver<Request>,
     /// Everything but the API's requests: transport events of both kinds and completions of
     /// the driver's own tasks, on one channel (one wake-up source to wait on, not three).
@@ -189,6 +191,7 @@ impl Driver {
             auth: BTreeMap::new(),
             oauth: BTreeMap::new(),
             auth_layers: BTreeMap::new(),
+            helpers: BTreeMap::new(),
             requests,
             inbound_tx,
             inbound_rx,
@@ -381,6 +384,10 @@ impl Driver {
                 }
             }
             // Settings may have changed: the next attempt starts from the store again.
+            match s.config.extra.get("headersHelper").and_then(Value::as_str) {
+                Some(h) => self.helpers.insert(s.name.clone(), h.to_string()),
+                None => self.helpers.remove(&s.name),
+            };
             self.auth_layers.remove(&s.name);
         }
     }

@@ -170,14 +170,37 @@ impl Driver {
         server: &str,
         config: &TransportConfig,
     ) -> Option<std::sync::Arc<crate::auth::AuthLayer>> {
-        let (TransportConfig::Http { url, .. } | TransportConfig::Sse { url, .. }) = config else {
+        let (TransportConfig::Http { url, headers } | TransportConfig::Sse { url, headers }) =
+            config
+        else {
             return None;
         };
         if let Some(layer) = self.auth_layers.get(server).filter(|l| l.url() == url) {
             return Some(layer.clone());
         }
         let oauth = self.oauth.get(server).cloned().unwrap_or_default();
-        let layer = crate::auth::AuthLayer::new(server, url, oauth, self.cfg.authorization.clone());
+        // Headers made by commands, run again after a 401.
+        let sources = crate::auth::HeaderSources {
+            helper: self.helpers.get(server).cloned(),
+            commands: headers
+                .iter()
+                .filter(|(_, v)| !v.starts_with("!!"))
+                .filter_map(|(k, v)| Some((k.clone(), v.strip_prefix('!')?.to_string())))
+                .collect(),
+            cache: Some(self.secrets.clone()),
+            provider: self
+                .cfg
+                .credentials
+                .clone()
+                .zip(self.auth.get(server).cloned()),
+        };
+        let layer = crate::auth::AuthLayer::with_sources(
+            server,
+            url,
+            oauth,
+            self.cfg.authorization.clone(),
+            sources,
+        );
         self.auth_layers.insert(server.to_string(), layer.clone());
         Some(layer)
     }

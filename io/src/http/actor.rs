@@ -336,9 +336,15 @@ pub(super) fn spawn_post(
                 let _ = inner.internal.send(Internal::Fatal(e)).await;
             }
             // Refused credentials end the attempt when nothing can be sent (the
-            // `initialize`); otherwise only the request fails (a refused step-up).
+            // `initialize`), or when no request can be until a person logs in (`NeedsLogin`
+            // is about the server, not this request: the `server/discover` probe that meets
+            // it must not pass for an old server's answer); otherwise only the request fails
+            // (a refused step-up).
             Err(PostError::Auth(error)) => match info.request_id {
-                Some(id) if !info.is_initialize() => {
+                Some(id)
+                    if !info.is_initialize()
+                        && error != switchboard_core::auth::AuthError::NeedsLogin =>
+                {
                     inner
                         .emit
                         .emit(TransportEvent::Unauthorized { id: Some(id), error })

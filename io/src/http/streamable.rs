@@ -73,8 +73,16 @@ impl Inner {
         if let Some(v) = &session.1 {
             set("mcp-protocol-version", v);
         }
-        if let Some(bearer) = self.auth.as_ref().and_then(|a| a.header()) {
-            set("authorization", &bearer);
+        if let Some(auth) = &self.auth {
+            for (name, value) in auth.headers() {
+                if let (Ok(n), Ok(v)) = (
+                    HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(&value),
+                ) {
+                    h.retain(|(k, _)| *k != n);
+                    h.push((n, v));
+                }
+            }
         }
         if !self
             .headers
