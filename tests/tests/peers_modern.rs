@@ -165,7 +165,10 @@ fn python_modern(args: &[&str]) -> (String, Vec<String>) {
 }
 
 #[test]
-#[cfg_attr(not(peers), ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh")]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn python_sdk_server_is_spoken_to_in_2026_07_28_over_stdio() {
     if !peers_enabled("py_modern_stdio") {
         return;
@@ -179,7 +182,10 @@ fn python_sdk_server_is_spoken_to_in_2026_07_28_over_stdio() {
 }
 
 #[test]
-#[cfg_attr(not(peers), ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh")]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
 fn python_sdk_server_is_spoken_to_in_2026_07_28_over_streamable_http() {
     if !peers_enabled("py_modern_http") {
         return;
