@@ -61,9 +61,6 @@ pub struct Counters {
     pub inputs_unavailable: u64,
     /// Results with a `resultType` the client does not know.
     pub unknown_result_types: u64,
-    /// `initialize` refused with -32022 naming a stateless version we speak (its probe's
-    /// answer came too late): asked again with `server/discover` on the same connection.
-    pub probes_after_refused_initialize: u64,
     /// Log levels set on a stateless server: kept for its requests' `_meta`, nothing sent.
     pub log_levels_per_request: u64,
     /// `subscriptions/listen` streams asked for (stateless connections).

@@ -180,13 +180,7 @@ impl Manager {
         }
     }
 
-    pub(super) fn send_probe(
-        &mut self,
-        conn: ConnId,
-        server: &str,
-        version: &'static str,
-        retried: bool,
-    ) {
+    fn send_probe(&mut self, conn: ConnId, server: &str, version: &'static str, retried: bool) {
         self.counters.probes_sent += 1;
         // The probe itself speaks the stateless revision: mark the wire first so it carries
         // the `_meta` and headers (its id is filled in once issued).

@@ -627,29 +627,6 @@ impl Manager {
                 }
             },
             Err(e) => {
-                // A stateless server whose answer to the probe came too late (a slow start)
-                // refuses `initialize`, naming the version it speaks: ask it once more in
-                // that revision on the same connection.
-                let modern = e
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get("supported"))
-                    .and_then(Value::as_array)
-                    .and_then(|v| {
-                        let names: Vec<String> = v
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .take(64)
-                            .map(str::to_string)
-                            .collect();
-                        protocol::pick_modern(&names)
-                    })
-                    .filter(|_| self.opts.protocol.probe && super::era::refused_for_version(&e));
-                if let Some(version) = modern {
-                    self.counters.probes_after_refused_initialize += 1;
-                    self.send_probe(conn, server, version, true);
-                    return;
-                }
                 let kind = if super::era::refused_for_version(&e) {
                     self.counters.unsupported_versions += 1;
                     ServerErrorKind::UnsupportedVersion
