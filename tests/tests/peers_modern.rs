@@ -65,6 +65,10 @@ fn check_modern_answering(spec: ServerSpec, confirmed: &str) {
         let (sb, report) = Builder::servers(vec![spec])
             .no_cache()
             .elicitation_handler(Arc::new(Defaults))
+            // A Python interpreter can take longer than the default probe timeout (2 s) to
+            // start on a loaded machine; its late answer would then meet `initialize`, which
+            // a stateless server refuses. The probe's wait is what these tests do not test.
+            .manager_options(|o| o.protocol.probe_timeout = std::time::Duration::from_secs(20))
             .start()
             .await
             .unwrap();
