@@ -254,8 +254,18 @@ impl Manager {
             }
             let raw = c.tool.clone();
             let progress = c.progress;
+            // It was made against the cached definition; it is sent against the live one,
+            // whose output schema its result must keep to.
+            let live_schema = self
+                .servers
+                .get(server)
+                .and_then(|s| s.tools.iter().find(|t| t.name == raw))
+                .and_then(|t| t.output_schema.clone());
             let (args, meta) = match self.calls.get_mut(&call) {
-                Some(c) => (c.arguments.take(), c.meta.take()),
+                Some(c) => {
+                    c.output_schema = live_schema;
+                    (c.arguments.take(), c.meta.take())
+                }
                 None => (None, None),
             };
             let kept = self.keep_for_retry(conn, &args, &meta);
