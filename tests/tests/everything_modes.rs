@@ -479,3 +479,51 @@ fn the_whole_surface_over_legacy_sse() {
     exercise(ServerSpec::new("everything", config));
     exercise_cli(json!({"type": "sse", "url": peer.url("/sse")}));
 }
+
+/// `status`, `tools` and `call` as a newcomer would run them against the reference server.
+#[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
+fn cli_status_and_call_work_against_the_reference_typescript_server() {
+    if !crate::demo_server::peers_enabled("cli against server-everything") {
+        return;
+    }
+    let p = crate::cli::Project::new(&[]);
+    let entry = crate::support::repo_root()
+        .join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let config = json!({"mcpServers": {"everything": {"command": "node", "args": [entry.to_string_lossy(), "stdio"]}}});
+    std::fs::write(p.path().join("everything.json"), config.to_string()).unwrap();
+    let out = p.run_with_configs(&["everything.json"], &["status", "--json"]);
+    assert_eq!(crate::cli::code(&out), 0, "{}", crate::cli::stderr(&out));
+    let v = crate::cli::json_stdout(&out);
+    assert_eq!(v["servers"][0]["status"], "connected", "{v}");
+    assert!(v["servers"][0]["tools"].as_u64().unwrap() >= 10, "{v}");
+    let out = p.run_with_configs(&["everything.json"], &["tools", "--json"]);
+    assert_eq!(crate::cli::code(&out), 0, "{}", crate::cli::stderr(&out));
+    let tools = crate::cli::json_stdout(&out);
+    let echo = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp_everything_echo")
+        .unwrap_or_else(|| panic!("no echo tool: {tools}"));
+    assert_eq!(echo["server"], "everything");
+    assert_eq!(echo["tool"], "echo");
+    assert!(
+        echo["input_schema"]["properties"]["message"].is_object(),
+        "{echo}"
+    );
+    assert_eq!(tools["errors"], json!({}));
+    let out = p.run_with_configs(
+        &["everything.json"],
+        &[
+            "call",
+            "mcp_everything_echo",
+            r#"{"message": "from the CLI"}"#,
+        ],
+    );
+    assert_eq!(crate::cli::code(&out), 0, "{}", crate::cli::stderr(&out));
+    assert_eq!(crate::cli::stdout(&out).trim(), "Echo: from the CLI");
+}
