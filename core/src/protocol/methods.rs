@@ -64,31 +64,50 @@ pub fn parse_initialize_result(raw: &RawValue) -> Result<InitializeResult, Proto
     if !SUPPORTED_VERSIONS.contains(&version) {
         return Err(ProtocolError::UnsupportedVersion(version.to_string()));
     }
-    let tools = v.get("capabilities").and_then(|c| c.get("tools"));
-    let info = v.get("serverInfo");
-    let s = |o: Option<&Value>, k: &str| {
-        o.and_then(|o| o.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    Ok(InitializeResult {
-        protocol_version: version.to_string(),
-        has_tools: tools.is_some_and(|t| !t.is_null()),
-        tools_list_changed: tools
-            .and_then(|t| t.get("listChanged"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        server_name: s(info, "name"),
-        server_version: s(info, "version"),
-        instructions: v
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        tasks_tool_call: v
-            .pointer("/capabilities/tasks/requests/tools/call")
-            .is_some_and(|c| !c.is_null()),
-        capabilities: super::ServerCapabilities::parse(v.get("capabilities")),
-    })
+    let tasks_tool_call = v
+        .pointer("/capabilities/tasks/requests/tools/call")
+        .is_some_and(|c| !c.is_null());
+    Ok(InitializeResult::from_answer(
+        version,
+        v,
+        v.get("serverInfo"),
+        tasks_tool_call,
+    ))
+}
+
+impl InitializeResult {
+    /// What a server says of itself in a handshake answer (`initialize`'s result, or
+    /// `server/discover`'s), once the version is chosen: `info` is its `serverInfo`.
+    pub(crate) fn from_answer(
+        version: &str,
+        v: &Value,
+        info: Option<&Value>,
+        tasks_tool_call: bool,
+    ) -> InitializeResult {
+        let caps = v.get("capabilities");
+        let tools = caps.and_then(|c| c.get("tools"));
+        let s = |k: &str| {
+            info.and_then(|o| o.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        InitializeResult {
+            protocol_version: version.to_string(),
+            has_tools: tools.is_some_and(|t| !t.is_null()),
+            tools_list_changed: tools
+                .and_then(|t| t.get("listChanged"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            server_name: s("name"),
+            server_version: s("version"),
+            instructions: v
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            tasks_tool_call,
+            capabilities: super::ServerCapabilities::parse(caps),
+        }
+    }
 }
 
 /// `tools/list` params for a page.

@@ -6,7 +6,7 @@
 //! with `inputResponses` and the server's `requestState`, echoed as sent.
 
 use super::message::malformed;
-use super::{InitializeResult, ProtocolError, RpcError, ServerCapabilities};
+use super::{InitializeResult, ProtocolError, RpcError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -161,34 +161,14 @@ pub fn parse_discover_result(raw: &RawValue) -> Result<Option<InitializeResult>,
     let Some(version) = pick_modern(&supported) else {
         return Ok(None);
     };
-    let caps = v.get("capabilities");
-    let tools = caps.and_then(|c| c.get("tools"));
     // `serverInfo` in the result, or (as some servers send it) in the result's `_meta`.
     let info = v
         .get("serverInfo")
         .or_else(|| v.pointer("/_meta/io.modelcontextprotocol~1serverInfo"));
-    let s = |o: Option<&Value>, k: &str| {
-        o.and_then(|o| o.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    Ok(Some(InitializeResult {
-        protocol_version: version.to_string(),
-        has_tools: tools.is_some_and(|t| !t.is_null()),
-        tools_list_changed: tools
-            .and_then(|t| t.get("listChanged"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        server_name: s(info, "name"),
-        server_version: s(info, "version"),
-        instructions: v
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        // Tasks are an extension in the stateless revision; not used over it.
-        tasks_tool_call: false,
-        capabilities: ServerCapabilities::parse(caps),
-    }))
+    // Tasks are an extension in the stateless revision; not used over it.
+    Ok(Some(InitializeResult::from_answer(
+        version, &v, info, false,
+    )))
 }
 
 /// What a result says it is (`resultType`).
