@@ -251,7 +251,15 @@ pub struct Observer {
     pub task_results_asked: BTreeSet<(ConnId, String)>,
     /// Operations (reads, prompt gets, completions, subscriptions) made and not completed.
     pub ops: BTreeMap<switchboard_core::manager::CallId, ()>,
+    /// Per server, by index: what its settled catalog last passed the catalog invariant with
+    /// (the manager's `catalog_generation()`, the attempt, the attempt's lists generation).
+    /// Updated by the check itself while it reads the rest immutably.
+    pub catalog_checked: RefCell<Vec<Option<CatalogChecked>>>,
 }
+
+/// The inputs a settled catalog passed the catalog invariant with: while all three are the
+/// same, the comparison reads the same values and passes again.
+pub type CatalogChecked = (u64, ConnId, u64);
 
 /// Every how many changes of the view's pairs the qualified-name invariant rebuilds its
 /// reference table from scratch (in between, it feeds its own table only the servers whose

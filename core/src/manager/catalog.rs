@@ -120,6 +120,10 @@ pub(super) struct ServerCatalog {
 pub(super) struct CatalogState {
     pub(super) prompt_names: NameTable,
     pub(super) ops: BTreeMap<CallId, super::operations::Op>,
+    /// Bumped by every change that may alter what the catalog getters show (a server's live
+    /// or cached catalog replaced, its slice shown or withdrawn, its config hash changed, the
+    /// prompt names re-synced, a server forgotten): see [`Manager::catalog_generation`].
+    pub(super) generation: u64,
 }
 
 impl CatalogState {
@@ -127,6 +131,7 @@ impl CatalogState {
         CatalogState {
             prompt_names: NameTable::new(scheme),
             ops: BTreeMap::new(),
+            generation: 0,
         }
     }
 }
@@ -178,6 +183,14 @@ impl Manager {
         }
         out.sort_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
         out
+    }
+
+    /// A number that is the same as at an earlier call only if the catalog getters
+    /// ([`Manager::resources`], [`Manager::resource_templates`], [`Manager::prompts`]) cannot
+    /// have changed since: an observer that keeps what they showed can skip reading them
+    /// again. (It may change without the catalog changing.)
+    pub fn catalog_generation(&self) -> u64 {
+        self.catalog.generation
     }
 
     /// Route a prompt's qualified name to (server, raw prompt name).
@@ -232,6 +245,7 @@ impl Manager {
 
     /// The cache answered for `server` (its key already checked): keep its catalog.
     pub(super) fn catalog_cached(&mut self, server: &str, catalog: Option<Catalog>) {
+        self.catalog.generation += 1;
         if let Some(s) = self.servers.get_mut(server) {
             s.catalog.cached = catalog.map(|mut c| {
                 // The revision it spoke is the attempt's concern, not the catalog view's.
@@ -247,6 +261,7 @@ impl Manager {
 
     /// What the cache now holds for `server` is its live catalog.
     pub(super) fn catalog_stored(&mut self, server: &str) {
+        self.catalog.generation += 1;
         if let Some(s) = self.servers.get_mut(server) {
             s.catalog.cached = Some((s.hash.clone(), s.catalog.live.clone()));
         }
@@ -277,6 +292,8 @@ impl Manager {
 
     /// Bring the prompt name table in line with what `server` shows now.
     pub(super) fn sync_prompt_names(&mut self, server: &str) {
+        // Called wherever a server's slice is shown or withdrawn: the catalog view may move.
+        self.catalog.generation += 1;
         let names: Vec<String> = self
             .shown_catalog(server)
             .map(|(c, _)| c.prompts.iter().map(|p| p.name.clone()).collect())
@@ -493,6 +510,7 @@ impl Manager {
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
+        self.catalog.generation += 1;
         let connected = matches!(s.phase, Stage::Connected { .. });
         match outcome {
             Ok(mut acc) => {

@@ -87,6 +87,7 @@ impl Manager {
         // Forgotten entirely, pending or not: its source metadata goes too.
         self.servers.remove(server);
         self.view_gen += 1;
+        self.catalog.generation += 1;
         closed
     }
 

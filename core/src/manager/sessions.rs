@@ -160,6 +160,8 @@ impl Manager {
             s.cache = CacheState::Unknown;
             s.handshake = None;
             self.view_gen += 1;
+            // A cached catalog is shown only under the hash it was stored with.
+            self.catalog.generation += 1;
         }
         s.spec = spec;
         s.hash = hash.clone();

@@ -41,7 +41,7 @@ pub use registry::{
 
 use crate::observe::{Observer, StepInfo, View, ViewTool};
 use std::time::Duration;
-use switchboard_core::manager::Manager;
+use switchboard_core::manager::{ConnId, Manager};
 use switchboard_core::Instant;
 
 /// Everything a safety check reads: the manager, the observations, and the step's two views.
@@ -60,13 +60,27 @@ pub struct Ctx<'a> {
     pub settled: &'a [(usize, Option<&'a [String]>)],
     /// Servers whose resources, templates and prompts settled (connected, nothing of them in
     /// flight), with what their lists last told the manager, per kind.
-    pub catalog_settled: &'a [(usize, [Vec<String>; 3])],
+    pub catalog_settled: &'a [SettledCatalog<'a>],
     pub reset_on_progress: bool,
     /// The scenario switched automatic reconnects off (`ReconnectPolicy::never()`).
     pub reconnect_off: bool,
     /// Health pings: (interval, timeout), when on.
     pub health: Option<(Duration, Duration)>,
     pub max_call_time: Duration,
+}
+
+/// A server whose resources, templates and prompts settled, with what its lists last told the
+/// manager.
+#[derive(Debug, Clone, Copy)]
+pub struct SettledCatalog<'a> {
+    /// The server, by index.
+    pub server: usize,
+    /// The attempt whose lists these are.
+    pub attempt: ConnId,
+    /// Changes whenever `applied` is written (within one attempt).
+    pub lists_gen: u64,
+    /// Resource URIs, template URIs and prompt names, as listed.
+    pub applied: &'a [Vec<String>; 3],
 }
 
 pub type Check = fn(&Ctx) -> Result<(), String>;

@@ -8,8 +8,12 @@
 //! the manager must show once nothing is in flight): the invariant
 //! `CatalogSettlesToServerLists` compares it with the manager's views.
 
+use super::os::Proc;
 use super::server::Tag;
 use super::World;
+use crate::invariants::SettledCatalog;
+use crate::observe::{Observer, View};
+use crate::scenario::Scenario;
 use crate::verdict::Invariant;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -62,6 +66,9 @@ pub(crate) struct CatalogProc {
     fault: [Option<u64>; 3],
     /// `list_changed` notifications sent and not yet delivered.
     pub(super) changed_in_flight: u32,
+    /// Bumped at every write to `applied`: while it (and the attempt) stay the same, so do
+    /// the lists the manager's view must match.
+    pub(super) applied_gen: u64,
 }
 
 impl CatalogProc {
@@ -300,11 +307,13 @@ impl World<'_> {
             PageOutcome::Final => {
                 c.acc[k].extend(page.items);
                 c.applied[k] = std::mem::take(&mut c.acc[k]);
+                c.applied_gen += 1;
             }
             // A failed first list leaves that slice empty; a failed re-list keeps the last.
             PageOutcome::Failed => {
                 if c.first[k] {
                     c.applied[k].clear();
+                    c.applied_gen += 1;
                 }
             }
         }
@@ -319,6 +328,7 @@ impl World<'_> {
         if let Some(page) = c.open.remove(&id) {
             if c.first[page.kind] {
                 c.applied[page.kind].clear();
+                c.applied_gen += 1;
             }
         }
     }
@@ -345,21 +355,31 @@ impl World<'_> {
         }
     }
 
-    /// Servers whose catalog settled: connected, its attempt alive, nothing of it in flight,
-    /// with what its lists last told the manager.
-    pub(super) fn catalog_settled(&self) -> Vec<(usize, [Vec<String>; 3])> {
+    /// Servers whose catalog settled: connected (in `after`), its attempt alive, nothing of it
+    /// in flight, with what its lists last told the manager.
+    pub(super) fn catalog_settled<'w>(
+        sc: &Scenario,
+        obs: &Observer,
+        procs: &'w BTreeMap<ConnId, Proc>,
+        after: &View,
+    ) -> Vec<SettledCatalog<'w>> {
         let mut v = Vec::new();
-        for (i, s) in self.sc.servers.iter().enumerate() {
-            if !s.catalog || self.m.status(&s.name) != ServerStatus::Connected {
+        for (i, s) in sc.servers.iter().enumerate() {
+            if !s.catalog || after.status[i] != ServerStatus::Connected {
                 continue;
             }
-            let Some(p) = self.obs.latest_conn[i].and_then(|c| self.procs.get(&c)) else {
+            let Some((conn, p)) = obs.latest_conn[i].and_then(|c| procs.get_key_value(&c)) else {
                 continue;
             };
             if !p.alive() || p.reported || !p.catalog.settled() {
                 continue;
             }
-            v.push((i, p.catalog.applied.clone()));
+            v.push(SettledCatalog {
+                server: i,
+                attempt: *conn,
+                lists_gen: p.catalog.applied_gen,
+                applied: &p.catalog.applied,
+            });
         }
         v
     }

@@ -564,7 +564,7 @@ impl<'a> World<'a> {
         let after = View::observe(&self.m, &self.obs.names, Some(&self.view));
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;
-        let catalog_settled = self.catalog_settled();
+        let catalog_settled = Self::catalog_settled(self.sc, &self.obs, &self.procs, &after);
         self.cov.catalog_settled_checks += catalog_settled.len() as u64;
         // Completed calls leave the bookkeeping after the isolation check has read it.
         let ctx = Ctx {
