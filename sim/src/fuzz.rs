@@ -168,7 +168,7 @@ pub fn manager_inputs(data: &[u8]) {
         pinged: vec![None; names.len()],
         ..Observer::default()
     };
-    let mut view = View::observe(&m, &names, None);
+    let mut view = View::observe(&m, &obs.index, None);
     let mut now = Instant::ZERO;
     let mut next_call = 0u64;
     let mut conns: Vec<ConnId> = Vec::new();
@@ -343,7 +343,7 @@ pub fn manager_inputs(data: &[u8]) {
                 _ => {}
             }
         }
-        let after = View::observe(&m, &names, Some(&view));
+        let after = View::observe(&m, &obs.index, Some(&view));
         let ctx = Ctx {
             m: &m,
             obs: &obs,

@@ -43,7 +43,9 @@ impl View {
     /// What the getters show now; `prev` is the view of the step before (its tool list is
     /// reused when the manager's `view_generation()` has not moved, or when its `tool_refs()`
     /// still equal it field by field).
-    pub fn observe(m: &Manager, names: &[String], prev: Option<&View>) -> View {
+    /// `index`: every scenario server's name with its index (its name order lets the
+    /// statuses be read in one pass over the manager's servers).
+    pub fn observe(m: &Manager, index: &BTreeMap<String, usize>, prev: Option<&View>) -> View {
         let gen = m.view_generation();
         let tools = match prev {
             // The manager says its view cannot have changed: keep the list without reading
@@ -72,8 +74,24 @@ impl View {
                 }
             }
         };
+        // Both sides are in name order: a merge, one comparison per server, where a lookup
+        // per name would compare names down the manager's map each time. A name the manager
+        // does not know is `Disconnected`, as `status()` says.
+        let mut status = vec![ServerStatus::Disconnected; index.len()];
+        let mut known = m.statuses().peekable();
+        for (name, &i) in index {
+            while known.next_if(|(k, _)| *k < name.as_str()).is_some() {}
+            if let Some((_, st)) = known.next_if(|(k, _)| *k == name.as_str()) {
+                status[i] = st;
+            }
+            debug_assert_eq!(
+                status[i],
+                m.status(name),
+                "statuses() disagrees with status()"
+            );
+        }
         View {
-            status: names.iter().map(|n| m.status(n)).collect(),
+            status,
             tools,
             tools_gen: gen,
             calls: m.calls_in_flight(),
@@ -255,7 +273,13 @@ pub struct Observer {
     /// (the manager's `catalog_generation()`, the attempt, the attempt's lists generation).
     /// Updated by the check itself while it reads the rest immutably.
     pub catalog_checked: RefCell<Vec<Option<CatalogChecked>>>,
+    /// Per server, by index: the tool set (address and length of the scenario's list) and
+    /// the very view its settled tools last matched, for the list-changed invariant.
+    pub tools_checked: RefCell<Vec<Option<ToolsChecked>>>,
 }
+
+/// A settled tool set (where the scenario keeps it, its length) and the view it matched.
+pub type ToolsChecked = (usize, usize, Arc<Vec<ViewTool>>);
 
 /// The inputs a settled catalog passed the catalog invariant with: while all three are the
 /// same, the comparison reads the same values and passes again.

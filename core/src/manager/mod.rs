@@ -170,6 +170,14 @@ impl Manager {
             .map_or(ServerStatus::Disconnected, |s| s.phase.status())
     }
 
+    /// Every known server with its status, by name: what [`Manager::status`] says of each,
+    /// read in one pass instead of one lookup per name.
+    pub fn statuses(&self) -> impl Iterator<Item = (&str, ServerStatus)> + '_ {
+        self.servers
+            .iter()
+            .map(|(name, s)| (name.as_str(), s.phase.status()))
+    }
+
     /// A known server's full state (`None` for a server never started or disconnected).
     pub fn server_state(&self, server: &str) -> Option<ServerState> {
         self.servers.get(server).map(|s| s.state(server))

@@ -15,13 +15,17 @@ pub fn status_agrees_with_registries(ctx: &Ctx) -> Result<(), String> {
     let c = ctx.m.connections();
     let pc = ctx.m.pending_connections();
     let pt = ctx.m.pending_tool_loads();
-    // Which registries hold each server, found in one pass (by index, not by scanning each
-    // registry for each name).
+    // Which registries hold each server, found in one merge per registry: a registry lists
+    // names in order, and so does the index (a name out of order or unknown is reported).
     let mut held = vec![[false; 3]; ctx.obs.names.len()];
     for (k, registry) in [&c, &pc, &pt].into_iter().enumerate() {
+        let mut index = ctx.obs.index.iter().peekable();
         for n in registry {
-            let Some(&i) = ctx.obs.index.get(*n) else {
-                return Err(format!("registry holds unknown server {n:?}"));
+            while index.next_if(|(name, _)| name.as_str() < *n).is_some() {}
+            let Some((_, &i)) = index.next_if(|(name, _)| name.as_str() == *n) else {
+                return Err(format!(
+                    "registry holds unknown server {n:?} (or lists it out of order)"
+                ));
             };
             held[i][k] = true;
         }

@@ -148,7 +148,6 @@ impl<'a> World<'a> {
         let n = names.len();
         let m = Manager::new(opts.clone(), Instant::ZERO);
         let options_echoed = *m.options() == opts;
-        let view = View::observe(&m, &names, None);
         let mut store = BTreeMap::new();
         for (i, s) in sc.servers.iter().enumerate() {
             let hash = config_hash(&config_for(sc, i, 0));
@@ -187,6 +186,7 @@ impl<'a> World<'a> {
             policy: vec![Default::default(); n],
             ..Observer::default()
         };
+        let view = View::observe(&m, &obs.index, None);
         World {
             sc,
             m,
@@ -561,7 +561,7 @@ impl<'a> World<'a> {
 
     fn check(&mut self) {
         self.listen_check();
-        let after = View::observe(&self.m, &self.obs.names, Some(&self.view));
+        let after = View::observe(&self.m, &self.obs.index, Some(&self.view));
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;
         let catalog_settled = Self::catalog_settled(self.sc, &self.obs, &self.procs, &after);
