@@ -40,6 +40,7 @@ pub use registry::{
 };
 
 use crate::observe::{Observer, StepInfo, View, ViewTool};
+use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::manager::{ConnId, Manager};
 use switchboard_core::Instant;
@@ -226,8 +227,10 @@ pub const NAMES_VERIFIED_KEPT: usize = 32;
 
 /// Whether the view's triples are none of those already checked against a fresh `NameTable`.
 pub fn names_need_fresh_check(obs: &Observer, view: &View) -> bool {
-    let same = |v: &Vec<ViewTool>| {
-        v.len() == view.tools.len()
+    // The very list checked before (most steps keep it) needs no comparison.
+    let same = |v: &Arc<Vec<ViewTool>>| {
+        Arc::ptr_eq(v, &view.tools)
+            || v.len() == view.tools.len()
             && v.iter()
                 .zip(view.tools.iter())
                 .all(|(a, b)| a.qualified == b.qualified && a.server == b.server && a.raw == b.raw)
