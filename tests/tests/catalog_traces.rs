@@ -273,6 +273,64 @@ fn list_changed_relists_only_that_slice_coalescing_a_burst() {
     assert_eq!(s.m.prompts().len(), 1);
 }
 
+/// An observer that keeps what the catalog getters showed may skip reading them while
+/// `catalog_generation()` stays put: so it must move whenever they change.
+#[test]
+fn the_catalog_generation_moves_whenever_the_catalog_view_changes() {
+    let mut s = Script::new();
+    let shown = |s: &Script| {
+        (
+            s.m.resources(),
+            s.m.resource_templates(),
+            s.m.prompts(),
+            s.m.catalog_generation(),
+        )
+    };
+    s.connect(0, vec![stdio("a"), stdio("b")]);
+    s.cache(1, "a", None);
+    s.cache(1, "b", None);
+    let empty = shown(&s);
+    catalog_ready(&mut s, 10, "a", &["file:///a1"], &["greet"]);
+    let ready = shown(&s);
+    assert_eq!(ready.0.len(), 1);
+    assert_ne!(ready.3, empty.3, "the first lists were shown");
+    // A second server's catalog shows beside the first.
+    catalog_ready(&mut s, 20, "b", &["file:///b1"], &["greet"]);
+    let both = shown(&s);
+    assert_eq!(both.0.len(), 2);
+    assert_ne!(both.3, ready.3, "b's lists were shown");
+    // A re-list of one slice.
+    let conn_a = s.conn("a");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"});
+    s.frame_on(100, conn_a, note);
+    let asked = shown(&s);
+    s.reply(110, "a", "prompts/list", prompts_json(&["greet", "bye"]));
+    let relisted = shown(&s);
+    assert_ne!(relisted.2, asked.2);
+    assert_ne!(relisted.3, asked.3, "a's prompts were listed again");
+    // A re-list of resources.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"});
+    s.frame_on(200, conn_a, note);
+    s.reply(
+        210,
+        "a",
+        "resources/list",
+        resources_json(&["file:///a2"], None),
+    );
+    let resources = shown(&s);
+    assert_ne!(resources.0, relisted.0);
+    assert_ne!(resources.3, relisted.3, "a's resources were listed again");
+    // Disconnecting withdraws its slice.
+    s.disconnect(300, "a");
+    let gone = shown(&s);
+    assert_eq!(gone.0.len(), 1);
+    assert_ne!(gone.3, resources.3, "a's catalog was withdrawn");
+    s.disconnect_all(400);
+    let none = shown(&s);
+    assert!(none.0.is_empty() && none.1.is_empty() && none.2.is_empty());
+    assert_ne!(none.3, gone.3, "b's catalog was withdrawn");
+}
+
 #[test]
 fn a_deferred_read_waits_for_its_server_then_goes_out() {
     let mut s = Script::new();

@@ -231,9 +231,9 @@ pub fn names_need_fresh_check(obs: &Observer, view: &View) -> bool {
     let same = |v: &Arc<Vec<ViewTool>>| {
         Arc::ptr_eq(v, &view.tools)
             || v.len() == view.tools.len()
-            && v.iter()
-                .zip(view.tools.iter())
-                .all(|(a, b)| a.qualified == b.qualified && a.server == b.server && a.raw == b.raw)
+                && v.iter().zip(view.tools.iter()).all(|(a, b)| {
+                    a.qualified == b.qualified && a.server == b.server && a.raw == b.raw
+                })
     };
     !obs.names_verified.iter().rev().any(|v| same(v))
 }
