@@ -235,5 +235,5 @@ pub fn names_need_fresh_check(obs: &Observer, view: &View) -> bool {
                     a.qualified == b.qualified && a.server == b.server && a.raw == b.raw
                 })
     };
-    !obs.names_verified.iter().rev().any(|v| same(v))
+    !obs.names_verified.iter().rev().any(same)
 }
