@@ -115,6 +115,17 @@ pub(super) struct ServerCatalog {
     tools_wait: Option<(ConnId, Vec<ToolDef>)>,
 }
 
+impl ServerCatalog {
+    /// Whether the live or the cached catalog holds anything: only then can showing or
+    /// withdrawing the server's slice change what the catalog getters return.
+    pub(super) fn has_any(&self) -> bool {
+        let some = |c: &Catalog| {
+            !(c.resources.is_empty() && c.templates.is_empty() && c.prompts.is_empty())
+        };
+        some(&self.live) || self.cached.as_ref().is_some_and(|(_, c)| some(c))
+    }
+}
+
 /// The manager's catalog-wide state: the prompt name table, and operations in flight.
 #[derive(Debug)]
 pub(super) struct CatalogState {
@@ -245,8 +256,11 @@ impl Manager {
 
     /// The cache answered for `server` (its key already checked): keep its catalog.
     pub(super) fn catalog_cached(&mut self, server: &str, catalog: Option<Catalog>) {
-        self.catalog.generation += 1;
         if let Some(s) = self.servers.get_mut(server) {
+            // The cached catalog is shown only while the server is deferred.
+            if s.exposed == Some(true) {
+                self.catalog.generation += 1;
+            }
             s.catalog.cached = catalog.map(|mut c| {
                 // The revision it spoke is the attempt's concern, not the catalog view's.
                 if let Some(h) = c.handshake.take() {
@@ -261,8 +275,10 @@ impl Manager {
 
     /// What the cache now holds for `server` is its live catalog.
     pub(super) fn catalog_stored(&mut self, server: &str) {
-        self.catalog.generation += 1;
         if let Some(s) = self.servers.get_mut(server) {
+            if s.exposed == Some(true) {
+                self.catalog.generation += 1;
+            }
             s.catalog.cached = Some((s.hash.clone(), s.catalog.live.clone()));
         }
     }
@@ -292,12 +308,22 @@ impl Manager {
 
     /// Bring the prompt name table in line with what `server` shows now.
     pub(super) fn sync_prompt_names(&mut self, server: &str) {
-        // Called wherever a server's slice is shown or withdrawn: the catalog view may move.
-        self.catalog.generation += 1;
         let names: Vec<String> = self
             .shown_catalog(server)
             .map(|(c, _)| c.prompts.iter().map(|p| p.name.clone()).collect())
             .unwrap_or_default();
+        // The table (and so `prompts()`) can only change if the server has prompt names in it
+        // now or is to have some.
+        if !names.is_empty()
+            || self
+                .catalog
+                .prompt_names
+                .server_tools(server)
+                .next()
+                .is_some()
+        {
+            self.catalog.generation += 1;
+        }
         if names.is_empty() {
             self.catalog.prompt_names.remove_server(server);
         } else {

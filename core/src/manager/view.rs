@@ -83,6 +83,9 @@ impl Manager {
         };
         s.exposed = Some(deferred);
         self.view_gen += 1;
+        if s.catalog.has_any() {
+            self.catalog.generation += 1;
+        }
         let before = slice_of(&self.names, server);
         // Only this server's slice changes, found by identity, not by name prefix: another
         // server whose name shares the prefix keeps its tools.
@@ -119,6 +122,9 @@ impl Manager {
         };
         if s.exposed.take().is_some() {
             self.view_gen += 1;
+            if s.catalog.has_any() {
+                self.catalog.generation += 1;
+            }
             let announce = s.round.is_none();
             let before = slice_of(&self.names, server);
             self.names.remove_server(server);
