@@ -276,7 +276,12 @@ pub struct Observer {
     /// Per server, by index: the tool set (address and length of the scenario's list) and
     /// the very view its settled tools last matched, for the list-changed invariant.
     pub tools_checked: RefCell<Vec<Option<ToolsChecked>>>,
+    /// The view list, statuses and withdrawn marks the exposed-tools invariant last passed.
+    pub exposed_checked: RefCell<Option<ExposedChecked>>,
 }
+
+/// A view list with the statuses and withdrawn marks it was checked under.
+pub type ExposedChecked = (Arc<Vec<ViewTool>>, Vec<ServerStatus>, Vec<bool>);
 
 /// A settled tool set (where the scenario keeps it, its length) and the view it matched.
 pub type ToolsChecked = (usize, usize, Arc<Vec<ViewTool>>);
