@@ -294,6 +294,9 @@ fn the_catalog_generation_moves_whenever_the_catalog_view_changes() {
     let ready = shown(&s);
     assert_eq!(ready.0.len(), 1);
     assert_ne!(ready.3, empty.3, "the first lists were shown");
+    // A shown prompt's qualified name routes back to its server and raw name.
+    assert_eq!(s.m.resolve_prompt("mcp_a_greet"), Some(("a", "greet")));
+    assert_eq!(s.m.resolve_prompt("mcp_a_nothing"), None);
     // A second server's catalog shows beside the first.
     catalog_ready(&mut s, 20, "b", &["file:///b1"], &["greet"]);
     let both = shown(&s);
