@@ -35,6 +35,8 @@ fn server(name: &str, tools: &[&str]) -> ServerPlan {
         crash_loop: None,
         catalog: false,
         era: Default::default(),
+        hints: Default::default(),
+        slow_discover_ms: 0,
     }
 }
 
