@@ -49,6 +49,9 @@ pub struct Counters {
     /// Probes answered with a `DiscoverResult` after their timeout, before the `initialize`
     /// sent after them was answered: the revision is the stateless one after all.
     pub late_discovers: u64,
+    /// Refusals of `initialize`'s version held while the probe sent before it was still
+    /// unanswered (its answer decides).
+    pub initialize_refusals_held: u64,
     /// Probes asked again with a version an `UnsupportedProtocolVersion` error listed.
     pub probe_version_retries: u64,
     /// Attempts that skipped the probe: the server's revision was remembered.

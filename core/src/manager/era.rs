@@ -97,7 +97,7 @@ pub(super) enum Wire {
 /// A stdio probe that went unanswered within `probe_timeout`: `initialize` went out after it,
 /// and the revision is decided by whichever of the two is answered first — a `DiscoverResult`
 /// to the probe (a stateless server slow to start), or the answer to `initialize`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct LateProbe {
     /// The probe's request id (still tracked).
     pub(super) probe: u64,
@@ -105,6 +105,10 @@ pub(super) struct LateProbe {
     pub(super) asked: &'static str,
     /// The `initialize` request sent after it.
     pub(super) initialize: u64,
+    /// `initialize` was refused for its version (-32022) first: a stateless-only server
+    /// that answers out of order. The probe's answer still decides; if it is not a
+    /// `DiscoverResult`, this refusal ends the attempt.
+    pub(super) refused: Option<RpcError>,
 }
 
 impl Wire {
@@ -396,6 +400,7 @@ impl Manager {
                 probe: id,
                 asked,
                 initialize,
+                refused: None,
             });
         }
     }
@@ -415,6 +420,11 @@ impl Manager {
         let raw_text = result.as_ref().ok().map(|r| r.get().to_string());
         let ProbeAnswer::Modern(init) = protocol::classify_probe(result.as_deref(), late.asked)
         else {
+            if let Some(refusal) = late.refused {
+                // Not a stateless server after all: `initialize`'s refusal stands.
+                self.on_initialize(conn, server, Err(refusal));
+                return;
+            }
             self.diag(
                 Some(server),
                 Level::Debug,
@@ -445,15 +455,32 @@ impl Manager {
     }
 
     /// `initialize` was answered on `conn` (a result or an error): it decides, so a probe
-    /// still unanswered no longer can.
-    pub(super) fn initialize_decides(&mut self, conn: ConnId) {
+    /// still unanswered no longer can — except a refusal of its version while the probe is
+    /// still out, which waits for the probe's answer (bounded by the connect timeout): a
+    /// stateless-only server may answer out of order. Whether the answer decides now.
+    pub(super) fn initialize_decides(
+        &mut self,
+        conn: ConnId,
+        result: &Result<Box<RawValue>, RpcError>,
+    ) -> bool {
         let Some(c) = self.conns.get_mut(&conn) else {
-            return;
+            return true;
         };
+        let Some(late) = c.late_probe.as_mut() else {
+            return true;
+        };
+        if let Err(e) = result {
+            if refused_for_version(e) && late.refused.is_none() {
+                late.refused = Some(e.clone());
+                self.counters.initialize_refusals_held += 1;
+                return false;
+            }
+        }
         if let Some(late) = c.late_probe.take() {
             c.tracker.forget(late.probe);
             self.counters.probes_legacy += 1;
         }
+        true
     }
 
     /// The `_meta` and frame metadata of request `method` on `conn`: the params to send and

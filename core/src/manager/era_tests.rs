@@ -276,6 +276,38 @@ fn a_discover_result_after_the_probe_timed_out_but_before_initialize_is_answered
 }
 
 #[test]
+fn a_version_refusal_of_initialize_before_the_late_discover_result_waits_for_it() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    // Out of order: the refusal first, then the discover answer.
+    let refusal = json!({"jsonrpc": "2.0", "id": init, "error": {"code": -32022,
+        "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
+    assert!(sent(&answer(&mut m, 2400, conn, refusal.clone())).is_empty());
+    assert!(m.server_state("s").unwrap().last_error.is_none());
+    let outs = answer(&mut m, 2500, conn, discover_ok(probe));
+    assert_eq!(sent(&outs)[0].2, "tools/list");
+    assert_eq!(m.server_state("s").unwrap().era, Some(Era::Modern));
+    assert_eq!(m.counters().initialize_refusals_held, 1);
+    // Had the probe's late answer been an error, the refusal would have stood.
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    let mut refusal = refusal;
+    refusal["id"] = json!(init);
+    answer(&mut m, 2400, conn, refusal);
+    let late = json!({"jsonrpc": "2.0", "id": probe, "error": {"code": -32601,
+        "message": "Method not found"}});
+    answer(&mut m, 2500, conn, late);
+    let err = m.server_state("s").unwrap().last_error.unwrap();
+    assert_eq!(err.kind, ServerErrorKind::UnsupportedVersion);
+}
+
+#[test]
 fn a_late_error_to_the_probe_leaves_the_decision_to_initialize() {
     let mut m = Manager::new(probing(), Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);

@@ -543,8 +543,9 @@ impl Manager {
             // nothing completes requests between the decode and here.
             (_, Answer::Page(_)) => {}
             (Req::Initialize, Answer::Raw(result)) => {
-                self.initialize_decides(conn);
-                self.on_initialize(conn, server, result)
+                if self.initialize_decides(conn, &result) {
+                    self.on_initialize(conn, server, result)
+                }
             }
             (Req::Probe, Answer::Raw(result)) => self.on_probe_answer(conn, server, result),
             (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
@@ -611,7 +612,7 @@ impl Manager {
         }
     }
 
-    fn on_initialize(
+    pub(super) fn on_initialize(
         &mut self,
         conn: ConnId,
         server: &str,

@@ -242,9 +242,16 @@ impl World<'_> {
     }
 
     /// How long a stateless server takes to refuse `initialize`: after its probe answer if
-    /// that is still to come (it answers in order).
-    pub(super) fn refusal_delay_ms(&self, conn: ConnId) -> u64 {
-        let due = self.procs.get(&conn).and_then(|p| p.era.discover_due);
+    /// that is still to come (it answers in order) — except every other server, which
+    /// answers out of order (the refusal first, the late `DiscoverResult` after).
+    pub(super) fn refusal_delay_ms(&mut self, conn: ConnId) -> u64 {
+        let p = self.procs.get(&conn);
+        if p.is_some_and(|p| p.server % 2 == 1 && p.era.discover_due.is_some_and(|d| d > self.now))
+        {
+            self.cov.initialize_refused_before_discover += 1;
+            return 1;
+        }
+        let due = p.and_then(|p| p.era.discover_due);
         let wait = due.map_or(0, |d| d.saturating_duration_since(self.now).as_millis());
         1 + u64::try_from(wait).unwrap_or(0)
     }
