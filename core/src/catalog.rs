@@ -141,6 +141,9 @@ pub struct Catalog {
     /// How the server was reached (its protocol revision), so a warm start skips the probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handshake: Option<crate::manager::Handshake>,
+    /// How long a stateless server's lists stay fresh, from their `ttlMs` and `cacheScope`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freshness: Option<crate::manager::Freshness>,
 }
 
 /// One item of a resource's contents (`resources/read`): text or base64 `blob`.

@@ -181,7 +181,14 @@ impl ToolCache {
             tracing::debug!(server = %key.server, path = %path.display(), age_s = age.as_secs(), "tool cache entry expired");
             return None;
         }
-        Some((entry.tools, entry.catalog))
+        // The server's own freshness hint counted from the store; the core is told what is
+        // left of it now (it decides what that allows).
+        let mut catalog = entry.catalog;
+        if let Some(f) = catalog.as_mut().and_then(|c| c.freshness.as_mut()) {
+            let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
+            f.ttl_ms = f.ttl_ms.saturating_sub(age_ms);
+        }
+        Some((entry.tools, catalog))
     }
 
     /// Writes `tools` as `key`'s entry, atomically. Concurrent writers (threads or processes)

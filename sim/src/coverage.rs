@@ -38,6 +38,12 @@ macro_rules! coverage {
 }
 
 coverage! {
+    cache_entries_fresh: "the cache handed back a stateless server's lists with time left on their ttlMs",
+    cache_entries_foreign: "the cache handed back a private entry written under other credentials",
+    list_pages_hinted: "a stateless server put ttlMs and cacheScope on a list page",
+    fresh_reuses_checked: "a connection ready without listing was checked against the server's ttlMs",
+    slow_discovers_sent: "a stateless server answered its first server/discover past the probe timeout",
+    initialize_refused_before_discover: "a stateless server refused initialize before answering the probe sent before it",
     schema_results_conforming: "a tool with an output schema returned conforming structured content",
     schema_results_broken: "a tool with an output schema returned a result that breaks it",
     duplicate_tools_listed: "a server listed one tool name twice",

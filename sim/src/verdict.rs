@@ -107,11 +107,15 @@ pub enum Invariant {
     /// 34: a stateless server's `subscriptions/listen` stream that closed is asked again
     /// (within the re-listen ladder's longest delay) while the server stays connected.
     ListenStreamsResent,
+    /// 35: a stateless server's lists are reused without asking for them only while its
+    /// `ttlMs` says they are fresh: a connection that became ready without a `tools/list`
+    /// did so before the last list that server delivered, plus its TTL, ran out.
+    ListsReusedOnlyWhileFresh,
 }
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 30] = [
+    pub const SAFETY: [Invariant; 31] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -142,6 +146,7 @@ impl Invariant {
         Invariant::StatelessRequestsCarryMeta,
         Invariant::RequestStateEchoed,
         Invariant::ListenStreamsResent,
+        Invariant::ListsReusedOnlyWhileFresh,
     ];
 
     /// How a violation names it in reports and traces (the liveness ones share one word, as
@@ -226,6 +231,9 @@ impl Invariant {
             }
             Invariant::ListenStreamsResent => {
                 "34 a closed subscriptions stream is asked again while connected"
+            }
+            Invariant::ListsReusedOnlyWhileFresh => {
+                "35 lists are reused without listing only while their ttlMs lasts"
             }
         }
     }

@@ -376,6 +376,7 @@ fn the_catalog_is_kept_beside_the_tools_and_entries_without_one_still_load() {
             }],
         }],
         handshake: None,
+        freshness: None,
     };
     let stored = tools(&["search"]);
     cache.store_entry(&k, &stored, Some(&catalog), NOW).unwrap();
@@ -390,4 +391,36 @@ fn the_catalog_is_kept_beside_the_tools_and_entries_without_one_still_load() {
     let text = std::fs::read_to_string(cache.path_for(&k)).unwrap();
     assert!(!text.contains("catalog"), "{text}");
     assert_eq!(cache.load_entry(&k, NOW + 1), Some((stored, None)));
+}
+
+#[test]
+fn a_freshness_hint_is_loaded_with_the_entry_s_age_taken_off() {
+    use switchboard_core::catalog::Catalog;
+    use switchboard_core::manager::Freshness;
+    use switchboard_core::protocol::CacheScope;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ToolCache::new(dir.path());
+    let k = key("docs", HASH_A);
+    let fresh = |ttl_ms| Catalog {
+        freshness: Some(Freshness {
+            ttl_ms,
+            scope: CacheScope::Private,
+            identity: Some("abc".into()),
+        }),
+        ..Catalog::default()
+    };
+    let stored = tools(&["search"]);
+    cache
+        .store_entry(&k, &stored, Some(&fresh(10_000)), NOW)
+        .unwrap();
+    // Three seconds later, seven are left; past its hint, none (the entry itself still loads:
+    // it may serve deferred tools, and the core lists the server at once).
+    assert_eq!(
+        cache.load_entry(&k, NOW + 3_000),
+        Some((stored.clone(), Some(fresh(7_000))))
+    );
+    assert_eq!(
+        cache.load_entry(&k, NOW + 60_000),
+        Some((stored, Some(fresh(0))))
+    );
 }

@@ -138,9 +138,6 @@ fn fastmcp_python_server_over_stdio_lists_and_calls() {
     smol::block_on(async {
         let (sb, report) = Builder::servers(vec![fastmcp()])
             .no_cache()
-            // The Python SDK speaks both revisions; a slow interpreter start on a loaded
-            // machine must not outlast the probe (see peers_modern.rs).
-            .manager_options(|o| o.protocol.probe_timeout = std::time::Duration::from_secs(20))
             .start()
             .await
             .unwrap();

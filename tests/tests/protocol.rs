@@ -74,6 +74,7 @@ fn page_via_value(v: &Value) -> Result<protocol::ToolsPage, String> {
         tools: Vec::new(),
         next_cursor: None,
         skipped: Vec::new(),
+        hint: protocol::cache_hint(v.get("ttlMs"), v.get("cacheScope")),
     };
     for t in tools {
         match ToolDef::deserialize(t) {

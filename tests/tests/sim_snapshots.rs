@@ -5,7 +5,7 @@
 use crate::support::with_snapshots;
 use switchboard_sim::scenario::{
     Action, ActionKind, AttemptPlan, CachePlan, CallTarget, CrashLoop, FaultMix, Init, List,
-    ReconnectMode, Scenario, ServerPlan, SimOptions, Spawn,
+    ReconnectMode, Scenario, ServerPlan, SimEra, SimHints, SimOptions, Spawn,
 };
 use switchboard_sim::{run_scenario, RunResult};
 
@@ -35,6 +35,8 @@ fn server(name: &str, tools: &[&str]) -> ServerPlan {
         crash_loop: None,
         catalog: false,
         era: Default::default(),
+        hints: Default::default(),
+        slow_discover_ms: 0,
     }
 }
 
@@ -569,4 +571,48 @@ fn sim_catalog_lists_reads_prompts_completions_and_subscriptions() {
             trace(&r)
         );
     }
+}
+
+// ----- the stateless revision's cache hints and a slow probe ---------------------------------
+
+fn stateless(mut s: ServerPlan) -> ServerPlan {
+    s.era = SimEra::Modern;
+    s
+}
+
+#[test]
+fn sim_cache_hints_let_a_warm_start_skip_listing_until_they_expire() {
+    let mut s = stateless(server("docs", &["search"]));
+    s.hints = SimHints::Short {
+        ttl_ms: 5_000,
+        public: true,
+    };
+    // Forgotten and connected again while its lists are fresh: ready from the cache without
+    // listing; at 5 s they expire and are asked again.
+    let mut sc = scenario(
+        vec![s],
+        vec![
+            (1_000, ActionKind::Disconnect(0)),
+            (1_500, ActionKind::Connect(vec![(0, 0)])),
+        ],
+    );
+    sc.options.probe = true;
+    let r = run("sim_cache_hints_warm_start", &sc);
+    assert_eq!(core(&r, "cache_fresh_loaded"), 1);
+    assert_eq!(core(&r, "lists_skipped_fresh"), 1);
+    assert_eq!(core(&r, "lists_expired_relisted"), 1);
+    assert!(trace(&r).contains("ready from the cache without listing"));
+}
+
+#[test]
+fn sim_a_stateless_server_slow_to_answer_the_probe_is_found_by_its_late_answer() {
+    let mut s = stateless(server("slow", &["search"]));
+    s.slow_discover_ms = 2_500;
+    let mut sc = scenario(vec![s], Vec::new());
+    sc.options.probe = true;
+    let r = run("sim_late_discover_result", &sc);
+    assert_eq!(core(&r, "probe_timeouts"), 1);
+    assert_eq!(core(&r, "late_discovers"), 1);
+    assert_eq!(core(&r, "unsupported_versions"), 0);
+    assert!(trace(&r).contains("StatusChanged slow Connected"));
 }

@@ -99,6 +99,8 @@ struct KindListing {
     deadline: Instant,
     /// The attempt's first list of this kind: the server is ready only once it ends.
     first: bool,
+    /// How fresh the pages so far are (`ttlMs`, `cacheScope`).
+    fresh: Option<super::freshness::Fresh>,
 }
 
 /// A server's resources, templates and prompts, and its lists under way.
@@ -242,16 +244,56 @@ impl Manager {
         }
     }
 
-    /// The live catalog of `server`, for the cache.
-    pub(super) fn live_catalog(&self, server: &str) -> Catalog {
+    /// The live catalog of `server`, for the cache: with how it was reached and how long its
+    /// lists stay fresh.
+    pub(super) fn cache_catalog(&mut self, server: &str) -> Catalog {
+        let freshness = self.freshness_to_store(server);
         self.servers
             .get(server)
             .map(|s| {
                 let mut c = (*s.catalog.live).clone();
                 c.handshake = s.handshake.clone();
+                c.freshness = freshness;
                 c
             })
             .unwrap_or_default()
+    }
+
+    /// A connection ready from fresh cached lists: the cached catalog is its live one.
+    /// Whether the cache holds one for the current config.
+    pub(super) fn catalog_from_cache(&mut self, server: &str) -> bool {
+        let Some(s) = self.servers.get_mut(server) else {
+            return false;
+        };
+        let Some(cached) = s
+            .catalog
+            .cached
+            .as_ref()
+            .filter(|(hash, _)| *hash == s.hash)
+            .map(|(_, c)| c.clone())
+        else {
+            return false;
+        };
+        s.catalog.live = cached;
+        s.catalog.lists = Default::default();
+        s.catalog.again = [false; 3];
+        s.catalog.tools_wait = None;
+        true
+    }
+
+    /// Ask every list `server` declared again (its cached lists expired).
+    pub(super) fn relist_everything(&mut self, server: &str) {
+        let Some(init) = self.servers.get(server).and_then(|s| s.init.clone()) else {
+            return;
+        };
+        if init.has_tools {
+            self.refresh(server);
+        }
+        for kind in ListKind::ALL {
+            if kind.declared(&init.capabilities) {
+                self.relist_kind(server, kind);
+            }
+        }
     }
 
     /// The cache answered for `server` (its key already checked): keep its catalog.
@@ -268,6 +310,8 @@ impl Manager {
                         s.handshake = Some(h);
                     }
                 }
+                // So is how fresh it is (read by `cached_freshness`).
+                c.freshness = None;
                 (s.hash.clone(), Arc::new(c))
             });
         }
@@ -296,7 +340,7 @@ impl Manager {
             config_hash: s.hash.clone(),
         };
         let tools = s.tools.to_vec();
-        let catalog = (*s.catalog.live).clone();
+        let catalog = self.cache_catalog(server);
         self.catalog_stored(server);
         self.out.push_back(Output::StoreCache {
             server: server.to_string(),
@@ -365,6 +409,7 @@ impl Manager {
             acc: Catalog::default(),
             deadline: self.now,
             first,
+            fresh: None,
         };
         self.send_kind_page(server, kind, listing, None)
     }
@@ -432,12 +477,12 @@ impl Manager {
         let method = kind.method();
         let page = result.and_then(|raw| {
             let mut acc = Catalog::default();
-            let (next, skipped) = match kind {
+            let (next, skipped, hint) = match kind {
                 ListKind::Resources => {
                     let p = protocol::parse_catalog_page::<ResourceDef>(&raw, method, kind.key())
                         .map_err(|e| e.to_string())?;
                     acc.resources = p.items;
-                    (p.next_cursor, p.skipped)
+                    (p.next_cursor, p.skipped, p.hint)
                 }
                 ListKind::Templates => {
                     let p = protocol::parse_catalog_page::<ResourceTemplateDef>(
@@ -447,20 +492,20 @@ impl Manager {
                     )
                     .map_err(|e| e.to_string())?;
                     acc.templates = p.items;
-                    (p.next_cursor, p.skipped)
+                    (p.next_cursor, p.skipped, p.hint)
                 }
                 ListKind::Prompts => {
                     let p = protocol::parse_catalog_page::<PromptDef>(&raw, method, kind.key())
                         .map_err(|e| e.to_string())?;
                     acc.prompts = p.items;
-                    (p.next_cursor, p.skipped)
+                    (p.next_cursor, p.skipped, p.hint)
                 }
             };
-            Ok((acc, next, skipped))
+            Ok((acc, next, skipped, hint))
         });
         let outcome = match page {
             Err(e) => Err(format!("{method} failed: {e}")),
-            Ok((mut items, next, skipped)) => {
+            Ok((mut items, next, skipped, hint)) => {
                 if !skipped.is_empty() {
                     self.diag(
                         Some(server),
@@ -472,6 +517,10 @@ impl Manager {
                     );
                 }
                 let mut listing = listing;
+                listing.fresh = super::freshness::fold(
+                    listing.fresh,
+                    super::freshness::Fresh::of_page(self.now, hint),
+                );
                 listing.acc.resources.append(&mut items.resources);
                 listing.acc.templates.append(&mut items.templates);
                 listing.acc.prompts.append(&mut items.prompts);
@@ -503,6 +552,8 @@ impl Manager {
                 }
             }
         };
+        let fresh = outcome.as_ref().ok().and_then(|l| l.fresh);
+        self.note_list_fresh(conn, server, 1 + kind.index(), fresh);
         self.end_kind_list(server, kind, first, outcome.map(|l| l.acc));
     }
 
@@ -652,6 +703,7 @@ impl Manager {
             );
             return;
         }
+        self.stale_lists(server);
         if prompts {
             self.relist_kind(server, ListKind::Prompts);
         } else {

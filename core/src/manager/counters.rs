@@ -46,10 +46,24 @@ pub struct Counters {
     pub probes_legacy: u64,
     /// Probes that went unanswered within the probe timeout (stdio).
     pub probe_timeouts: u64,
+    /// Probes answered with a `DiscoverResult` after their timeout, before the `initialize`
+    /// sent after them was answered: the revision is the stateless one after all.
+    pub late_discovers: u64,
+    /// Refusals of `initialize`'s version held while the probe sent before it was still
+    /// unanswered (its answer decides).
+    pub initialize_refusals_held: u64,
     /// Probes asked again with a version an `UnsupportedProtocolVersion` error listed.
     pub probe_version_retries: u64,
     /// Attempts that skipped the probe: the server's revision was remembered.
     pub probes_skipped: u64,
+    /// Cache entries whose lists were still fresh when loaded (a live `ttlMs`).
+    pub cache_fresh_loaded: u64,
+    /// Cache entries not used: private to credentials other than the current ones.
+    pub cache_private_refused: u64,
+    /// Stateless connections ready from fresh cached lists, without listing.
+    pub lists_skipped_fresh: u64,
+    /// Lists asked again because the cached ones a connection was ready from expired.
+    pub lists_expired_relisted: u64,
     /// Tools of stateless servers dropped for `x-mcp-header` annotations that cannot be
     /// mirrored into headers.
     pub tools_dropped_for_headers: u64,

@@ -94,6 +94,23 @@ pub(super) enum Wire {
     Modern { version: &'static str },
 }
 
+/// A stdio probe that went unanswered within `probe_timeout`: `initialize` went out after it,
+/// and the revision is decided by whichever of the two is answered first — a `DiscoverResult`
+/// to the probe (a stateless server slow to start), or the answer to `initialize`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct LateProbe {
+    /// The probe's request id (still tracked).
+    pub(super) probe: u64,
+    /// The version it asked with.
+    pub(super) asked: &'static str,
+    /// The `initialize` request sent after it.
+    pub(super) initialize: u64,
+    /// `initialize` was refused for its version (-32022) first: a stateless-only server
+    /// that answers out of order. The probe's answer still decides; if it is not a
+    /// `DiscoverResult`, this refusal ends the attempt.
+    pub(super) refused: Option<RpcError>,
+}
+
 impl Wire {
     /// The stateless version the connection's requests carry, if any.
     pub(super) fn modern_version(&self) -> Option<&'static str> {
@@ -141,7 +158,10 @@ impl Manager {
                             server,
                             super::servers::Stage::Initializing { conn, deadline },
                         );
-                        self.on_ready_to_list(conn, server, deadline, init, false);
+                        // Lists still fresh need not be asked again yet.
+                        if !self.ready_from_fresh_cache(conn, server, deadline, &init) {
+                            self.on_ready_to_list(conn, server, deadline, init, false);
+                        }
                         return;
                     }
                 }
@@ -163,15 +183,21 @@ impl Manager {
     }
 
     /// `initialize`, on a connection that speaks (or falls back to) the legacy revisions.
-    pub(super) fn send_initialize(&mut self, conn: ConnId, server: &str, deadline: Instant) {
+    pub(super) fn send_initialize(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        deadline: Instant,
+    ) -> Option<u64> {
         self.set_wire(conn, Wire::Legacy);
         let params =
             protocol::initialize_params(&self.opts.client_version, self.client_capabilities());
-        self.request(conn, "initialize", Some(params), Req::Initialize);
+        let id = self.request(conn, "initialize", Some(params), Req::Initialize);
         self.set_phase(
             server,
             super::servers::Stage::Initializing { conn, deadline },
         );
+        id
     }
 
     fn set_wire(&mut self, conn: ConnId, wire: Wire) {
@@ -261,6 +287,11 @@ impl Manager {
         let Some(deadline) = self.probing_deadline(server, conn) else {
             return;
         };
+        let late = self.conns.get_mut(&conn).and_then(|c| c.late_probe.take());
+        if let Some(late) = late {
+            self.on_late_probe_answer(conn, server, deadline, late, result);
+            return;
+        }
         let Some((asked, retried)) = self.end_probe(conn) else {
             return;
         };
@@ -278,7 +309,9 @@ impl Manager {
                         discover: raw_text,
                     });
                 }
-                self.on_ready_to_list(conn, server, deadline, init, false);
+                if !self.ready_from_fresh_cache(conn, server, deadline, &init) {
+                    self.on_ready_to_list(conn, server, deadline, init, false);
+                }
             }
             ProbeAnswer::Retry(version) if !retried => {
                 self.counters.probe_version_retries += 1;
@@ -313,6 +346,10 @@ impl Manager {
     pub(super) fn on_probe_undelivered(&mut self, conn: ConnId, server: &str, id: u64) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.tracker.complete(id);
+            if c.late_probe.as_ref().is_some_and(|l| l.probe == id) {
+                // Undelivered after all: `initialize` alone decides.
+                c.late_probe = None;
+            }
         }
         let Some(deadline) = self.probing_deadline(server, conn) else {
             return;
@@ -340,21 +377,110 @@ impl Manager {
         let Some(deadline) = self.probing_deadline(&server, conn) else {
             return;
         };
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.tracker.forget(id);
-            c.wire = Wire::Legacy;
-        }
+        let asked = self
+            .conns
+            .get(&conn)
+            .and_then(|c| c.wire.modern_version())
+            .unwrap_or(protocol::MODERN_VERSION);
         self.counters.probe_timeouts += 1;
-        self.counters.probes_legacy += 1;
         self.diag(
             Some(&server),
             Level::Debug,
             format!(
-                "server/discover went unanswered for {} ms: speaking the initialize-based protocol",
+                "server/discover went unanswered for {} ms: trying initialize (a late answer to server/discover that comes first still counts)",
                 self.opts.protocol.probe_timeout.as_millis()
             ),
         );
-        self.send_initialize(conn, &server, deadline);
+        // The probe stays tracked: the revision is decided by the first of the two answers.
+        let Some(initialize) = self.send_initialize(conn, &server, deadline) else {
+            return;
+        };
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.late_probe = Some(LateProbe {
+                probe: id,
+                asked,
+                initialize,
+                refused: None,
+            });
+        }
+    }
+
+    /// The probe of `conn` was answered after its timeout, while the `initialize` sent after
+    /// it is still unanswered: a `DiscoverResult` decides the revision (stateless; the
+    /// `initialize`, forgotten, gets no say when its answer comes). Any other answer changes
+    /// nothing: `initialize`'s answer decides.
+    fn on_late_probe_answer(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        deadline: Instant,
+        late: LateProbe,
+        result: Result<Box<RawValue>, RpcError>,
+    ) {
+        let raw_text = result.as_ref().ok().map(|r| r.get().to_string());
+        let ProbeAnswer::Modern(init) = protocol::classify_probe(result.as_deref(), late.asked)
+        else {
+            if let Some(refusal) = late.refused {
+                // Not a stateless server after all: `initialize`'s refusal stands.
+                self.on_initialize(conn, server, Err(refusal));
+                return;
+            }
+            self.diag(
+                Some(server),
+                Level::Debug,
+                "a late answer to server/discover is not a DiscoverResult: initialize decides"
+                    .into(),
+            );
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.late_probe = Some(late);
+            }
+            return;
+        };
+        let Some(version) = static_version(&init.protocol_version) else {
+            return;
+        };
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.tracker.forget(late.initialize);
+        }
+        self.counters.late_discovers += 1;
+        self.counters.probes_modern += 1;
+        self.set_wire(conn, Wire::Modern { version });
+        if let Some(s) = self.servers.get_mut(server) {
+            s.handshake = Some(Handshake {
+                era: Era::Modern,
+                discover: raw_text,
+            });
+        }
+        self.on_ready_to_list(conn, server, deadline, init, false);
+    }
+
+    /// `initialize` was answered on `conn` (a result or an error): it decides, so a probe
+    /// still unanswered no longer can — except a refusal of its version while the probe is
+    /// still out, which waits for the probe's answer (bounded by the connect timeout): a
+    /// stateless-only server may answer out of order. Whether the answer decides now.
+    pub(super) fn initialize_decides(
+        &mut self,
+        conn: ConnId,
+        result: &Result<Box<RawValue>, RpcError>,
+    ) -> bool {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return true;
+        };
+        let Some(late) = c.late_probe.as_mut() else {
+            return true;
+        };
+        if let Err(e) = result {
+            if refused_for_version(e) && late.refused.is_none() {
+                late.refused = Some(e.clone());
+                self.counters.initialize_refusals_held += 1;
+                return false;
+            }
+        }
+        if let Some(late) = c.late_probe.take() {
+            c.tracker.forget(late.probe);
+            self.counters.probes_legacy += 1;
+        }
+        true
     }
 
     /// The `_meta` and frame metadata of request `method` on `conn`: the params to send and

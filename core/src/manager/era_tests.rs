@@ -206,6 +206,11 @@ fn refused_credentials_on_the_probe_end_the_attempt_as_needs_login_and_close_it(
     assert_eq!(m.counters().probes_legacy, 0);
 }
 
+fn initialize_ok(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}})
+}
+
 #[test]
 fn a_silent_stdio_server_is_taken_for_legacy_once_the_probe_times_out() {
     let mut m = Manager::new(probing(), Instant::ZERO);
@@ -219,10 +224,103 @@ fn a_silent_stdio_server_is_taken_for_legacy_once_the_probe_times_out() {
     let reqs = sent(&drain(&mut m));
     assert_eq!(reqs[0].0, conn);
     assert_eq!(reqs[0].2, "initialize");
-    // The late answer changes nothing: the revision was decided once.
+    // Its answer decides: legacy.
+    let outs = answer(&mut m, 2050, conn, initialize_ok(reqs[0].1));
+    assert_eq!(sent(&outs)[0].2, "tools/list");
+    assert_eq!(m.server_state("s").unwrap().era, Some(Era::Legacy));
+    // A late answer to the probe after that changes nothing: the revision was decided once.
     let outs = answer(&mut m, 2100, conn, discover_ok(id));
     assert!(sent(&outs).is_empty());
+    assert_eq!(m.server_state("s").unwrap().era, Some(Era::Legacy));
     assert_eq!(m.counters().probe_timeouts, 1);
+    assert_eq!(m.counters().probes_legacy, 1);
+    assert_eq!(m.counters().late_discovers, 0);
+}
+
+#[test]
+fn a_discover_result_after_the_probe_timed_out_but_before_initialize_is_answered_decides_stateless()
+{
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    // A stateless server slow to start answers the probe first (stdio answers in order)...
+    let outs = answer(&mut m, 2500, conn, discover_ok(probe));
+    let reqs = sent(&outs);
+    assert_eq!(reqs[0].2, "tools/list");
+    assert!(has_full_meta(&reqs[0].3), "{:?}", reqs[0].3);
+    assert!(!outs.iter().any(|o| matches!(o, Output::Send { meta, .. }
+        if meta.method == Some("notifications/initialized"))));
+    // ...then refuses the `initialize` sent meanwhile: that answer no longer decides anything.
+    let refusal = json!({"jsonrpc": "2.0", "id": init, "error": {"code": -32022,
+        "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
+    let outs = answer(&mut m, 2501, conn, refusal);
+    assert!(sent(&outs).is_empty(), "{outs:?}");
+    let state = m.server_state("s").unwrap();
+    assert_eq!(state.era, Some(Era::Modern));
+    assert!(state.last_error.is_none(), "{:?}", state.last_error);
+    let outs = answer(
+        &mut m,
+        2510,
+        conn,
+        json!({"jsonrpc": "2.0", "id": reqs[0].1, "result": {"tools": [{"name": "t"}]}}),
+    );
+    assert!(outs.iter().any(|o| matches!(o, Output::StoreCache { .. })));
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let c = m.counters();
+    assert_eq!(
+        (c.late_discovers, c.probes_modern, c.probes_legacy),
+        (1, 1, 0)
+    );
+}
+
+#[test]
+fn a_version_refusal_of_initialize_before_the_late_discover_result_waits_for_it() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    // Out of order: the refusal first, then the discover answer.
+    let refusal = json!({"jsonrpc": "2.0", "id": init, "error": {"code": -32022,
+        "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
+    assert!(sent(&answer(&mut m, 2400, conn, refusal.clone())).is_empty());
+    assert!(m.server_state("s").unwrap().last_error.is_none());
+    let outs = answer(&mut m, 2500, conn, discover_ok(probe));
+    assert_eq!(sent(&outs)[0].2, "tools/list");
+    assert_eq!(m.server_state("s").unwrap().era, Some(Era::Modern));
+    assert_eq!(m.counters().initialize_refusals_held, 1);
+    // Had the probe's late answer been an error, the refusal would have stood.
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    let mut refusal = refusal;
+    refusal["id"] = json!(init);
+    answer(&mut m, 2400, conn, refusal);
+    let late = json!({"jsonrpc": "2.0", "id": probe, "error": {"code": -32601,
+        "message": "Method not found"}});
+    answer(&mut m, 2500, conn, late);
+    let err = m.server_state("s").unwrap().last_error.unwrap();
+    assert_eq!(err.kind, ServerErrorKind::UnsupportedVersion);
+}
+
+#[test]
+fn a_late_error_to_the_probe_leaves_the_decision_to_initialize() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    let late = json!({"jsonrpc": "2.0", "id": probe, "error": {"code": -32601,
+        "message": "Method not found"}});
+    assert!(sent(&answer(&mut m, 2500, conn, late)).is_empty());
+    let outs = answer(&mut m, 2600, conn, initialize_ok(init));
+    assert_eq!(sent(&outs)[0].2, "tools/list");
+    assert_eq!(m.server_state("s").unwrap().era, Some(Era::Legacy));
+    assert_eq!(m.counters().probes_legacy, 1);
 }
 
 #[test]

@@ -20,6 +20,8 @@ pub(super) struct Listing {
     cursors: BTreeSet<String>,
     acc: Vec<ToolDef>,
     deadline: Instant,
+    /// How fresh the pages so far are (`ttlMs`, `cacheScope`).
+    fresh: Option<super::freshness::Fresh>,
 }
 
 impl Listing {
@@ -32,6 +34,7 @@ impl Listing {
             cursors: BTreeSet::new(),
             acc: Vec::new(),
             deadline: now,
+            fresh: None,
         }
     }
 }
@@ -87,6 +90,7 @@ impl Manager {
             cursors,
             acc,
             deadline,
+            fresh: None,
         })
     }
 
@@ -116,7 +120,12 @@ impl Manager {
                 tools,
                 next_cursor: next,
                 skipped,
+                hint,
             }) => {
+                let fresh = super::freshness::fold(
+                    listing.fresh,
+                    super::freshness::Fresh::of_page(self.now, hint),
+                );
                 if !skipped.is_empty() {
                     self.diag(
                         Some(server),
@@ -133,7 +142,7 @@ impl Manager {
                     _ if acc.len() > MAX_TOOLS => {
                         Err(format!("tools/list failed: more than {MAX_TOOLS} tools"))
                     }
-                    None => Ok(acc),
+                    None => Ok((acc, fresh)),
                     Some(cursor) => {
                         let mut cursors = listing.cursors;
                         if !cursors.insert(cursor.clone()) {
@@ -147,9 +156,10 @@ impl Manager {
                                 self.opts.max_tool_pages
                             ))
                         } else {
-                            if let Some(next) =
+                            if let Some(mut next) =
                                 self.start_list(conn, Some(cursor), pages, cursors, acc)
                             {
+                                next.fresh = fresh;
                                 if let Some(s) = self.servers.get_mut(server) {
                                     match &mut s.phase {
                                         Stage::Listing { listing, .. } => *listing = next,
@@ -164,6 +174,9 @@ impl Manager {
                 }
             }
         };
+        let fresh = outcome.as_ref().ok().and_then(|(_, f)| *f);
+        self.note_list_fresh(conn, server, super::freshness::TOOLS_SLOT, fresh);
+        let outcome = outcome.map(|(tools, _)| tools);
         if refreshing {
             self.end_refresh(server, outcome);
         } else {
@@ -223,7 +236,7 @@ impl Manager {
             },
         );
         self.expose(server, false);
-        let catalog = self.live_catalog(server);
+        let catalog = self.cache_catalog(server);
         self.catalog_stored(server);
         self.out.push_back(Output::StoreCache {
             server: server.to_string(),
@@ -372,15 +385,23 @@ impl Manager {
             return;
         };
         let declared = s.init.as_ref().is_some_and(|i| i.tools_list_changed);
+        let (connected, listing) = (
+            matches!(s.phase, Stage::Connected { .. }),
+            matches!(s.phase, Stage::Listing { .. }),
+        );
+        if declared {
+            // What was fresh is not any more.
+            self.stale_lists(server);
+        }
         if !declared {
             self.diag(
                 Some(server),
                 Level::Debug,
                 "ignored tools/list_changed: the server did not declare tools.listChanged".into(),
             );
-        } else if matches!(s.phase, Stage::Connected { .. }) {
+        } else if connected {
             self.refresh(server);
-        } else if matches!(s.phase, Stage::Listing { .. }) {
+        } else if listing {
             if let Some(s) = self.servers.get_mut(server) {
                 s.relist_when_ready = true;
             }
@@ -432,7 +453,7 @@ impl Manager {
                     config_hash: s.hash.clone(),
                 };
                 self.expose(server, false);
-                let catalog = self.live_catalog(server);
+                let catalog = self.cache_catalog(server);
                 self.catalog_stored(server);
                 self.out.push_back(Output::StoreCache {
                     server: server.to_string(),
@@ -474,6 +495,15 @@ impl Manager {
             self.counters.stale_events += 1;
             return;
         }
+        let usable = self.cached_freshness(server, catalog.as_ref());
+        let (tools, catalog) = if usable {
+            (tools, catalog)
+        } else {
+            (None, None)
+        };
+        let Some(s) = self.servers.get_mut(server) else {
+            return;
+        };
         let hit = tools.is_some();
         s.cache = match tools {
             Some(t) => CacheState::Hit(dedupe(t).into()),

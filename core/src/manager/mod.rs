@@ -21,6 +21,9 @@ mod era;
 mod era_tests;
 mod errors;
 mod event;
+mod freshness;
+#[cfg(test)]
+mod freshness_tests;
 mod health;
 mod listing;
 #[cfg(test)]
@@ -48,6 +51,7 @@ pub use errors::{
     CallError, OutputProblem, RefreshError, RequestError, ServerError, ServerErrorKind,
 };
 pub use event::{CallOutcome, Event, RequestId};
+pub use freshness::Freshness;
 pub use listing::MAX_TOOLS;
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
 pub use peer::{PeerRequestKey, WithdrawReason, MAX_ROOTS};
@@ -369,6 +373,7 @@ impl Manager {
             TimerReason::TaskPoll { call } => self.on_task_poll(call),
             TimerReason::Probe { conn, id } => self.on_probe_timeout(conn, id),
             TimerReason::Relisten { conn } => self.on_relisten_due(conn),
+            TimerReason::CacheExpiry { conn } => self.on_cache_expired(conn),
         }
     }
 

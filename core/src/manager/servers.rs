@@ -266,6 +266,13 @@ pub(super) struct Server {
     /// Output schemas compiled for the tools of the current list that were called, by raw
     /// tool name; emptied whenever the list is replaced, so never larger than the list.
     pub(super) schemas: BTreeMap<String, Compiled>,
+    /// How fresh its lists are together (from its live lists' hints or the cache entry's).
+    pub(super) fresh: Option<super::freshness::Fresh>,
+    /// How fresh each list is: tools, then resources, templates, prompts.
+    pub(super) list_fresh: [Option<super::freshness::Fresh>; 4],
+    /// What the server declared when its fresh lists were made (tools, capabilities): they
+    /// stand in for its lists only while it declares the same.
+    pub(super) fresh_caps: Option<(bool, crate::protocol::ServerCapabilities)>,
 }
 
 impl Server {
@@ -298,6 +305,9 @@ impl Server {
             log_level: None,
             listen_uris: Default::default(),
             schemas: BTreeMap::new(),
+            fresh: None,
+            list_fresh: [None; 4],
+            fresh_caps: None,
         }
     }
 

@@ -108,6 +108,11 @@ pub(super) struct Conn {
     pub(super) listen: super::subscriptions::Listen,
     /// Streams that ended in a row without an acknowledgement between (the ladder's rung).
     pub(super) listen_failures: u32,
+    /// When the lists it became ready from without listing expire (`CacheExpiry`).
+    pub(super) cache_expiry: Option<Instant>,
+    /// A stdio probe that went unanswered in time while its `initialize` is out: its answer
+    /// may still come first and decide the revision.
+    pub(super) late_probe: Option<super::era::LateProbe>,
 }
 
 impl Manager {
@@ -159,6 +164,8 @@ impl Manager {
         if s.hash != hash {
             s.cache = CacheState::Unknown;
             s.handshake = None;
+            s.fresh = None;
+            s.list_fresh = [None; 4];
             self.view_gen += 1;
             // A cached catalog is shown only under the hash it was stored with.
             self.catalog.generation += 1;
@@ -204,6 +211,8 @@ impl Manager {
                 wire: super::era::Wire::Legacy,
                 listen: Default::default(),
                 listen_failures: 0,
+                cache_expiry: None,
+                late_probe: None,
             },
         );
         self.set_phase(&name, Stage::Opening { conn, deadline });
@@ -535,7 +544,11 @@ impl Manager {
             // Not reached: `expect` asks for a page only for a pending `tools/list` id, and
             // nothing completes requests between the decode and here.
             (_, Answer::Page(_)) => {}
-            (Req::Initialize, Answer::Raw(result)) => self.on_initialize(conn, server, result),
+            (Req::Initialize, Answer::Raw(result)) => {
+                if self.initialize_decides(conn, &result) {
+                    self.on_initialize(conn, server, result)
+                }
+            }
             (Req::Probe, Answer::Raw(result)) => self.on_probe_answer(conn, server, result),
             (Req::Call(call), Answer::Raw(result)) => self.on_call_result(call, result),
             (Req::Ping, Answer::Raw(_)) => self.on_pong(conn, server),
@@ -601,7 +614,7 @@ impl Manager {
         }
     }
 
-    fn on_initialize(
+    pub(super) fn on_initialize(
         &mut self,
         conn: ConnId,
         server: &str,
@@ -719,6 +732,9 @@ impl Manager {
         }
         if let super::subscriptions::Listen::Closed { at, .. } = c.listen {
             self.timers.disarm(at, TimerReason::Relisten { conn });
+        }
+        if let Some(at) = c.cache_expiry {
+            self.timers.disarm(at, TimerReason::CacheExpiry { conn });
         }
         for (id, req) in c.tracker.drain() {
             if let Req::ListTools | Req::List(_) = req {

@@ -74,6 +74,12 @@ pub enum TimerReason {
         /// The connection whose stream closed.
         conn: ConnId,
     },
+    /// The lists stateless connection `conn` became ready from without listing (the cache
+    /// said they were fresh) expire: they are asked again.
+    CacheExpiry {
+        /// The connection served from the cache.
+        conn: ConnId,
+    },
     /// The `server/discover` probe `id` on stdio connection `conn` went unanswered: the
     /// server is taken for one of the `initialize`-based revisions.
     Probe {

@@ -14,6 +14,7 @@
 //! client capabilities that offer them; and the tracker of
 //! outstanding requests.
 
+mod cache_hints;
 mod client_requests;
 mod decode;
 mod encode;
@@ -25,6 +26,7 @@ mod resources;
 mod tools_list;
 mod tracker;
 
+pub use cache_hints::{cache_hint, CacheHint, CacheScope, MAX_CACHE_TTL};
 pub use client_requests::{
     client_capabilities, encode_peer_answer, enum_values, form_defaults, parse_client_request,
     peer_answer_result, property_default, roots_result, AnswerClass, ClientFeatures, PeerAnswer,

@@ -80,6 +80,8 @@ pub struct CatalogPage<T> {
     pub next_cursor: Option<String>,
     /// The malformed definitions skipped: each one's name (or URI), or `(unnamed)`.
     pub skipped: Vec<String>,
+    /// The page's `ttlMs` and `cacheScope`.
+    pub hint: super::CacheHint,
 }
 
 /// Parse one page of `method`, whose definitions are in the array member `key`.
@@ -101,6 +103,7 @@ pub fn parse_catalog_page<T: DeserializeOwned>(
         Some(Value::String(s)) => Some(s),
         Some(_) => return Err(malformed(method, "nextCursor is not a string")),
     };
+    let hint = super::cache_hint(o.get("ttlMs"), o.get("cacheScope"));
     let mut items = Vec::with_capacity(listed.len());
     let mut skipped = Vec::new();
     for item in listed {
@@ -118,6 +121,7 @@ pub fn parse_catalog_page<T: DeserializeOwned>(
         items,
         next_cursor,
         skipped,
+        hint,
     })
 }
 

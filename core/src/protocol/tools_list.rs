@@ -22,6 +22,8 @@ pub struct ToolsPage {
     pub next_cursor: Option<String>,
     /// Names of tool definitions that were malformed and skipped.
     pub skipped: Vec<String>,
+    /// The page's `ttlMs` and `cacheScope`.
+    pub hint: super::CacheHint,
 }
 
 /// Parse one page of `tools/list` straight from the answer's JSON text: each definition's
@@ -64,6 +66,7 @@ pub(super) fn page_from_parts(parts: PageParts) -> Result<ToolsPage, ProtocolErr
         tools,
         next_cursor: next,
         skipped,
+        hint: super::cache_hint(parts.ttl_ms.as_ref(), parts.cache_scope.as_ref()),
     })
 }
 
@@ -72,6 +75,8 @@ pub(super) fn page_from_parts(parts: PageParts) -> Result<ToolsPage, ProtocolErr
 pub(super) struct PageParts {
     tools: Option<Vec<Listed>>,
     next_cursor: Option<Value>,
+    ttl_ms: Option<Value>,
+    cache_scope: Option<Value>,
 }
 
 /// Consume the rest of a map nobody wants, keeping the parser in step.
@@ -119,6 +124,10 @@ impl<'de> Deserialize<'de> for PageParts {
             Tools,
             #[serde(rename = "nextCursor")]
             NextCursor,
+            #[serde(rename = "ttlMs")]
+            TtlMs,
+            #[serde(rename = "cacheScope")]
+            CacheScope,
             #[serde(other)]
             Other,
         }
@@ -159,6 +168,8 @@ impl<'de> Deserialize<'de> for PageParts {
                     match key {
                         Key::Tools => page.tools = map.next_value_seed(ToolsArray)?,
                         Key::NextCursor => page.next_cursor = Some(map.next_value()?),
+                        Key::TtlMs => page.ttl_ms = Some(map.next_value()?),
+                        Key::CacheScope => page.cache_scope = Some(map.next_value()?),
                         Key::Other => {
                             map.next_value::<IgnoredAny>()?;
                         }

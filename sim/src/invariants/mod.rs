@@ -87,7 +87,7 @@ pub struct SettledCatalog<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 30] = [
+pub const SAFETY: [(Invariant, Check); 31] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -184,6 +184,10 @@ pub const SAFETY: [(Invariant, Check); 30] = [
     ),
     (Invariant::RequestStateEchoed, request_state_echoed),
     (Invariant::ListenStreamsResent, listen_streams_resent),
+    (
+        Invariant::ListsReusedOnlyWhileFresh,
+        lists_reused_only_while_fresh,
+    ),
 ];
 
 /// 30: what the simulated servers saw of the revision (checked as frames reached them).
@@ -204,6 +208,11 @@ fn request_state_echoed(ctx: &Ctx) -> Result<(), String> {
 /// 34: no subscriptions stream stays closed while its server is connected.
 fn listen_streams_resent(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, Invariant::ListenStreamsResent)
+}
+
+/// 35: lists reused without listing only while the server's hint says they are fresh.
+fn lists_reused_only_while_fresh(ctx: &Ctx) -> Result<(), String> {
+    output_violation(ctx, Invariant::ListsReusedOnlyWhileFresh)
 }
 
 /// Run every safety check on one step; the first broken invariant, with what was seen.

@@ -250,6 +250,8 @@ fn server_strategy(f: u32) -> impl Strategy<Value = ServerPlan> {
                     call_latency_ms: call,
                     crash_loop,
                     era: SimEra::Legacy,
+                    hints: SimHints::Missing,
+                    slow_discover_ms: 0,
                 }
             },
         )
@@ -456,6 +458,28 @@ fn assign_eras(options: &mut SimOptions, servers: &mut [ServerPlan], seed: u64) 
             5..=8 => SimEra::Modern,
             _ => SimEra::ModernRetry,
         };
+    }
+    // Drawn apart, so the revisions above stay what they were for every seed.
+    let mut rng = switchboard_core::rng::SplitMix64::new(seed ^ 0x7e11_ca5e_5eed_0001);
+    for (i, s) in servers.iter_mut().enumerate() {
+        if !s.era.is_modern() {
+            continue;
+        }
+        let public = rng.below(2) == 0;
+        s.hints = match rng.below(8) {
+            0 | 1 => SimHints::Missing,
+            2 => SimHints::Zero,
+            3 => SimHints::Huge { public },
+            _ => SimHints::Short {
+                ttl_ms: 500 + rng.below(15_000),
+                public,
+            },
+        };
+        // A stateless stdio server slow to start now and then: its discover answer comes
+        // after the client's probe timed out (2 s) and sent `initialize`.
+        if i % 3 != 2 && rng.below(4) == 0 {
+            s.slow_discover_ms = 1_500 + rng.below(2_000);
+        }
     }
 }
 

@@ -180,6 +180,40 @@ pub struct ServerPlan {
     /// The protocol revision it speaks (only seen when the scenario probes).
     #[serde(default)]
     pub era: SimEra,
+    /// The cache hints a stateless server puts on its list pages.
+    #[serde(default)]
+    pub hints: SimHints,
+    /// A stateless server slow to start: its first `server/discover` of an attempt is answered
+    /// this much later than planned (past the stdio probe timeout when large).
+    #[serde(default)]
+    pub slow_discover_ms: u64,
+}
+
+/// What a stateless server says of its lists' freshness (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SimHints {
+    /// No hints at all (read as stale at once, private).
+    #[default]
+    Missing,
+    /// `ttlMs: 0`.
+    Zero,
+    /// A TTL that runs out within the run.
+    Short { ttl_ms: u64, public: bool },
+    /// A TTL far past any run (clipped by the client).
+    Huge { public: bool },
+}
+
+impl SimHints {
+    /// The hint members of a page, and how long the page stays fresh.
+    pub fn members(self) -> (Option<u64>, Option<&'static str>) {
+        let scope = |public| Some(if public { "public" } else { "private" });
+        match self {
+            SimHints::Missing => (None, None),
+            SimHints::Zero => (Some(0), Some("public")),
+            SimHints::Short { ttl_ms, public } => (Some(ttl_ms), scope(public)),
+            SimHints::Huge { public } => (Some(u64::MAX / 4), scope(public)),
+        }
+    }
 }
 
 /// A server that exits `after_ready_ms` after every first tools/list answer: for its first

@@ -60,6 +60,9 @@ pub(crate) struct CatalogProc {
     pub(super) applied: [Vec<String>; 3],
     /// A listing of this kind has begun on this attempt.
     begun: [bool; 3],
+    /// A list of this kind told the manager what it has on this attempt (an attempt ready
+    /// from fresh cached lists shows an earlier attempt's until one does).
+    known: [bool; 3],
     /// The listing under way is the attempt's first of its kind.
     first: [bool; 3],
     /// How the listing under way behaves: `None` healthy in one page, else a fault.
@@ -72,6 +75,11 @@ pub(crate) struct CatalogProc {
 }
 
 impl CatalogProc {
+    /// A list of its catalog was asked for on this attempt.
+    pub(super) fn asked(&self) -> bool {
+        self.begun.iter().any(|b| *b)
+    }
+
     /// Nothing of the catalog is in flight: the manager's view must match `applied`.
     pub(super) fn settled(&self) -> bool {
         self.open.is_empty() && self.changed_in_flight == 0
@@ -247,6 +255,7 @@ impl World<'_> {
                 if more {
                     result["nextCursor"] = json!("c1");
                 }
+                self.add_hints(i, &mut result);
                 let outcome = if more {
                     PageOutcome::More
                 } else {
@@ -259,7 +268,9 @@ impl World<'_> {
             }
             None => {
                 let list: Vec<Value> = items.iter().map(|t| Self::item_json(kind, t)).collect();
-                let r = json!({"jsonrpc": "2.0", "id": id, "result": { key: list }});
+                let mut result = json!({ key: list });
+                self.add_hints(i, &mut result);
+                let r = json!({"jsonrpc": "2.0", "id": id, "result": result});
                 self.record_page(conn, n, kind, items, PageOutcome::Final);
                 self.reply_tagged(conn, ms, r, Tag::CatalogAnswer { id: n });
                 return;
@@ -301,13 +312,20 @@ impl World<'_> {
         let Some(page) = c.open.remove(&id) else {
             return;
         };
-        let k = page.kind;
+        let (k, server) = (page.kind, p.server);
+        if page.outcome == PageOutcome::Final {
+            self.list_delivered(server);
+        }
+        let Some(c) = self.procs.get_mut(&conn).map(|p| &mut p.catalog) else {
+            return;
+        };
         match page.outcome {
             PageOutcome::More => c.acc[k].extend(page.items),
             PageOutcome::Final => {
                 c.acc[k].extend(page.items);
                 c.applied[k] = std::mem::take(&mut c.acc[k]);
                 c.applied_gen += 1;
+                c.known[k] = true;
             }
             // A failed first list leaves that slice empty; a failed re-list keeps the last.
             PageOutcome::Failed => {
@@ -372,6 +390,11 @@ impl World<'_> {
                 continue;
             };
             if !p.alive() || p.reported || !p.catalog.settled() {
+                continue;
+            }
+            // Ready from fresh cached lists, not (fully) listed on this process since: what it
+            // shows is what an earlier process listed (invariant 35 checks that was allowed).
+            if p.era.fresh_checked && !p.catalog.known.iter().all(|k| *k) {
                 continue;
             }
             v.push(SettledCatalog {

@@ -247,7 +247,12 @@ impl World<'_> {
         let mut calls = Vec::new();
         for &i in &valid {
             let name = &sc.servers[i].name;
-            let fresh = self.obs.latest_conn[i] != before[i];
+            // A connection ready from lists still fresh by the server's TTL shows what an
+            // earlier process listed (invariant 35 checks that was allowed): like one kept.
+            let reused = self.obs.latest_conn[i]
+                .and_then(|c| self.procs.get(&c))
+                .is_some_and(|p| p.era.fresh_checked);
+            let fresh = self.obs.latest_conn[i] != before[i] && !reused;
             let back =
                 liveness::healed_server_back(&self.view, i, name, fresh, &sc.servers[i].tools);
             if let Err(d) = back {

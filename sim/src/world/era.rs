@@ -40,6 +40,11 @@ pub(super) struct ProcEra {
     pub(super) listen: Option<u64>,
     /// When it ended a stream while no other was open (cleared by the next one).
     pub(super) listen_closed_at: Option<Instant>,
+    /// When its answer to the probe is due (a stdio server answers in order: what it is
+    /// asked after waits for it).
+    pub(super) discover_due: Option<Instant>,
+    /// Its connection became ready without a `tools/list`, and that was checked.
+    pub(super) fresh_checked: bool,
 }
 
 /// The longest a closed stream may stay closed while its server is connected: the client's
@@ -213,14 +218,118 @@ impl World<'_> {
                 return;
             }
         };
+        // Slow to start: the answer comes past the client's probe timeout, after it sent
+        // `initialize` (answered only after this, in order).
+        let slow = if self.healed {
+            0
+        } else {
+            self.sc.servers[i].slow_discover_ms
+        };
+        if slow > 0 {
+            self.cov.slow_discovers_sent += 1;
+        }
+        let ms = ms + slow;
         if ms >= gate {
             self.cov.init_slow_past_gate += 1;
         }
         self.cov.probes_answered_modern += 1;
+        let due = self.now + Duration::from_millis(ms);
         if let Some(p) = self.procs.get_mut(&conn) {
             p.era.discovered = true;
+            p.era.discover_due = Some(due);
         }
         self.reply_tagged(conn, ms, r, Tag::Discovered);
+    }
+
+    /// How long a stateless server takes to refuse `initialize`: after its probe answer if
+    /// that is still to come (it answers in order) — except every other server, which
+    /// answers out of order (the refusal first, the late `DiscoverResult` after).
+    pub(super) fn refusal_delay_ms(&mut self, conn: ConnId) -> u64 {
+        let p = self.procs.get(&conn);
+        if p.is_some_and(|p| p.server % 2 == 1 && p.era.discover_due.is_some_and(|d| d > self.now))
+        {
+            self.cov.initialize_refused_before_discover += 1;
+            return 1;
+        }
+        let due = p.and_then(|p| p.era.discover_due);
+        let wait = due.map_or(0, |d| d.saturating_duration_since(self.now).as_millis());
+        1 + u64::try_from(wait).unwrap_or(0)
+    }
+
+    /// The cache hints of server `i` on a list result (a stateless server's only).
+    pub(super) fn add_hints(&mut self, i: usize, result: &mut Value) {
+        let s = &self.sc.servers[i];
+        if !s.era.is_modern() || !self.sc.options.probe {
+            return;
+        }
+        let (ttl, scope) = s.hints.members();
+        if let Some(t) = ttl {
+            result["ttlMs"] = json!(t);
+        }
+        if let Some(sc) = scope {
+            result["cacheScope"] = json!(sc);
+        }
+        if ttl.is_some() {
+            self.cov.list_pages_hinted += 1;
+        }
+    }
+
+    /// A last tools page of server `i` reached the client: what it listed is fresh for the
+    /// page's TTL from now.
+    pub(super) fn list_delivered(&mut self, i: usize) {
+        let s = &self.sc.servers[i];
+        if !s.era.is_modern() || !self.sc.options.probe {
+            return;
+        }
+        let ttl = s.hints.members().0.unwrap_or(0);
+        let ttl = Duration::from_millis(ttl).min(switchboard_core::protocol::MAX_CACHE_TTL);
+        let until = self.now + ttl;
+        self.fresh_until[i] = Some(self.fresh_until[i].map_or(until, |u| u.max(until)));
+    }
+
+    /// A connection that became ready without asking for the tool list did so while the last
+    /// list its server delivered was fresh by its TTL.
+    pub(super) fn fresh_check(&mut self) {
+        let now = self.now;
+        let mut stale = None;
+        let mut checked = Vec::new();
+        for (conn, p) in &self.procs {
+            let i = p.server;
+            // A server that offers nothing to list is ready at once without any cache (its
+            // planned answer to the probe may never be asked for: a remembered one stands in).
+            let lists_something =
+                !matches!(p.plan.init, Init::NoTools { .. }) || self.sc.servers[i].catalog;
+            if p.era.fresh_checked
+                || p.lists > 0
+                || p.catalog.asked()
+                || !p.alive()
+                || !lists_something
+                || self.obs.latest_conn[i] != Some(*conn)
+                || self.m.status(&self.sc.servers[i].name) != ServerStatus::Connected
+            {
+                continue;
+            }
+            checked.push(*conn);
+            if self.fresh_until[i].is_none_or(|u| now > u) {
+                stale = Some((*conn, i));
+                break;
+            }
+        }
+        for c in checked {
+            if let Some(p) = self.procs.get_mut(&c) {
+                p.era.fresh_checked = true;
+            }
+            self.cov.fresh_reuses_checked += 1;
+        }
+        if let Some((conn, i)) = stale {
+            self.era_violation(
+                Invariant::ListsReusedOnlyWhileFresh,
+                format!(
+                    "connection {} of {} became ready without a tools/list at {now:?}, but its lists were fresh only until {:?}",
+                    conn.0, self.sc.servers[i].name, self.fresh_until[i]
+                ),
+            );
+        }
     }
 
     fn discover_result(&self, i: usize, id: Value, tools: bool) -> Value {

@@ -139,6 +139,8 @@ pub struct World<'a> {
     /// Draws for servers' requests to the client and the embedder's answers only, so runs
     /// without them draw as before.
     peer_rng: SplitMix64,
+    /// Per server: until when the last list it delivered stays fresh by its `ttlMs`.
+    fresh_until: Vec<Option<Instant>>,
 }
 
 impl<'a> World<'a> {
@@ -157,16 +159,19 @@ impl<'a> World<'a> {
                     hash,
                     tools: Some(tool_defs(t)),
                     catalog: None,
+                    ..Default::default()
                 }),
                 CachePlan::Stale(t) => Some(StoreEntry {
                     hash: format!("stale-{hash}"),
                     tools: Some(tool_defs(t)),
                     catalog: None,
+                    ..Default::default()
                 }),
                 CachePlan::Corrupt => Some(StoreEntry {
                     hash,
                     tools: None,
                     catalog: None,
+                    ..Default::default()
                 }),
             };
             if let Some(e) = entry {
@@ -214,6 +219,7 @@ impl<'a> World<'a> {
             crashes: vec![0; n],
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
             session_lost: vec![false; n],
+            fresh_until: vec![None; n],
             requests: requests::Requests::default(),
             peer_rng: SplitMix64::new(sc.world_seed ^ 0x7065_6572),
         }
@@ -561,6 +567,7 @@ impl<'a> World<'a> {
 
     fn check(&mut self) {
         self.listen_check();
+        self.fresh_check();
         let after = View::observe(&self.m, &self.obs.index, Some(&self.view));
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use switchboard_core::catalog::Catalog;
 use switchboard_core::manager::{CacheKey, ConnId, Input, ServerStatus, TransportEvent};
+use switchboard_core::protocol::CacheScope;
 use switchboard_core::tool::ToolDef;
 use switchboard_core::Instant;
 
@@ -65,6 +66,7 @@ impl Proc {
     }
 }
 
+#[derive(Default)]
 pub(super) struct StoreEntry {
     pub(super) hash: String,
     /// `None`: corrupt.
@@ -72,7 +74,15 @@ pub(super) struct StoreEntry {
     /// The catalog stored beside the tools (with the revision the server spoke, so a warm
     /// start skips the probe); none for the entries a scenario starts with.
     pub(super) catalog: Option<Catalog>,
+    /// When it was written (its freshness hint counts from then).
+    pub(super) stored_at: Instant,
+    /// Times it was read.
+    pub(super) loads: u32,
 }
+
+/// The fingerprint a private entry carries when the store hands it to another user's
+/// credentials: the client must not use it.
+pub(super) const FOREIGN_IDENTITY: &str = "written-under-other-credentials";
 
 /// A healthy attempt: what every attempt becomes after the heal.
 pub(super) fn healthy() -> AttemptPlan {
@@ -139,8 +149,13 @@ impl<'a> World<'a> {
             if let Some((c, h)) = &self.awaiting_cache[i] {
                 if *h == key.config_hash {
                     let c = *c;
+                    // An entry of other credentials is a miss to the client.
+                    let foreign = catalog
+                        .as_ref()
+                        .and_then(|c| c.freshness.as_ref())
+                        .is_some_and(|f| f.identity.as_deref() == Some(FOREIGN_IDENTITY));
                     if let Some(o) = self.obs.conns.get_mut(&c) {
-                        o.cache_hit = Some(tools.is_some());
+                        o.cache_hit = Some(tools.is_some() && !foreign);
                     }
                     self.awaiting_cache[i] = None;
                 }
@@ -168,16 +183,37 @@ impl<'a> World<'a> {
             return;
         };
         self.pending_load[i] = Some(key.config_hash.clone());
-        let (tools, catalog, stale, corrupt) = match self.store.get(&server) {
-            Some(e) if e.hash == key.config_hash => (
-                e.tools.clone(),
-                e.tools.as_ref().and(e.catalog.clone()),
-                false,
-                e.tools.is_none(),
-            ),
+        let lat = self.sc.servers[i].cache_latency_ms + self.jitter();
+        let at = self.after_ms(lat);
+        let (tools, catalog, stale, corrupt) = match self.store.get_mut(&server) {
+            Some(e) if e.hash == key.config_hash => {
+                e.loads += 1;
+                let mut catalog = e.tools.as_ref().and(e.catalog.clone());
+                // The hint counts from the store; the client gets what is left when the
+                // answer reaches it. About a third of the private entries read are ones
+                // written under other credentials (picked by when they were written).
+                if let Some(f) = catalog.as_mut().and_then(|c| c.freshness.as_mut()) {
+                    let age = at.saturating_duration_since(e.stored_at).as_millis();
+                    f.ttl_ms = f
+                        .ttl_ms
+                        .saturating_sub(u64::try_from(age).unwrap_or(u64::MAX));
+                    let pick = e.stored_at.as_millis() + u64::from(e.loads);
+                    if f.scope == CacheScope::Private && pick % 3 == 0 {
+                        f.identity = Some(FOREIGN_IDENTITY.into());
+                    }
+                }
+                (e.tools.clone(), catalog, false, e.tools.is_none())
+            }
             Some(_) => (None, None, true, false),
             None => (None, None, false, false),
         };
+        if let Some(f) = catalog.as_ref().and_then(|c| c.freshness.as_ref()) {
+            if f.identity.as_deref() == Some(FOREIGN_IDENTITY) {
+                self.cov.cache_entries_foreign += 1;
+            } else if f.ttl_ms > 0 {
+                self.cov.cache_entries_fresh += 1;
+            }
+        }
         if stale {
             self.cov.cache_stale += 1;
         }
@@ -187,11 +223,9 @@ impl<'a> World<'a> {
         if tools.is_some() {
             self.cov.cache_hits += 1;
         }
-        let lat = self.sc.servers[i].cache_latency_ms + self.jitter();
         if lat >= self.sc.options.gate_ms {
             self.cov.cache_slower_than_gate += 1;
         }
-        let at = self.after_ms(lat);
         if catalog.as_ref().is_some_and(|c| c.handshake.is_some()) {
             self.cov.cache_handshakes_served += 1;
         }
@@ -217,6 +251,8 @@ impl<'a> World<'a> {
             hash: key.config_hash,
             tools: Some(tools),
             catalog: Some(catalog),
+            stored_at: self.now,
+            loads: 0,
         };
         self.store.insert(server, entry);
     }

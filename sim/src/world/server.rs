@@ -75,6 +75,9 @@ impl World<'_> {
                 }
             }
             Tag::ListAnswer { id, kind } => {
+                if matches!(kind, ListKind::Final(_)) {
+                    self.list_delivered(server);
+                }
                 if let Some(p) = self.procs.get_mut(&conn) {
                     if p.open_lists.remove(&id) {
                         match kind {
@@ -308,7 +311,8 @@ impl World<'_> {
             (Some("initialize"), Some(id)) if self.sc.servers[i].era.is_modern() => {
                 self.cov.initialize_refused_by_modern += 1;
                 let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
-                self.reply(conn, 1, r);
+                let ms = self.refusal_delay_ms(conn);
+                self.reply(conn, ms, r);
             }
             (Some("server/discover"), Some(id)) => self.discover(conn, i, &plan, id),
             (Some("subscriptions/listen"), Some(id)) if self.sc.servers[i].era.is_modern() => {
@@ -624,6 +628,7 @@ impl World<'_> {
                     self.cov.unmirrorable_tools_listed += 1;
                 }
                 let mut result = json!({ "tools": listed });
+                self.add_hints(i, &mut result);
                 let kind = if k + 1 < pages {
                     result["nextCursor"] = json!(format!("p{}", k + 1));
                     ListKind::Page
