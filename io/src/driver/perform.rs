@@ -143,7 +143,7 @@ impl Driver {
                         }
                     }
                     None => match StdioCommand::from_config(config) {
-                        Some(cmd) => match StdioTransport::spawn_on(
+                        Some(cmd) => match StdioTransport::spawn_waiting_on(
                             &spawner,
                             &server,
                             cmd,
@@ -151,7 +151,9 @@ impl Driver {
                             &registry,
                             conn,
                             tx.clone(),
-                        ) {
+                        )
+                        .await
+                        {
                             Ok(t) => Internal::Opened(conn, Transport::Stdio(t)),
                             Err(e) => Internal::OpenFailed(conn, e),
                         },

@@ -1,7 +1,7 @@
-//! The close sequence: close stdin, wait for the group to be gone, SIGTERM the group, wait,
-//! SIGKILL the group, reap — run by the supervisor task that owns the child, whether the
-//! client asked to close or the server ended by itself, followed by the transport's one
-//! terminal event.
+//! The close sequence: write what is queued and close stdin, wait for the group to be gone,
+//! SIGTERM the group, wait, SIGKILL the group, reap — run by the supervisor task that owns
+//! the child, whether the client asked to close or the server ended by itself, followed by
+//! the transport's one terminal event.
 
 use super::frames::StdoutEnd;
 use super::kill::{signal_group, Signal};
@@ -117,6 +117,9 @@ pub(super) struct Supervisor {
     pub(super) status: Option<ExitStatus>,
     pub(super) opts: StdioOptions,
     pub(super) registry: ProcessRegistry,
+    /// The write queue (the writer's end of it): closed at shutdown, so the writer writes
+    /// what is queued and then ends.
+    pub(super) frames: Receiver<bytes::Bytes>,
 }
 
 /// The tasks that serve one server's pipes.
@@ -237,11 +240,26 @@ impl Supervisor {
         }
     }
 
-    /// Close stdin, wait, SIGTERM the group, wait, SIGKILL the group, reap.
+    /// Flush what is queued and close stdin, wait, SIGTERM the group, wait, SIGKILL the
+    /// group, reap.
     async fn shutdown(&mut self, writer: Task<()>) -> Ended {
-        // Cancelling the writer drops its ChildStdin: the server sees EOF on stdin.
-        writer.cancel().await;
-        if self.wait_gone(self.opts.stdin_close_wait).await {
+        // Frames queued before the close (a `notifications/cancelled` for each call given up
+        // at shutdown, say) still reach the server, in order, before its stdin closes; the
+        // flush shares the first grace period with the wait for the server to exit, so a
+        // server that stopped reading costs no more than before.
+        let grace = self.opts.stdin_close_wait;
+        let started = Instant::now();
+        self.frames.close();
+        let mut writer = writer;
+        if timeout(grace, &mut writer).await.is_none() {
+            tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "the server did not take its queued frames within the grace period; closing its stdin without them");
+            writer.cancel().await;
+        }
+        // The writer has ended and dropped its ChildStdin: the server sees EOF on stdin.
+        if self
+            .wait_gone(grace.saturating_sub(started.elapsed()))
+            .await
+        {
             return Ended::ByItself;
         }
         tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "server did not exit after stdin was closed; sending SIGTERM to its process group");
