@@ -7,6 +7,7 @@ mod sim_prop;
 mod sim_snapshots;
 mod support;
 
+mod adversarial;
 mod auth_peers;
 mod auth_sources;
 mod bounds;

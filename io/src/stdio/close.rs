@@ -97,6 +97,8 @@ enum End {
     Stdout(StdoutEnd),
     CloseRequested,
     LeaderExited,
+    /// Writing to its stdin failed (it exited, or closed its stdin).
+    StdinBroken,
 }
 
 /// How the process group ended during a shutdown.
@@ -140,7 +142,7 @@ impl Supervisor {
     ) {
         let Tasks {
             mut reader,
-            writer,
+            mut writer,
             mut stderr,
         } = tasks;
         let first = future::or(
@@ -150,19 +152,27 @@ impl Supervisor {
                     let _ = close_requests.recv().await;
                     End::CloseRequested
                 },
-                async {
-                    // The leader's exit ends the connection even when a descendant still
-                    // holds its stdout open (then no EOF would ever come).
-                    match self.child.status().await {
-                        Ok(status) => self.status = Some(status),
-                        Err(_) => future::pending::<()>().await,
-                    }
-                    End::LeaderExited
-                },
+                future::or(
+                    async {
+                        // The leader's exit ends the connection even when a descendant still
+                        // holds its stdout open (then no EOF would ever come).
+                        match self.child.status().await {
+                            Ok(status) => self.status = Some(status),
+                            Err(_) => future::pending::<()>().await,
+                        }
+                        End::LeaderExited
+                    },
+                    async {
+                        // The writer ends by itself only when the server's stdin broke.
+                        (&mut writer).await;
+                        End::StdinBroken
+                    },
+                ),
             ),
         )
         .await;
         let mut orphaned_pipes = false;
+        let mut stdin_broken = false;
         // `None`: close requested.
         let end = match first {
             End::Stdout(end) => Some(end),
@@ -175,8 +185,17 @@ impl Supervisor {
                     Some(StdoutEnd::Eof)
                 }
             },
+            // Usually the server died (its stdout ends with it, and its exit status is the
+            // story); a server that closed its stdin but runs on can take no request again.
+            End::StdinBroken => match timeout(EXIT_DRAIN_WAIT, &mut reader).await {
+                Some(end) => Some(end),
+                None => {
+                    stdin_broken = true;
+                    Some(StdoutEnd::Eof)
+                }
+            },
         };
-        if end.is_none() || orphaned_pipes {
+        if end.is_none() || orphaned_pipes || stdin_broken {
             // Nobody wants frames any more; dropping stdout also tells the server.
             reader.cancel().await;
         }
@@ -205,6 +224,13 @@ impl Supervisor {
                 return;
             }
             Some(StdoutEnd::EventsGone) => return,
+            Some(StdoutEnd::Eof) if stdin_broken => StdioEvent::Failed {
+                error: format!(
+                    "server \"{}\" closed its stdin but kept running, so it can take no more requests; stopped it ({})",
+                    self.server,
+                    self.status_text()
+                ),
+            },
             Some(StdoutEnd::Eof) if orphaned_pipes => StdioEvent::Closed {
                 reason: format!(
                     "{}; its other processes kept its pipes open and were stopped",
@@ -220,11 +246,15 @@ impl Supervisor {
         let _ = events.send(M::from((tag, event))).await;
     }
 
-    fn describe_exit(&self, ended: Ended) -> String {
-        let status = match &self.status {
+    fn status_text(&self) -> String {
+        match &self.status {
             Some(status) => status.to_string(),
             None => "exit status unknown".to_string(),
-        };
+        }
+    }
+
+    fn describe_exit(&self, ended: Ended) -> String {
+        let status = self.status_text();
         match ended {
             Ended::ByItself => format!("server process exited ({status})"),
             Ended::AfterSigterm => {

@@ -278,6 +278,11 @@ impl StdioTransport {
                 self.server
             ));
         }
+        if self.frames.is_closed() {
+            // Checked first: frames left behind by a writer that ended must not read as a
+            // server that stopped reading.
+            return Err(self.closed_error());
+        }
         let len = frame.len() + 1;
         let before = self.queued.fetch_add(len, Ordering::AcqRel);
         if before + len > self.max_queued {
@@ -291,8 +296,20 @@ impl StdioTransport {
         }
         self.frames.try_send(frame).map_err(|_| {
             self.queued.fetch_sub(len, Ordering::AcqRel);
-            format!("server \"{}\": the stdio transport is closed", self.server)
+            self.closed_error()
         })
+    }
+
+    fn closed_error(&self) -> String {
+        format!("server \"{}\": the stdio transport is closed", self.server)
+    }
+
+    /// Whether the transport takes no more frames: the server's stdin is closed (it exited,
+    /// or closed it) or the close sequence has begun. Its one terminal event, with the exit
+    /// status, follows (or came already); a frame refused for this reason needs no report of
+    /// its own.
+    pub fn is_closed(&self) -> bool {
+        self.frames.is_closed()
     }
 
     /// Bytes of frames waiting to be written to the server's stdin (newlines included).
