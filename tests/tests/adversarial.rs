@@ -323,3 +323,69 @@ fn a_secret_command_s_process_that_left_its_session_is_ended_by_the_cli() {
         "the secret helper's setsid process {escaped} outlived `switchboard tools`"
     );
 }
+
+// --- A server that floods log messages while the CLI waits -----------------------------------
+
+/// Peak resident memory the command line may reach while a server floods it: far above what
+/// it needs (tens of MiB), far below what an unread, unbounded queue reaches in seconds.
+const MAX_RSS_KIB: i64 = 200 * 1024;
+
+/// Runs `switchboard args…` against `log_flood.py --delay 3` (the flood runs while the CLI
+/// waits for the list, and for the call); returns (exit code, stdout, peak RSS in KiB), the
+/// peak read from `wait4` for that one process.
+fn under_a_log_flood(args: &[&str]) -> (i32, String, i64) {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("flood");
+    let config = json!({"mcpServers": {"flood": {"command": "python3",
+        "args": [script("log_flood.py"), pid_file.to_string_lossy(), "--delay", "3"]}}});
+    std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut child = Command::new(switchboard_bin())
+        .current_dir(dir.path())
+        .env_remove("RUST_LOG")
+        .env("HOME", &home)
+        .args(["--no-project-config", "--no-cache", "--config"])
+        .arg(dir.path().join("mcp.json"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it and reaps our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as i32;
+    // SAFETY: waiting for the child this function started, which nothing else reaps.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let code = std::process::ExitStatus::from_raw(status)
+        .code()
+        .unwrap_or(-1);
+    assert_gone(recorded_pid(&pid_file), "the flooding server");
+    (code, stdout, usage.ru_maxrss)
+}
+
+#[test]
+fn status_tools_and_call_keep_their_memory_bounded_while_a_server_floods_logs() {
+    let runs: Vec<_> = [
+        &["status"][..],
+        &["tools"],
+        &["call", "mcp_flood_noop", "{}"],
+    ]
+    .into_iter()
+    .map(|args| std::thread::spawn(move || (args, under_a_log_flood(args))))
+    .collect();
+    for run in runs {
+        let (args, (code, stdout, rss)) = run.join().unwrap();
+        println!("{args:?}: peak RSS {rss} KiB");
+        assert_eq!(code, 0, "{args:?}: {stdout}");
+        assert!(
+            stdout.contains("flood") || stdout.contains("done"),
+            "{args:?}: {stdout}"
+        );
+        assert!(rss < MAX_RSS_KIB, "{args:?}: peak RSS {rss} KiB");
+    }
+}
