@@ -389,3 +389,33 @@ fn status_tools_and_call_keep_their_memory_bounded_while_a_server_floods_logs() 
         assert!(rss < MAX_RSS_KIB, "{args:?}: peak RSS {rss} KiB");
     }
 }
+
+// --- Protocol warnings the command line shows by default -------------------------------------
+
+#[test]
+fn the_cli_warns_by_default_of_frames_without_jsonrpc_and_answers_to_requests_never_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"mcpServers": {"broken": {
+        "command": "python3", "args": [script("broken_answers.py")]}}});
+    for (tool, warning) in [
+        (
+            "mcp_broken_note_no_jsonrpc",
+            "ignored a frame: frame is not a JSON-RPC 2.0 message: missing \"jsonrpc\": \"2.0\"",
+        ),
+        (
+            "mcp_broken_stray_id",
+            "ignored a response to request id 987654, which this connection never sent",
+        ),
+    ] {
+        let out = switchboard(dir.path(), config.clone(), &["call", tool, "{}"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{tool}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fine");
+        assert!(
+            stderr.contains("WARN") && stderr.contains(warning),
+            "{tool}: no warning in {stderr}"
+        );
+        // What the server logs is not shown without -v.
+        assert!(!stderr.contains("hello"), "{stderr}");
+    }
+}
