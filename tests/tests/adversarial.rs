@@ -419,3 +419,134 @@ fn the_cli_warns_by_default_of_frames_without_jsonrpc_and_answers_to_requests_ne
         assert!(!stderr.contains("hello"), "{stderr}");
     }
 }
+
+// --- Unbounded inputs --------------------------------------------------------------------------
+
+#[test]
+fn a_tool_list_that_never_ends_fails_that_server_at_the_page_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("pages");
+    let endless = ServerSpec::new(
+        "endless",
+        ServerConfig::stdio(
+            "python3",
+            &[
+                script("endless_pages.py").as_str(),
+                pages.to_string_lossy().as_ref(),
+            ],
+        ),
+    );
+    let bin = demo_server_bin();
+    let calm = ServerSpec::new(
+        "calm",
+        ServerConfig::stdio(bin.to_string_lossy(), &["--name", "calm"]),
+    );
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![endless, calm])
+            .no_cache()
+            .manager_options(|o| {
+                o.max_tool_pages = 50;
+                o.reconnect = ReconnectPolicy::never();
+            })
+            .start()
+            .await
+            .unwrap();
+        assert_eq!(report.connected, vec!["calm"], "{report:?}");
+        let error = &report.errors["endless"];
+        assert_eq!(error.kind, ServerErrorKind::ListFailed, "{error}");
+        assert!(error.message.contains("more than 50 pages"), "{error}");
+        // None of its tools is offered.
+        assert!(sb.tools().iter().all(|t| t.server == "calm"));
+        sb.shutdown().await;
+        assert!(sb.live_processes().is_empty());
+    });
+    let read = std::fs::read_to_string(&pages).unwrap().lines().count();
+    assert_eq!(read, 50, "pages the client asked for");
+}
+
+#[test]
+fn a_one_gib_config_and_dev_zero_as_call_arguments_are_refused_at_their_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    // Sparse: a gibibyte of zeros that takes no disk.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |args: &[&str], stdin: std::process::Stdio| {
+        Command::new(switchboard_bin())
+            .current_dir(dir.path())
+            .env_remove("RUST_LOG")
+            .env("HOME", &home)
+            .args(["--no-project-config", "--no-cache"])
+            .args(args)
+            .stdin(stdin)
+            .output()
+            .unwrap()
+    };
+    let out = run(
+        &["status", "--config", big.to_str().unwrap()],
+        std::process::Stdio::null(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("larger than the 4 MiB a file may have"),
+        "{out:?}"
+    );
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, r#"{"mcpServers": {}}"#).unwrap();
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let out = run(
+        &["call", "mcp_x_y", "-", "--config", empty.to_str().unwrap()],
+        zero.into(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("the arguments on stdin are larger than 16 MiB"),
+        "{out:?}"
+    );
+}
+
+// --- Escaped descendants of a server that keeps crashing ---------------------------------------
+
+#[test]
+fn setsid_grandchildren_of_a_crashing_server_are_ended_and_watch_counts_none_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    // Each attempt leaves a grandchild in a session of its own, then crashes after its list;
+    // `watch` reconnects it, so there are several.
+    let body = format!(
+        "setsid sh -c 'echo $$ > \"{p}/escaped-$$\"; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+         while [ -z \"$(ls '{p}')\" ]; do sleep 0.05; done\n\
+         exec '{demo}' --name crashy --crash-after-list-ms 300\n",
+        p = pids.display(),
+        demo = demo_server_bin().display()
+    );
+    std::fs::write(dir.path().join("server.sh"), body).unwrap();
+    let config = json!({"mcpServers": {"crashy": {
+        "command": "sh", "args": [dir.path().join("server.sh").to_string_lossy()]}}});
+    let out = switchboard(dir.path(), config, &["watch", "--json", "--for-ms", "3000"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stopped = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "stopped")
+        .unwrap_or_else(|| panic!("no stopped event in {stdout}"));
+    assert_eq!(stopped["processes_left"], 0, "{stopped}");
+    let escaped: Vec<i32> = std::fs::read_dir(&pids)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok()?.trim().parse().ok())
+        .collect();
+    assert!(!escaped.is_empty());
+    for pid in escaped {
+        assert!(
+            !process_alive(pid),
+            "escaped grandchild {pid} outlived `watch`"
+        );
+    }
+}
