@@ -4,7 +4,7 @@
 //! that leaves their session. Each test asserts the bound or the error (by its typed kind
 //! where the library has one, by the CLI's words where it is the CLI) and that no process
 //! is left (by the pids the scripts record and the process groups). Never by timing. The
-//! map from each attack to its test is in `tests/README.md`.
+//! map from each attack to its test is the table "Under attack" in `ARCHITECTURE.md`.
 
 use crate::support::{demo_server_bin, process_alive, repo_root, switchboard_bin};
 use serde_json::json;
@@ -333,6 +333,7 @@ const MAX_RSS_KIB: i64 = 200 * 1024;
 /// Runs `switchboard args…` against `log_flood.py --delay 3` (the flood runs while the CLI
 /// waits for the list, and for the call); returns (exit code, stdout, peak RSS in KiB), the
 /// peak read from `wait4` for that one process.
+#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also reads its peak memory
 fn under_a_log_flood(args: &[&str]) -> (i32, String, i64) {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
@@ -549,4 +550,78 @@ fn setsid_grandchildren_of_a_crashing_server_are_ended_and_watch_counts_none_lef
             "escaped grandchild {pid} outlived `watch`"
         );
     }
+}
+
+// --- A log flood inside an HTTP call's SSE answer ----------------------------------------------
+
+#[test]
+fn a_log_flood_inside_an_sse_answer_stays_within_each_subscriber_s_bound() {
+    use crate::http_edge::{empty, json_reply, mcp_answer, EdgeServer, Reply, Req};
+    use std::sync::Arc;
+    const PIECES: usize = 100;
+    const PER_PIECE: usize = 200;
+    let server = EdgeServer::start(Arc::new(|req: &Req| {
+        if req.method != "POST" {
+            return empty(405);
+        }
+        let msg = req.json();
+        if msg["method"] == "tools/call" {
+            // The answer comes last, after 20,000 log messages on the same stream.
+            let mut pieces = Vec::new();
+            for p in 0..PIECES {
+                let mut piece = String::new();
+                for i in 0..PER_PIECE {
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "info", "data": format!("line {p}.{i} {}", "x".repeat(100))}});
+                    piece.push_str(&format!("event: message\ndata: {note}\n\n"));
+                }
+                pieces.push(piece.into_bytes());
+            }
+            let answer = mcp_answer(&msg).unwrap();
+            pieces.push(format!("event: message\ndata: {answer}\n\n").into_bytes());
+            return Reply::Stream {
+                headers: vec![("content-type".into(), "text/event-stream".into())],
+                pieces,
+                hang: false,
+            };
+        }
+        match mcp_answer(&msg) {
+            Some(answer) => json_reply(200, vec![], &answer),
+            None => empty(202),
+        }
+    }));
+    smol::block_on(async {
+        let (sb, report) = Builder::servers(vec![ServerSpec::new(
+            "web",
+            ServerConfig::http(server.url()),
+        )])
+        .no_cache()
+        .queue_options(switchboard::QueueOptions {
+            events: 256,
+            ..Default::default()
+        })
+        .start()
+        .await
+        .unwrap();
+        assert_eq!(report.connected, vec!["web"], "{report:?}");
+        // Subscribed and never read while the flood lasts.
+        let unread = sb.events();
+        let r = sb
+            .call("mcp_web_echo", json!({"text": "after the flood"}))
+            .await
+            .unwrap();
+        assert_eq!(r.render_text(), "after the flood");
+        assert!(unread.len() <= 256, "{} events held", unread.len());
+        let mut missed = 0;
+        while let Ok(item) = unread.try_recv() {
+            if let Err(switchboard::RecvError::Lagged { missed: n }) = item {
+                missed += n;
+            }
+        }
+        assert!(
+            missed >= (PIECES * PER_PIECE - 256) as u64,
+            "missed {missed}"
+        );
+        sb.shutdown().await;
+    });
 }
