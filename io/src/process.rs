@@ -7,6 +7,12 @@
 //!   *thread* that forked the child ends, not the process: so every child is forked by one
 //!   long-lived thread of the library's own (`switchboard-spawn`), never by whichever
 //!   executor thread happened to run the task — an embedder's executor may retire its threads.
+//! - **The rest of each group.** That signal reaches a server's main process only, not a
+//!   grandchild in its group. So one small keeper process (`sh`, started once, outside our
+//!   process group and without the parent-death signal) is told of every group as it is
+//!   registered and released, on a socket whose other end only we hold: when this process
+//!   ends, however it ends, the socket reaches EOF and the keeper SIGKILLs every group still
+//!   held, then exits. [`descendants`] does not count it.
 //! - **Escaped descendants.** A process that calls `setsid` leaves its server's process group
 //!   and session, so closing the group does not reach it, and when its parent exits it is
 //!   reparented — normally to init, where nothing can find it. With
@@ -108,6 +114,110 @@ fn spawn_here(command: &mut Command) -> io::Result<std::process::Child> {
     Ok(child)
 }
 
+/// What the keeper runs: it holds the process groups it is told of (`+ PGID` and `- PGID`
+/// lines on its stdin) and, when its stdin ends — which happens when this process exits, even
+/// by SIGKILL, since the kernel closes our end of the socket — kills each group still held.
+/// The parent-death signal reaches a server's main process only; this reaches the rest of
+/// its group (a grandchild that outlives its parent, say).
+const KEEPER_SCRIPT: &str = "trap '' INT TERM HUP; set -f; groups=' '; \
+    while read -r op g; do case \"$op\" in \
+    +) groups=\"$groups$g \" ;; \
+    -) case \"$groups\" in *\" $g \"*) groups=\"${groups%% $g *} ${groups#* $g }\" ;; esac ;; \
+    esac; done; for g in $groups; do kill -9 -$g 2>/dev/null; done";
+
+/// The keeper: our end of its stdin, and its pid. `None` inside once it could not be started
+/// or went away (then only the parent-death signal is left).
+struct Keeper {
+    socket: std::os::unix::net::UnixStream,
+    pid: u32,
+}
+
+fn keeper() -> &'static Mutex<Option<Keeper>> {
+    static KEEPER: OnceLock<Mutex<Option<Keeper>>> = OnceLock::new();
+    KEEPER.get_or_init(|| Mutex::new(start_keeper().ok()))
+}
+
+fn start_keeper() -> io::Result<Keeper> {
+    use std::os::unix::process::CommandExt;
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", KEEPER_SCRIPT])
+        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // Out of the terminal's process group: a Ctrl-C meant for us does not end it first.
+        .process_group(0);
+    // SAFETY: the closure runs in the forked child before exec and makes one syscall.
+    unsafe {
+        command.pre_exec(|| {
+            // It outlives us: it must hold nothing of ours but its stdin (an inherited pipe
+            // held open would keep someone waiting for its end). Older kernels lack the call;
+            // then what is inherited stays.
+            #[cfg(target_os = "linux")]
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            Ok(())
+        });
+    }
+    // Started directly, not on the spawn thread: it must outlive this process to do its job.
+    let child = command.spawn()?;
+    let pid = child.id();
+    // Never reaped while we live (it ends after us); one of ours, so never swept.
+    lock_started().insert(pid);
+    std::mem::forget(child);
+    Ok(Keeper { socket: ours, pid })
+}
+
+/// Tells the keeper (`+` hold, `-` release) about process group `pgid`. A keeper that went
+/// away is dropped; nothing here can raise SIGPIPE.
+fn tell_keeper(op: char, pgid: i32) {
+    use std::os::fd::AsRawFd;
+    if pgid <= 1 {
+        return;
+    }
+    let mut keeper = keeper().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = keeper.as_ref() else {
+        return;
+    };
+    let line = format!("{op} {pgid}\n");
+    // SAFETY: sending a buffer we own on a socket we own; MSG_NOSIGNAL turns a gone reader
+    // into EPIPE instead of a signal.
+    let sent = unsafe {
+        libc::send(
+            k.socket.as_raw_fd(),
+            line.as_ptr().cast(),
+            line.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if usize::try_from(sent).ok() != Some(line.len()) {
+        tracing::debug!(target: "switchboard::server", "the process-group keeper is gone; only the parent-death signal is left");
+        *keeper = None;
+    }
+}
+
+/// Process group `pgid` (of a server or a helper) is killed if this process dies before it
+/// is released, even by SIGKILL: the whole group, not only its leader.
+pub(crate) fn hold_group(pgid: i32) {
+    tell_keeper('+', pgid);
+}
+
+/// Process group `pgid` is gone (or being killed by us): the keeper forgets it.
+pub(crate) fn release_group(pgid: i32) {
+    tell_keeper('-', pgid);
+}
+
+/// The keeper's pid, if it runs (it is not one of the processes a server left behind).
+fn keeper_pid() -> Option<u32> {
+    keeper()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|k| k.pid)
+}
+
 /// Makes this process a child subreaper (Linux): orphaned descendants are reparented to it
 /// instead of to init, so [`sweep_escaped`] can find them. Elsewhere, an error.
 pub fn become_subreaper() -> io::Result<()> {
@@ -204,10 +314,14 @@ pub fn descendants() -> Vec<u32> {
     for (&pid, &ppid) in &table {
         children.entry(ppid).or_default().push(pid);
     }
+    let keeper = keeper_pid();
     let mut out = Vec::new();
     let mut todo = vec![std::process::id()];
     while let Some(pid) = todo.pop() {
         for &child in children.get(&pid).map(Vec::as_slice).unwrap_or(&[]) {
+            if Some(child) == keeper {
+                continue;
+            }
             out.push(child);
             todo.push(child);
         }

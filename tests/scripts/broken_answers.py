@@ -5,13 +5,14 @@ for the fail-fast tests. Exits at stdin EOF.
 - `bad_utf8`: the answer carries a byte that is not UTF-8 inside a string;
 - `no_jsonrpc`: the answer lacks "jsonrpc": "2.0";
 - `stray_id`: a response to an id the client never sent, then a good answer;
+- `note_no_jsonrpc`: a notification without "jsonrpc": "2.0", then a good answer;
 - `ok`: a good answer.
 """
 import json
 import sys
 
 TOOLS = [{"name": n, "inputSchema": {"type": "object"}}
-         for n in ("bad_utf8", "no_jsonrpc", "stray_id", "ok")]
+         for n in ("bad_utf8", "no_jsonrpc", "stray_id", "note_no_jsonrpc", "ok")]
 
 
 def send(raw):
@@ -45,6 +46,10 @@ for line in sys.stdin.buffer:
             send(json.dumps({"id": id_, "result": text}).encode())
         elif tool == "stray_id":
             answer(987654, text)
+            answer(id_, text)
+        elif tool == "note_no_jsonrpc":
+            send(json.dumps({"method": "notifications/message",
+                             "params": {"level": "info", "data": "hello"}}).encode())
             answer(id_, text)
         else:
             answer(id_, text)

@@ -2,8 +2,9 @@
 """A stdio MCP server that floods its client with `notifications/message` from the moment it
 is initialized, as fast as its stdout takes them, for the command line's tests of output that
 cannot keep up. Writes its pid to the file named by the first argument. With
-`--ignore-sigterm` it ignores SIGTERM (only SIGKILL ends it). It stops by itself after 60 s,
-or when its stdout or stdin closes."""
+`--ignore-sigterm` it ignores SIGTERM (only SIGKILL ends it). With `--delay SECONDS` it answers
+`tools/list` and `tools/call` only after that long (flooding meanwhile). It stops by itself
+after 60 s, or when its stdout or stdin closes."""
 import json
 import os
 import signal
@@ -17,6 +18,8 @@ if "--ignore-sigterm" in sys.argv[2:]:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 lock = threading.Lock()
+ARGS = sys.argv[2:]
+DELAY = float(ARGS[ARGS.index("--delay") + 1]) if "--delay" in ARGS else 0.0
 
 
 def send(obj):
@@ -52,7 +55,13 @@ for line in sys.stdin:
                   "serverInfo": {"name": "flood", "version": "1"}}
     elif method == "tools/list":
         result = {"tools": [{"name": "noop", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "done"}]}
     else:
         result = {}
-    send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+    answer = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+    if DELAY and method in ("tools/list", "tools/call"):
+        threading.Timer(DELAY, send, (answer,)).start()
+    else:
+        send(answer)
 os._exit(0)

@@ -81,10 +81,12 @@ fn wait_gone(pid: i32, what: &str) {
 fn a_grandchild_that_left_the_process_group_is_ended_with_its_server() {
     let dir = tempfile::tempdir().unwrap();
     // The grandchild starts a session of its own, so closing the server's process group does
-    // not reach it; it would sleep on for five minutes.
+    // not reach it; it would sleep on for five minutes. The server waits for its pid to be
+    // recorded, so nothing can end it before the test knows it.
     project(
         dir.path(),
         "setsid sh -c 'echo $$ > \"$PIDS/escaped\"; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+         while [ ! -s \"$PIDS/escaped\" ]; do sleep 0.05; done\n\
          exec \"$DEMO\" --name hostile",
     );
     let out = switchboard(dir.path())
@@ -110,6 +112,7 @@ fn watch_counts_escaped_descendants_and_leaves_none() {
     project(
         dir.path(),
         "setsid sh -c 'echo $$ > \"$PIDS/escaped\"; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+         while [ ! -s \"$PIDS/escaped\" ]; do sleep 0.05; done\n\
          exec \"$DEMO\" --name hostile",
     );
     let out = switchboard(dir.path())
@@ -270,4 +273,34 @@ fn watch_ends_on_sigterm_even_when_nobody_reads_its_output() {
     let status = exit_within_wait(&mut watch, "SIGTERM");
     assert_eq!(status.code(), Some(143), "{status:?}");
     wait_gone(server, "a flooding server that ignores SIGTERM");
+}
+
+#[test]
+fn a_server_s_grandchild_in_its_group_dies_with_a_killed_switchboard() {
+    let dir = tempfile::tempdir().unwrap();
+    // The grandchild ignores SIGTERM and stays in the server's process group: the parent-death
+    // signal reaches only the server itself; the process-group keeper reaches the rest.
+    project(
+        dir.path(),
+        "sh -c 'trap \"\" TERM HUP; echo $$ > \"$PIDS/grandchild\"; exec sleep 300' &\n\
+         exec \"$DEMO\" --name hostile",
+    );
+    let mut watch = switchboard(dir.path())
+        .args(["watch", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let connected = lines.by_ref().map_while(Result::ok).any(|l| {
+        serde_json::from_str::<serde_json::Value>(&l)
+            .is_ok_and(|v| v["event"] == "startup_complete" || v["event"] == "status_changed")
+    });
+    assert!(connected, "watch ended before the server connected");
+    let grandchild = recorded_pid(dir.path(), "grandchild");
+    assert!(process_alive(grandchild));
+    watch.kill().unwrap(); // SIGKILL: no close sequence runs
+    watch.wait().unwrap();
+    wait_gone(grandchild, "a server's grandchild");
 }

@@ -251,7 +251,10 @@ impl Driver {
     }
 }
 
-/// Diagnostics, server logs and scheduled reconnects go to `tracing` too.
+/// Diagnostics, server logs and scheduled reconnects go to `tracing` too: the library's own
+/// diagnostics under the target `switchboard::diagnostic`, what servers log under
+/// `switchboard::server_log`, so an embedder can show the one without the other (the command
+/// line shows diagnostic warnings by default, server logs only when asked).
 fn log_event(ev: &Event) {
     match ev {
         Event::Diagnostic {
@@ -267,9 +270,21 @@ fn log_event(ev: &Event) {
             ..
         } => {
             let text = switchboard_core::manager::log_text(data);
-            match logger {
-                Some(l) => log_diagnostic(Some(server), *level, &format!("[{l}] {text}")),
-                None => log_diagnostic(Some(server), *level, &text),
+            let text = match logger {
+                Some(l) => format!("[{l}] {text}"),
+                None => text.into_owned(),
+            };
+            match level {
+                Level::Debug => {
+                    tracing::debug!(target: "switchboard::server_log", server = %server, "{text}")
+                }
+                Level::Info => {
+                    tracing::info!(target: "switchboard::server_log", server = %server, "{text}")
+                }
+                Level::Warn => {
+                    tracing::warn!(target: "switchboard::server_log", server = %server, "{text}")
+                }
+                _ => tracing::error!(target: "switchboard::server_log", server = %server, "{text}"),
             }
         }
         Event::ReconnectScheduled {
@@ -289,9 +304,9 @@ fn log_event(ev: &Event) {
 pub(super) fn log_diagnostic(server: Option<&str>, level: Level, message: &str) {
     let server = server.unwrap_or("-");
     match level {
-        Level::Debug => tracing::debug!(target: "switchboard", server, "{message}"),
-        Level::Info => tracing::info!(target: "switchboard", server, "{message}"),
-        Level::Warn => tracing::warn!(target: "switchboard", server, "{message}"),
-        _ => tracing::error!(target: "switchboard", server, "{message}"),
+        Level::Debug => tracing::debug!(target: "switchboard::diagnostic", server, "{message}"),
+        Level::Info => tracing::info!(target: "switchboard::diagnostic", server, "{message}"),
+        Level::Warn => tracing::warn!(target: "switchboard::diagnostic", server, "{message}"),
+        _ => tracing::error!(target: "switchboard::diagnostic", server, "{message}"),
     }
 }

@@ -83,6 +83,14 @@ impl Transport {
         }
     }
 
+    /// Whether the transport has ended or is ending (its terminal event follows).
+    fn is_closed(&self) -> bool {
+        match self {
+            Transport::Stdio(t) => t.is_closed(),
+            Transport::Http(t) => t.is_closed(),
+        }
+    }
+
     async fn close(self) {
         match self {
             Transport::Stdio(t) => t.close().await,

@@ -27,11 +27,19 @@ impl Driver {
                 } => self.open(conn, server, config),
                 Output::Send { conn, frame, meta } => {
                     if let Some(t) = self.transports.get(&conn) {
-                        if let Err(error) = t.send(frame, meta) {
-                            self.local.push_back(Inbound::Transport(
+                        match t.send(frame, meta) {
+                            Ok(()) => {}
+                            // The server is gone or going: its terminal event (the exit
+                            // status, its last stderr lines) fails what is in flight, this
+                            // request included, so a crash reads as a crash and not as
+                            // "the transport is closed".
+                            Err(error) if t.is_closed() => {
+                                tracing::debug!(target: "switchboard", "a frame for a transport that has ended was dropped: {error}");
+                            }
+                            Err(error) => self.local.push_back(Inbound::Transport(
                                 conn,
                                 TransportEvent::Failed { error },
-                            ));
+                            )),
                         }
                     }
                 }
@@ -143,7 +151,7 @@ impl Driver {
                         }
                     }
                     None => match StdioCommand::from_config(config) {
-                        Some(cmd) => match StdioTransport::spawn_on(
+                        Some(cmd) => match StdioTransport::spawn_waiting_on(
                             &spawner,
                             &server,
                             cmd,
@@ -151,7 +159,9 @@ impl Driver {
                             &registry,
                             conn,
                             tx.clone(),
-                        ) {
+                        )
+                        .await
+                        {
                             Ok(t) => Internal::Opened(conn, Transport::Stdio(t)),
                             Err(e) => Internal::OpenFailed(conn, e),
                         },

@@ -223,6 +223,34 @@ pub(super) async fn run(
         }
     }
 
+    if closed_by_client {
+        // Requests in flight are abandoned (nobody waits for their answers); notifications
+        // and responses, in flight or still queued, are delivered first (see `flush`).
+        for n in std::mem::take(&mut by_request).into_values() {
+            if let Some(t) = tasks.remove(&n) {
+                t.cancel().await;
+            }
+        }
+        while let Ok((frame, meta)) = frames.rx.try_recv() {
+            frames.queued.fetch_sub(frame.len(), Ordering::AcqRel);
+            let info = FrameInfo::of(&meta);
+            if info.is_request() {
+                tracing::debug!(target: "switchboard::http", server = %inner.server, method = info.method.unwrap_or("-"), "a request queued at close is not sent");
+                continue;
+            }
+            let (tx, rx) = async_channel::bounded::<()>(1);
+            let wait_for = Wait {
+                sent: barrier.replace(rx),
+                listening: None,
+            };
+            let n = next;
+            next += 1;
+            let task = spawn_post(inner.clone(), &mode, frame, info, n, wait_for, Some(tx));
+            tasks.insert(n, task);
+        }
+        flush(&inner, &internal, &mut tasks).await;
+    }
+
     // Teardown: abort every request and stream, end the session, close every connection.
     for (_, t) in std::mem::take(&mut tasks) {
         t.cancel().await;
@@ -270,6 +298,32 @@ pub(super) async fn run(
                 reason: "closed by client".into(),
             })
             .await;
+    }
+}
+
+/// At a close asked for by the client: waits, up to `close_timeout`, for the POSTs of the
+/// notifications and responses queued before the close (a `notifications/cancelled` for each
+/// call given up at shutdown, say), so they reach the server before the session ends. Stops
+/// early when the transport cannot go on; the caller cancels whatever is left.
+async fn flush(inner: &Inner, internal: &Receiver<Internal>, tasks: &mut BTreeMap<u64, Task<()>>) {
+    let delivered = with_timeout(inner.opts.close_timeout, async {
+        while !tasks.is_empty() {
+            match internal.recv().await {
+                Ok(Internal::Done(n)) => {
+                    tasks.remove(&n);
+                }
+                Ok(Internal::Fatal(_) | Internal::Unauthorized(_) | Internal::Ended(_))
+                | Err(_) => {
+                    return false;
+                }
+                Ok(Internal::Initialized | Internal::Fallback { .. }) => {}
+            }
+        }
+        true
+    })
+    .await;
+    if delivered != Some(true) {
+        tracing::debug!(target: "switchboard::http", server = %inner.server, left = tasks.len(), "messages queued at close were not all delivered");
     }
 }
 

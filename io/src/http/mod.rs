@@ -442,6 +442,12 @@ impl HttpTransport {
         })
     }
 
+    /// Whether the transport takes no more frames: it ended (and sent its one terminal
+    /// event) or is closing. A frame refused for this reason needs no report of its own.
+    pub fn is_closed(&self) -> bool {
+        self.frames.is_closed()
+    }
+
     /// Bytes of frames waiting for the transport to take them.
     pub fn queued_bytes(&self) -> usize {
         self.queued.load(Ordering::Acquire)

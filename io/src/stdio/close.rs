@@ -1,7 +1,7 @@
-//! The close sequence: close stdin, wait for the group to be gone, SIGTERM the group, wait,
-//! SIGKILL the group, reap — run by the supervisor task that owns the child, whether the
-//! client asked to close or the server ended by itself, followed by the transport's one
-//! terminal event.
+//! The close sequence: write what is queued and close stdin, wait for the group to be gone,
+//! SIGTERM the group, wait, SIGKILL the group, reap — run by the supervisor task that owns
+//! the child, whether the client asked to close or the server ended by itself, followed by
+//! the transport's one terminal event.
 
 use super::frames::StdoutEnd;
 use super::kill::{signal_group, Signal};
@@ -97,6 +97,8 @@ enum End {
     Stdout(StdoutEnd),
     CloseRequested,
     LeaderExited,
+    /// Writing to its stdin failed (it exited, or closed its stdin).
+    StdinBroken,
 }
 
 /// How the process group ended during a shutdown.
@@ -117,6 +119,9 @@ pub(super) struct Supervisor {
     pub(super) status: Option<ExitStatus>,
     pub(super) opts: StdioOptions,
     pub(super) registry: ProcessRegistry,
+    /// The write queue (the writer's end of it): closed at shutdown, so the writer writes
+    /// what is queued and then ends.
+    pub(super) frames: Receiver<bytes::Bytes>,
 }
 
 /// The tasks that serve one server's pipes.
@@ -137,7 +142,7 @@ impl Supervisor {
     ) {
         let Tasks {
             mut reader,
-            writer,
+            mut writer,
             mut stderr,
         } = tasks;
         let first = future::or(
@@ -147,19 +152,27 @@ impl Supervisor {
                     let _ = close_requests.recv().await;
                     End::CloseRequested
                 },
-                async {
-                    // The leader's exit ends the connection even when a descendant still
-                    // holds its stdout open (then no EOF would ever come).
-                    match self.child.status().await {
-                        Ok(status) => self.status = Some(status),
-                        Err(_) => future::pending::<()>().await,
-                    }
-                    End::LeaderExited
-                },
+                future::or(
+                    async {
+                        // The leader's exit ends the connection even when a descendant still
+                        // holds its stdout open (then no EOF would ever come).
+                        match self.child.status().await {
+                            Ok(status) => self.status = Some(status),
+                            Err(_) => future::pending::<()>().await,
+                        }
+                        End::LeaderExited
+                    },
+                    async {
+                        // The writer ends by itself only when the server's stdin broke.
+                        (&mut writer).await;
+                        End::StdinBroken
+                    },
+                ),
             ),
         )
         .await;
         let mut orphaned_pipes = false;
+        let mut stdin_broken = false;
         // `None`: close requested.
         let end = match first {
             End::Stdout(end) => Some(end),
@@ -172,8 +185,17 @@ impl Supervisor {
                     Some(StdoutEnd::Eof)
                 }
             },
+            // Usually the server died (its stdout ends with it, and its exit status is the
+            // story); a server that closed its stdin but runs on can take no request again.
+            End::StdinBroken => match timeout(EXIT_DRAIN_WAIT, &mut reader).await {
+                Some(end) => Some(end),
+                None => {
+                    stdin_broken = true;
+                    Some(StdoutEnd::Eof)
+                }
+            },
         };
-        if end.is_none() || orphaned_pipes {
+        if end.is_none() || orphaned_pipes || stdin_broken {
             // Nobody wants frames any more; dropping stdout also tells the server.
             reader.cancel().await;
         }
@@ -202,6 +224,13 @@ impl Supervisor {
                 return;
             }
             Some(StdoutEnd::EventsGone) => return,
+            Some(StdoutEnd::Eof) if stdin_broken => StdioEvent::Failed {
+                error: format!(
+                    "server \"{}\" closed its stdin but kept running, so it can take no more requests; stopped it ({})",
+                    self.server,
+                    self.status_text()
+                ),
+            },
             Some(StdoutEnd::Eof) if orphaned_pipes => StdioEvent::Closed {
                 reason: format!(
                     "{}; its other processes kept its pipes open and were stopped",
@@ -217,11 +246,15 @@ impl Supervisor {
         let _ = events.send(M::from((tag, event))).await;
     }
 
-    fn describe_exit(&self, ended: Ended) -> String {
-        let status = match &self.status {
+    fn status_text(&self) -> String {
+        match &self.status {
             Some(status) => status.to_string(),
             None => "exit status unknown".to_string(),
-        };
+        }
+    }
+
+    fn describe_exit(&self, ended: Ended) -> String {
+        let status = self.status_text();
         match ended {
             Ended::ByItself => format!("server process exited ({status})"),
             Ended::AfterSigterm => {
@@ -237,11 +270,26 @@ impl Supervisor {
         }
     }
 
-    /// Close stdin, wait, SIGTERM the group, wait, SIGKILL the group, reap.
+    /// Flush what is queued and close stdin, wait, SIGTERM the group, wait, SIGKILL the
+    /// group, reap.
     async fn shutdown(&mut self, writer: Task<()>) -> Ended {
-        // Cancelling the writer drops its ChildStdin: the server sees EOF on stdin.
-        writer.cancel().await;
-        if self.wait_gone(self.opts.stdin_close_wait).await {
+        // Frames queued before the close (a `notifications/cancelled` for each call given up
+        // at shutdown, say) still reach the server, in order, before its stdin closes; the
+        // flush shares the first grace period with the wait for the server to exit, so a
+        // server that stopped reading costs no more than before.
+        let grace = self.opts.stdin_close_wait;
+        let started = Instant::now();
+        self.frames.close();
+        let mut writer = writer;
+        if timeout(grace, &mut writer).await.is_none() {
+            tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "the server did not take its queued frames within the grace period; closing its stdin without them");
+            writer.cancel().await;
+        }
+        // The writer has ended and dropped its ChildStdin: the server sees EOF on stdin.
+        if self
+            .wait_gone(grace.saturating_sub(started.elapsed()))
+            .await
+        {
             return Ended::ByItself;
         }
         tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "server did not exit after stdin was closed; sending SIGTERM to its process group");

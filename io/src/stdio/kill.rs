@@ -39,12 +39,17 @@ impl ProcessRegistry {
 
     pub(crate) fn register(&self, pid: u32, pgid: i32) {
         self.lock().insert(pid, pgid);
+        crate::process::hold_group(pgid);
     }
 
     /// Removes `pid`; returns its group if it was still registered (then the caller owns
     /// killing it).
     pub(crate) fn take(&self, pid: u32) -> Option<i32> {
-        self.lock().remove(&pid)
+        let pgid = self.lock().remove(&pid);
+        if let Some(pgid) = pgid {
+            crate::process::release_group(pgid);
+        }
+        pgid
     }
 
     /// Whether `pid`'s group is still tracked (started and not yet confirmed gone).
@@ -73,6 +78,7 @@ impl ProcessRegistry {
         let groups = std::mem::take(&mut *self.lock());
         for &pgid in groups.values() {
             signal_group(pgid, Signal::Kill);
+            crate::process::release_group(pgid);
         }
         groups.len()
     }

@@ -52,7 +52,10 @@
 //!
 //! # Close
 //!
-//! Close stdin; wait up to `stdin_close_wait` for the process group to be gone; SIGTERM the
+//! Write what is still queued, then close stdin (frames queued before the close, such as
+//! the `notifications/cancelled` of calls given up at shutdown, reach the server first); wait
+//! for the process group to be gone, the flush and this wait sharing `stdin_close_wait`
+//! (a server that does not take its frames within it gets EOF without them); SIGTERM the
 //! group; wait up to `sigterm_wait`; SIGKILL the group; reap. "Gone" means the leader has been
 //! reaped *and* no live (non-zombie) member is left in the group, so a grandchild that
 //! outlives a well-behaved leader is still terminated. The same sequence runs when a server
@@ -104,7 +107,8 @@ use crate::units::MIB;
 pub struct StdioOptions {
     /// Longest stdout line accepted as a frame (16 MiB).
     pub max_frame_len: usize,
-    /// How long a server may take to exit after its stdin is closed (1 s).
+    /// How long a server may take to read the frames still queued at close and then exit
+    /// after its stdin is closed (1 s, for both together).
     pub stdin_close_wait: Duration,
     /// How long the process group may take to exit after SIGTERM (2 s).
     pub sigterm_wait: Duration,
@@ -118,6 +122,11 @@ pub struct StdioOptions {
     /// Pass only [`MINIMAL_ENV`] of the parent's environment (plus the config's own `env`)
     /// instead of all of it (`false`).
     pub minimal_env: bool,
+    /// How long a start waits for a file descriptor when this process has none left
+    /// (`EMFILE`/`ENFILE`: its open-files limit is reached) before that server fails with
+    /// an error saying so (2 s). Running out is local back-pressure, not the server's fault:
+    /// the start is tried again as descriptors come free, and the other servers go on.
+    pub descriptor_wait: Duration,
 }
 
 /// The variables a server inherits with [`StdioOptions::minimal_env`]: the ones Codex passes
@@ -146,6 +155,7 @@ impl Default for StdioOptions {
             default_cwd: None,
             max_garbage_lines: 100,
             minimal_env: false,
+            descriptor_wait: Duration::from_secs(2),
         }
     }
 }
@@ -268,6 +278,11 @@ impl StdioTransport {
                 self.server
             ));
         }
+        if self.frames.is_closed() {
+            // Checked first: frames left behind by a writer that ended must not read as a
+            // server that stopped reading.
+            return Err(self.closed_error());
+        }
         let len = frame.len() + 1;
         let before = self.queued.fetch_add(len, Ordering::AcqRel);
         if before + len > self.max_queued {
@@ -281,8 +296,20 @@ impl StdioTransport {
         }
         self.frames.try_send(frame).map_err(|_| {
             self.queued.fetch_sub(len, Ordering::AcqRel);
-            format!("server \"{}\": the stdio transport is closed", self.server)
+            self.closed_error()
         })
+    }
+
+    fn closed_error(&self) -> String {
+        format!("server \"{}\": the stdio transport is closed", self.server)
+    }
+
+    /// Whether the transport takes no more frames: the server's stdin is closed (it exited,
+    /// or closed it) or the close sequence has begun. Its one terminal event, with the exit
+    /// status, follows (or came already); a frame refused for this reason needs no report of
+    /// its own.
+    pub fn is_closed(&self) -> bool {
+        self.frames.is_closed()
     }
 
     /// Bytes of frames waiting to be written to the server's stdin (newlines included).

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 impl StdioTransport {
     /// Starts `cmd` for `server` in its own process group, registers the group in `registry`,
@@ -38,11 +39,15 @@ impl StdioTransport {
             tag,
             events,
         )
+        .map_err(|e| e.message)
     }
 
-    /// [`spawn`](Self::spawn) with the transport's tasks on `spawner`, sending
-    /// `M::from((tag, event))` (the driver's channel carries other inputs too).
-    pub(crate) fn spawn_on<T, M>(
+    /// [`spawn`](Self::spawn), tried again while this process has no file descriptor left
+    /// (for up to [`StdioOptions::descriptor_wait`], 10 ms doubling to 250 ms between tries),
+    /// so a burst of starts past the open-files limit waits for descriptors to come free
+    /// instead of failing; past the wait the error says that the limit, not the server, is
+    /// why. Every other failure is returned at once.
+    pub(crate) async fn spawn_waiting_on<T, M>(
         spawner: &Spawner,
         server: &str,
         cmd: StdioCommand,
@@ -51,6 +56,45 @@ impl StdioTransport {
         tag: T,
         events: Sender<M>,
     ) -> Result<StdioTransport, String>
+    where
+        T: Clone + Send + 'static,
+        M: From<(T, StdioEvent)> + Send + 'static,
+    {
+        let deadline = Instant::now() + opts.descriptor_wait;
+        let mut pause = FD_RETRY_FIRST;
+        loop {
+            let attempt = Self::spawn_on(
+                spawner,
+                server,
+                cmd.clone(),
+                opts,
+                registry,
+                tag.clone(),
+                events.clone(),
+            );
+            match attempt {
+                Ok(t) => return Ok(t),
+                Err(e) if e.out_of_descriptors && Instant::now() < deadline => {
+                    tracing::debug!(target: "switchboard::server", server, "no file descriptor to start the server; trying again in {pause:?}");
+                    async_io::Timer::after(pause.min(deadline - Instant::now())).await;
+                    pause = (pause * 2).min(FD_RETRY_MAX);
+                }
+                Err(e) => return Err(e.message),
+            }
+        }
+    }
+
+    /// [`spawn`](Self::spawn) with the transport's tasks on `spawner`, sending
+    /// `M::from((tag, event))` (the driver's channel carries other inputs too).
+    fn spawn_on<T, M>(
+        spawner: &Spawner,
+        server: &str,
+        cmd: StdioCommand,
+        opts: &StdioOptions,
+        registry: &ProcessRegistry,
+        tag: T,
+        events: Sender<M>,
+    ) -> Result<StdioTransport, SpawnError>
     where
         T: Clone + Send + 'static,
         M: From<(T, StdioEvent)> + Send + 'static,
@@ -64,10 +108,10 @@ impl StdioTransport {
             // Checked first: a missing cwd makes exec fail with ENOENT, which would otherwise
             // read as "command not found".
             if !dir.is_dir() {
-                return Err(format!(
+                return Err(SpawnError::other(format!(
                     "cannot start server \"{server}\": working directory \"{}\" does not exist",
                     dir.display()
-                ));
+                )));
             }
         }
 
@@ -94,8 +138,10 @@ impl StdioTransport {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // Killed when dropped before it was reaped (the group is killed separately).
-        let mut child = crate::proc::Child::spawn(std_cmd)
-            .map_err(|e| spawn_error(server, &cmd.command, &e))?;
+        let mut child = crate::proc::Child::spawn(std_cmd).map_err(|e| SpawnError {
+            out_of_descriptors: out_of_descriptors(&e),
+            message: spawn_error(server, &cmd.command, &e),
+        })?;
         let pid = child.id();
         let pgid = pid_to_pgid(pid);
         registry.register(pid, pgid);
@@ -107,10 +153,10 @@ impl StdioTransport {
             // Cannot happen (all three were piped); never leave the process behind anyway.
             signal_group(pgid, Signal::Kill);
             registry.take(pid);
-            return Err(format!(
+            return Err(SpawnError::other(format!(
                 "cannot start server \"{server}\": the pipes to \"{}\" were not created",
                 cmd.command
-            ));
+            )));
         };
 
         let (frames_tx, frames_rx) = async_channel::unbounded();
@@ -120,7 +166,7 @@ impl StdioTransport {
         let writer = spawner.spawn(write_frames(
             server.to_string(),
             stdin,
-            frames_rx,
+            frames_rx.clone(),
             queued.clone(),
         ));
         let stderr_task = spawner.spawn(read_stderr(
@@ -147,6 +193,7 @@ impl StdioTransport {
             status: None,
             opts: opts.clone(),
             registry: registry.clone(),
+            frames: frames_rx,
         };
         let (gone_tx, gone_rx) = async_channel::bounded(1);
         let supervisor = spawner.spawn(supervisor.run(
@@ -175,7 +222,58 @@ impl StdioTransport {
     }
 }
 
+/// The first wait for a file descriptor after `EMFILE`/`ENFILE`; it doubles up to
+/// [`FD_RETRY_MAX`].
+const FD_RETRY_FIRST: Duration = Duration::from_millis(10);
+const FD_RETRY_MAX: Duration = Duration::from_millis(250);
+
+/// Why a start failed, and whether trying again when descriptors come free may help.
+#[derive(Debug)]
+pub(crate) struct SpawnError {
+    pub(crate) message: String,
+    pub(crate) out_of_descriptors: bool,
+}
+
+impl SpawnError {
+    fn other(message: String) -> Self {
+        SpawnError {
+            message,
+            out_of_descriptors: false,
+        }
+    }
+}
+
+/// `EMFILE` or `ENFILE`: no descriptor left, in this process or in the system.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// This process's open-files limit (the soft one), if it can be read.
+fn open_files_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    #[allow(clippy::useless_conversion)] // rlim_t is u64 on Linux, not everywhere
+    Some(u64::from(limit.rlim_cur))
+}
+
 fn spawn_error(server: &str, command: &str, e: &std::io::Error) -> String {
+    if out_of_descriptors(e) {
+        let limit = match (e.raw_os_error(), open_files_limit()) {
+            (Some(libc::EMFILE), Some(n)) => format!("its open-files limit of {n} is reached"),
+            (Some(libc::EMFILE), None) => "its open-files limit is reached".to_string(),
+            _ => "the system's open-files limit is reached".to_string(),
+        };
+        return format!(
+            "cannot start server \"{server}\": this process has no file descriptor left ({limit}; \
+             stop other servers or raise the limit)"
+        );
+    }
     match e.kind() {
         std::io::ErrorKind::NotFound => {
             format!("cannot start server \"{server}\": command \"{command}\" not found")

@@ -440,21 +440,30 @@ pub fn main() -> ExitCode {
 
 fn init_logging(g: &Global) {
     use tracing_subscriber::EnvFilter;
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(spec) if !spec.is_empty() && !g.quiet => EnvFilter::new(spec),
-        _ => EnvFilter::new(match (g.quiet, g.verbose) {
-            (true, _) | (false, 0) => "off",
-            (false, 1) => "warn",
-            (false, 2) => "info",
-            (false, 3) => "debug",
-            _ => "trace",
-        }),
+    let (filter, by_default) = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.is_empty() && !g.quiet => (EnvFilter::new(spec), false),
+        _ => match (g.quiet, g.verbose) {
+            (true, _) => (EnvFilter::new("off"), false),
+            // By default, the library's own warnings and errors (a frame that is not
+            // JSON-RPC, an answer to a request never sent, a tool skipped, a connection
+            // lost): what a server logs is shown only with -v.
+            (false, 0) => (EnvFilter::new("switchboard::diagnostic=warn"), true),
+            (false, 1) => (EnvFilter::new("warn"), false),
+            (false, 2) => (EnvFilter::new("info"), false),
+            (false, 3) => (EnvFilter::new("debug"), false),
+            _ => (EnvFilter::new("trace"), false),
+        },
     };
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(term::stderr_color())
-        .try_init();
+        .with_ansi(term::stderr_color());
+    let _ = if by_default {
+        // A plain line per warning, without a timestamp or a module path.
+        builder.without_time().with_target(false).try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 /// Run the command, or shut down cleanly when Ctrl-C or SIGTERM arrives first. The handler is
