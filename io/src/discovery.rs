@@ -10,11 +10,13 @@ use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use switchboard_core::config::{
-    codex_project_trust, gemini_folder_trust, interpolate, merge, parse_claude_json,
-    parse_claude_settings, parse_document_as, Approvals, Approved, AwaitingApproval,
-    ClaudeSettings, ConfigError, ConfigWarning, DenyList, Dialect, FilterOptions, InputSpec,
-    InterpolationContext, ParsedDocument, ServerSpec, Shadowed, Skipped, SourceError, SourceLevel,
-    SourceMeta,
+    codex_project_trust, gemini_disabled_servers, gemini_folder_trust, gemini_server_lists,
+    interpolate, merge, parse_claude_json, parse_claude_policy, parse_claude_settings,
+    parse_document_as, parse_enabled_plugins, parse_installed_plugins, parse_layer_over,
+    parse_plugin_manifest, Approvals, Approved, AwaitingApproval, ClaudeSettings, ClientPolicies,
+    ConfigError, ConfigWarning, DenyList, Dialect, FilterOptions, GeminiExtensionEnablement,
+    InputSpec, InterpolationContext, ParsedDocument, ServerSpec, Shadowed, Skipped, SourceError,
+    SourceLevel, SourceMeta,
 };
 
 /// Where to look and what to keep.
@@ -125,6 +127,16 @@ enum Shape {
     ClaudeLocal,
     /// Claude Code's `~/.claude.json`, its top-level `mcpServers` ("user" scope).
     ClaudeUser,
+    /// One layer of a client whose files merge key by key: each entry is merged with the
+    /// same entry in the lower-priority candidates of the same [`Layers`].
+    Layered(Dialect, Layers),
+}
+
+/// The clients whose layers merge key by key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layers {
+    Codex,
+    Opencode,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,7 +188,7 @@ fn vscode_user_dir(home: &Path) -> PathBuf {
 /// the repository, so switching project configs off (a guard against untrusted repositories)
 /// does not drop them. As in Claude Code, local entries win over `.mcp.json`, which wins over
 /// the user entries.
-fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
+fn candidates(opts: &DiscoveryOptions, plugins: &[PluginFile]) -> Vec<Candidate> {
     if !opts.explicit_files.is_empty() {
         return opts
             .explicit_files
@@ -206,6 +218,13 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     };
     let mut list: Vec<(PathBuf, &'static str, SourceLevel, Shape)> = Vec::new();
     let json = Shape::Document(Dialect::Json);
+    // Claude Code's system-wide file: when it exists, it alone configures Claude Code.
+    list.push((
+        claude_managed_dir(opts).join("managed-mcp.json"),
+        "claude-code",
+        User,
+        json,
+    ));
     let p = |rel: &str| opts.project_dir.join(rel);
     list.push((p(".switchboard/mcp.json"), "switchboard", Project, json));
     let home = opts.home_dir.clone();
@@ -225,15 +244,36 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     if let Some(path) = claude_json {
         list.push((path, "claude-code", User, Shape::ClaudeUser));
     }
-    let toml = Shape::Document(Dialect::Toml);
-    list.push((p(".codex/config.toml"), "codex", Project, toml));
-    if let Some(dir) = env("CODEX_HOME").or_else(|| h(".codex")) {
-        list.push((dir.join("config.toml"), "codex", User, toml));
+    // Servers of enabled Claude Code plugins: below every scope of Claude Code's own.
+    for plugin in plugins {
+        let shape = Shape::Document(plugin.dialect);
+        list.push((plugin.path.clone(), "claude-code", User, shape));
     }
+    // Codex: every `.codex/config.toml` from the working directory up to the project root
+    // (nearest first), then the user's, then the system's; their `[mcp_servers.<name>]`
+    // tables merge key by key.
+    let codex = Shape::Layered(Dialect::Toml, Layers::Codex);
+    // Outside a repository, Codex's project is the working directory alone.
+    let git = git_root(&opts.project_dir);
+    let root = git.clone().unwrap_or_else(|| opts.project_dir.clone());
+    for dir in up_to(&opts.project_dir, &root) {
+        list.push((dir.join(".codex/config.toml"), "codex", Project, codex));
+    }
+    if let Some(dir) = env("CODEX_HOME").or_else(|| h(".codex")) {
+        list.push((dir.join("config.toml"), "codex", User, codex));
+    }
+    let system = system_root(opts);
+    list.push((system.join("etc/codex/config.toml"), "codex", User, codex));
     let gemini = Shape::Document(Dialect::Gemini);
     list.push((p(".gemini/settings.json"), "gemini", Project, gemini));
     if let Some(path) = h(".gemini/settings.json") {
         list.push((path, "gemini", User, gemini));
+    }
+    // Gemini CLI extensions: below the settings files, which win a name clash.
+    if let Some(dir) = h(".gemini/extensions") {
+        for path in gemini_extensions(&dir) {
+            list.push((path, "gemini", User, gemini));
+        }
     }
     list.push((p(".cursor/mcp.json"), "cursor", Project, json));
     if let Some(path) = h(".cursor/mcp.json") {
@@ -256,7 +296,8 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     }
     // GitHub Copilot's portable file (its project file is `.mcp.json`, read above).
     if let Some(dir) = env("COPILOT_HOME").or_else(|| h(".copilot")) {
-        list.push((dir.join("mcp-config.json"), "copilot", User, json));
+        let copilot = Shape::Document(Dialect::Copilot);
+        list.push((dir.join("mcp-config.json"), "copilot", User, copilot));
     }
     if let Some(home) = &home {
         let desktop = if cfg!(target_os = "macos") {
@@ -276,9 +317,16 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     if let Some(dir) = &config_home {
         list.push((dir.join("zed/settings.json"), "zed", User, zed));
     }
-    let opencode = Shape::Document(Dialect::Opencode);
-    for name in ["opencode.jsonc", "opencode.json"] {
-        list.push((p(name), "opencode", Project, opencode));
+    // opencode: `opencode.json` then `opencode.jsonc` in the working directory and each
+    // ancestor up to the git root (nearest first; `.json` files load after every `.jsonc`,
+    // so they win), then the user's; the `mcp.<name>` entries merge key by key.
+    let opencode = Shape::Layered(Dialect::Opencode, Layers::Opencode);
+    // Outside a repository, opencode walks up to the filesystem root.
+    let root = git.unwrap_or_else(|| PathBuf::from("/"));
+    for name in ["opencode.json", "opencode.jsonc"] {
+        for dir in up_to(&opts.project_dir, &root) {
+            list.push((dir.join(name), "opencode", Project, opencode));
+        }
     }
     if let Some(dir) = &config_home {
         for name in ["opencode/opencode.jsonc", "opencode/opencode.json"] {
@@ -328,6 +376,205 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
             shape,
         })
         .collect()
+}
+
+/// The most directories walked up from the working directory.
+const MAX_ANCESTORS: usize = 64;
+
+/// The project root as git-aware clients find it: the nearest directory from `dir` up that
+/// holds `.git`, if any.
+fn git_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .take(MAX_ANCESTORS)
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// `dir` and its ancestors up to and including `root`, nearest first.
+fn up_to(dir: &Path, root: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for d in dir.ancestors().take(MAX_ANCESTORS) {
+        dirs.push(d.to_path_buf());
+        if d == root {
+            break;
+        }
+    }
+    dirs
+}
+
+/// The root the system-wide files are under: `/`, or `$SWITCHBOARD_SYSTEM_ROOT` (for tests,
+/// and for reading another machine's layout).
+fn system_root(opts: &DiscoveryOptions) -> PathBuf {
+    opts.env
+        .get("SWITCHBOARD_SYSTEM_ROOT")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from)
+}
+
+/// The directory of Claude Code's managed files (`managed-mcp.json`,
+/// `managed-settings.json`).
+fn claude_managed_dir(opts: &DiscoveryOptions) -> PathBuf {
+    let root = system_root(opts);
+    if cfg!(target_os = "macos") {
+        root.join("Library/Application Support/ClaudeCode")
+    } else if cfg!(windows) {
+        root.join("Program Files/ClaudeCode")
+    } else {
+        root.join("etc/claude-code")
+    }
+}
+
+/// The most Claude Code plugins read.
+const MAX_CLAUDE_PLUGINS: usize = 64;
+
+/// A file of an enabled Claude Code plugin that configures servers.
+#[derive(Debug, Clone)]
+struct PluginFile {
+    path: PathBuf,
+    dialect: Dialect,
+    /// The variables the plugin's files define (`CLAUDE_PLUGIN_ROOT`, ...).
+    vars: BTreeMap<String, String>,
+}
+
+/// The server files of the Claude Code plugins installed (`<claude dir>/plugins/
+/// installed_plugins.json`) and enabled (`enabledPlugins` in the user's or the managed
+/// settings): each plugin's `.mcp.json`, and its `.claude-plugin/plugin.json` when that holds
+/// servers inline or names files of them inside the plugin.
+fn claude_plugin_files(
+    opts: &DiscoveryOptions,
+    project_key: &str,
+    found: &mut Discovered,
+) -> Vec<PluginFile> {
+    let Some(claude_dir) = opts
+        .env
+        .get("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| opts.home_dir.as_ref().map(|h| h.join(".claude")))
+    else {
+        return Vec::new();
+    };
+    let mut enabled = BTreeMap::new();
+    let settings = [
+        claude_dir.join("settings.json"),
+        claude_managed_dir(opts).join("managed-settings.json"),
+    ];
+    for path in settings {
+        // Errors in these files are reported where they are read for approvals and policies.
+        if let Ok(Some(text)) = read(&path, false) {
+            if let Ok(on) = parse_enabled_plugins(&path.to_string_lossy(), &text) {
+                enabled.extend(on);
+            }
+        }
+    }
+    if !enabled.values().any(|on| *on) {
+        return Vec::new();
+    }
+    let installed = claude_dir.join("plugins/installed_plugins.json");
+    let plugins = match read(&installed, false) {
+        Ok(Some(text)) => {
+            found.files_read.push(installed.clone());
+            match parse_installed_plugins(&installed.to_string_lossy(), &text) {
+                Ok(p) => p,
+                Err(e) => {
+                    push_config_error(found, &installed, "claude-code", e);
+                    return Vec::new();
+                }
+            }
+        }
+        Ok(None) => return Vec::new(),
+        Err(message) => {
+            push_error(found, &installed, "claude-code", message);
+            return Vec::new();
+        }
+    };
+    let mut files = Vec::new();
+    for plugin in plugins.into_iter().take(MAX_CLAUDE_PLUGINS) {
+        if enabled.get(&plugin.id) != Some(&true) {
+            continue;
+        }
+        let root = PathBuf::from(&plugin.install_path);
+        let data_name: String = (plugin.id.chars())
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let vars: BTreeMap<String, String> = [
+            ("CLAUDE_PLUGIN_ROOT", plugin.install_path.clone()),
+            (
+                "CLAUDE_PLUGIN_DATA",
+                claude_dir
+                    .join("plugins/data")
+                    .join(data_name)
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            ("CLAUDE_PROJECT_DIR", project_key.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let file = |path: PathBuf| PluginFile {
+            path,
+            dialect: Dialect::ClaudePlugin,
+            vars: vars.clone(),
+        };
+        files.push(file(root.join(".mcp.json")));
+        let manifest = root.join(".claude-plugin/plugin.json");
+        if let Ok(Some(text)) = read(&manifest, false) {
+            match parse_plugin_manifest(&manifest.to_string_lossy(), &text) {
+                Ok(m) => {
+                    if !m.servers.servers.is_empty() || !m.servers.errors.is_empty() {
+                        files.push(PluginFile {
+                            dialect: Dialect::Json,
+                            ..file(manifest.clone())
+                        });
+                    }
+                    for rel in m.files {
+                        // A plugin's files stay inside the plugin.
+                        let inside = Path::new(&rel).components().all(|c| {
+                            matches!(
+                                c,
+                                std::path::Component::Normal(_) | std::path::Component::CurDir
+                            )
+                        });
+                        if inside {
+                            files.push(file(root.join(rel)));
+                        } else {
+                            let message = format!("\"mcpServers\": {rel:?} is outside the plugin");
+                            push_error(found, &manifest, "claude-code", message);
+                        }
+                    }
+                }
+                Err(e) => push_config_error(found, &manifest, "claude-code", e),
+            }
+        }
+    }
+    files
+}
+
+/// The most Gemini CLI extensions read.
+const MAX_GEMINI_EXTENSIONS: usize = 64;
+
+/// The manifests (`<dir>/<extension>/gemini-extension.json`) of the extensions installed in
+/// `dir`, by name; at most [`MAX_GEMINI_EXTENSIONS`].
+fn gemini_extensions(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .take(MAX_GEMINI_EXTENSIONS * 4)
+        .map(|e| e.path().join("gemini-extension.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    found.truncate(MAX_GEMINI_EXTENSIONS);
+    found
 }
 
 /// The most block files read from one `.continue/mcpServers` folder.
@@ -411,11 +658,22 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
             .map(|h| h.to_string_lossy().into_owned()),
         inputs: opts.inputs.clone(),
         files: BTreeMap::new(),
+        file_vars: BTreeMap::new(),
     };
     let mut inputs_needed: BTreeMap<String, InputSpec> = BTreeMap::new();
     // `~/.claude.json`'s entry for this project: approvals the user gave in Claude Code.
     let mut claude_project = ClaudeSettings::default();
-    for candidate in candidates(opts) {
+    let plugins = if explicit {
+        Vec::new()
+    } else {
+        claude_plugin_files(opts, &project_key, &mut found)
+    };
+    for plugin in &plugins {
+        let path = plugin.path.to_string_lossy().into_owned();
+        ctx.file_vars.insert(path, plugin.vars.clone());
+    }
+    let list = candidates(opts, &plugins);
+    for (index, candidate) in list.iter().enumerate() {
         let meta = SourceMeta {
             provider: candidate.provider.to_string(),
             level: candidate.level,
@@ -445,6 +703,17 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
         }
         let parsed: Result<ParsedDocument, ConfigError> = match candidate.shape {
             Shape::Document(dialect) => parse_document_as(&meta.path, &text, dialect),
+            Shape::Layered(dialect, layers) => {
+                let below: Vec<(String, String)> = list[index + 1..]
+                    .iter()
+                    .filter(|c| matches!(c.shape, Shape::Layered(_, l) if l == layers))
+                    .filter_map(|c| match read(&c.path, false) {
+                        Ok(Some(text)) => Some((c.path.to_string_lossy().into_owned(), text)),
+                        _ => None,
+                    })
+                    .collect();
+                parse_layer_over(&meta.path, &text, dialect, &below)
+            }
             Shape::ClaudeLocal => {
                 parse_claude_json(&meta.path, &text, Some(&project_key)).map(|claude| {
                     claude_project = claude.project_settings;
@@ -488,12 +757,15 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
         sources.push(done.source);
     }
     found.inputs_needed = inputs_needed.into_values().collect();
-    let approvals = if explicit || !opts.project_configs {
+    let mut approvals = if explicit || !opts.project_configs {
         // Every source is user level: nothing to approve.
         Approvals::default()
     } else {
         approvals(opts, &project_key, claude_project, &mut found)
     };
+    if !explicit {
+        approvals.policies = policies(opts, &project_key, &mut found);
+    }
     let merged = merge(
         sources,
         &FilterOptions {
@@ -628,6 +900,154 @@ fn approvals(
         }
     }
     approvals
+}
+
+/// Gather the clients' policies (see [`ClientPolicies`]): Gemini CLI's `mcp.allowed` and
+/// `mcp.excluded`, its enablement files for servers and extensions; Claude Code's
+/// `managed-mcp.json` and the `allowedMcpServers` / `deniedMcpServers` of its managed and
+/// user settings. A file that cannot be read or parsed is one error and switches nothing.
+fn policies(opts: &DiscoveryOptions, project_key: &str, found: &mut Discovered) -> ClientPolicies {
+    let mut policies = ClientPolicies::default();
+    let text_of = |found: &mut Discovered, path: &Path, provider: &str| -> Option<String> {
+        match read(path, false) {
+            Ok(Some(text)) => {
+                if !found.files_read.contains(&path.to_path_buf()) {
+                    found.files_read.push(path.to_path_buf());
+                }
+                Some(text)
+            }
+            Ok(None) => None,
+            Err(message) => {
+                push_error(found, path, provider, message);
+                None
+            }
+        }
+    };
+    let report = |found: &mut Discovered, path: &Path, provider: &str, error: ConfigError| {
+        found.errors.push(SourceError {
+            source: SourceMeta {
+                provider: provider.to_string(),
+                level: SourceLevel::User,
+                path: path.to_string_lossy().into_owned(),
+            },
+            error,
+        })
+    };
+    // Gemini CLI: the project's settings (read only as a config source when approved, but
+    // its lists only ever narrow) over the user's.
+    let home = opts.home_dir.clone();
+    let mut gemini_settings = Vec::new();
+    if opts.project_configs {
+        gemini_settings.push(opts.project_dir.join(".gemini/settings.json"));
+    }
+    if let Some(home) = &home {
+        gemini_settings.push(home.join(".gemini/settings.json"));
+    }
+    for path in gemini_settings {
+        let Some(text) = text_of(found, &path, "gemini") else {
+            continue;
+        };
+        // A syntax error is reported with the file's servers.
+        match gemini_server_lists(&path.to_string_lossy(), &text) {
+            Ok((allowed, excluded)) => {
+                if policies.gemini.allowed.is_none() {
+                    policies.gemini.allowed = allowed;
+                }
+                policies
+                    .gemini
+                    .excluded
+                    .extend(excluded.unwrap_or_default());
+            }
+            Err(ConfigError::Syntax { .. }) => {}
+            Err(e) => report(found, &path, "gemini", e),
+        }
+    }
+    if let Some(home) = &home {
+        let path = home.join(".gemini/mcp-server-enablement.json");
+        if let Some(text) = text_of(found, &path, "gemini") {
+            match gemini_disabled_servers(&path.to_string_lossy(), &text) {
+                Ok(off) => policies.gemini.disabled = off,
+                Err(e) => report(found, &path, "gemini", e),
+            }
+        }
+        let dir = home.join(".gemini/extensions");
+        let path = dir.join("extension-enablement.json");
+        let enablement = match text_of(found, &path, "gemini") {
+            Some(text) => match GeminiExtensionEnablement::parse(&path.to_string_lossy(), &text) {
+                Ok(e) => e,
+                Err(e) => {
+                    report(found, &path, "gemini", e);
+                    GeminiExtensionEnablement::default()
+                }
+            },
+            None => GeminiExtensionEnablement::default(),
+        };
+        for manifest in gemini_extensions(&dir) {
+            let name = manifest
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !enablement.enabled(&name, project_key) {
+                let path = manifest.to_string_lossy().into_owned();
+                policies.gemini.disabled_extensions.insert(path);
+            }
+        }
+    }
+    // Claude Code: the managed file, then the managed settings and the user's own.
+    let managed = claude_managed_dir(opts);
+    let managed_mcp = managed.join("managed-mcp.json");
+    if matches!(read(&managed_mcp, false), Ok(Some(_))) {
+        policies.claude.managed_file = Some(managed_mcp.to_string_lossy().into_owned());
+    }
+    let mut managed_only = false;
+    let mut settings = vec![(managed.join("managed-settings.json"), true)];
+    if let Some(home) = &home {
+        settings.push((home.join(".claude/settings.json"), false));
+    }
+    for (path, is_managed) in settings {
+        let Some(text) = text_of(found, &path, "claude-code") else {
+            continue;
+        };
+        match parse_claude_policy(&path.to_string_lossy(), &text) {
+            Ok(p) => {
+                if is_managed {
+                    managed_only = p.managed_only;
+                }
+                policies.claude.add(p, is_managed, managed_only);
+            }
+            // The user's settings file is also read for approvals, which report its errors.
+            Err(e) if is_managed => report(found, &path, "claude-code", e),
+            Err(_) => {}
+        }
+    }
+    policies
+}
+
+fn push_config_error(found: &mut Discovered, path: &Path, provider: &str, error: ConfigError) {
+    found.errors.push(SourceError {
+        source: SourceMeta {
+            provider: provider.to_string(),
+            level: SourceLevel::User,
+            path: path.to_string_lossy().into_owned(),
+        },
+        error,
+    });
+}
+
+fn push_error(found: &mut Discovered, path: &Path, provider: &str, message: String) {
+    let path_text = path.to_string_lossy().into_owned();
+    found.errors.push(SourceError {
+        source: SourceMeta {
+            provider: provider.to_string(),
+            level: SourceLevel::User,
+            path: path_text.clone(),
+        },
+        error: ConfigError::Document {
+            path: path_text,
+            message,
+        },
+    });
 }
 
 /// The file's text; `None` when it does not exist (and was not asked for explicitly).

@@ -353,10 +353,16 @@ fn missing_files_and_home_are_silently_skipped() {
         home_dir: None,
         ..options(&d)
     });
+    // Without a home, only the project's files and the system-wide ones.
+    let home = d.home.to_string_lossy().into_owned();
     assert!(found
         .looked_at
         .iter()
-        .all(|l| l.source.level == SourceLevel::Project));
+        .all(|l| !l.source.path.starts_with(&home)));
+    assert!(found
+        .looked_at
+        .iter()
+        .any(|l| l.source.level == SourceLevel::Project));
     found.looked_at.clear();
     assert_eq!(found, Discovered::default());
 }
