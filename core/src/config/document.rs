@@ -353,10 +353,10 @@ fn parse_servers_value(
 
 /// The key a layered dialect keeps its servers under, and that object of `root`; `None` for
 /// a dialect (or shape) whose layers do not merge key by key.
-fn layered_servers<'a>(
-    root: &'a serde_json::Map<String, Value>,
+fn layered_servers(
+    root: &serde_json::Map<String, Value>,
     dialect: Dialect,
-) -> Option<(&'static str, Option<&'a Value>)> {
+) -> Option<(&'static str, Option<&Value>)> {
     match dialect {
         Dialect::Toml => Some(("mcp_servers", root.get("mcp_servers"))),
         // opencode's newer `mcp.servers` shape replaces a server whole.
