@@ -42,6 +42,7 @@ pub(super) fn parse_entry(
         enabled_tools: None,
         disabled_tools: Vec::new(),
         extra: BTreeMap::new(),
+        values: Default::default(),
     };
     // Tool filters, each client's spelling: the first one present is used.
     for key in ["enabled_tools", "includeTools"] {

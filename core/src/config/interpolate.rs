@@ -255,7 +255,7 @@ pub fn interpolate(
             inputs: BTreeSet::new(),
             variables: BTreeMap::new(),
         };
-        let config = t.config(config);
+        let mut config = t.config(config);
         for kind in t.found {
             warnings.push(ConfigWarning {
                 server: name.clone(),
@@ -278,6 +278,7 @@ pub fn interpolate(
             errors.push(ConfigError::server(&name, message));
             continue;
         }
+        config.values = super::ReadValues(t.variables.clone());
         variables.extend(t.variables);
         servers.push((name, config));
     }

@@ -48,8 +48,8 @@ pub use interpolate::{
 };
 pub use merge::{merge, Merged, Shadowed, SkipReason, Skipped, Source, SourceError, OWN_PROVIDER};
 pub use model::{
-    ConfigError, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig, TransportKind,
-    DEFAULT_CONNECT_TIMEOUT,
+    ConfigError, ReadValues, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig,
+    TransportKind, DEFAULT_CONNECT_TIMEOUT,
 };
 pub use oauth::{oauth_config, OAuthConfig, PrivateKey};
 pub use plugins::{
