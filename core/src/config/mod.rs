@@ -70,6 +70,8 @@ pub use validate::{resolve, valid_server_name, validate};
 #[cfg(test)]
 mod interpolate_tests;
 #[cfg(test)]
+mod policy_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod trust_tests;
