@@ -9,7 +9,8 @@
 mod clients;
 
 use clients::PluginFile;
-use clients::{claude_managed_dir, claude_plugin_files, gemini_extensions, policies, system_root};
+use clients::{claude_managed_dir, claude_plugin_files, gemini_extensions, gemini_system_files};
+use clients::{policies, system_root};
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -266,11 +267,16 @@ fn candidates(opts: &DiscoveryOptions, plugins: &[PluginFile]) -> Vec<Candidate>
     }
     let system = system_root(opts);
     list.push((system.join("etc/codex/config.toml"), "codex", User, codex));
+    // Gemini CLI: the system settings override the project's, which override the user's,
+    // which override the system defaults.
     let gemini = Shape::Document(Dialect::Gemini);
+    let (gemini_system, gemini_defaults) = gemini_system_files(opts);
+    list.push((gemini_system, "gemini", User, gemini));
     list.push((p(".gemini/settings.json"), "gemini", Project, gemini));
     if let Some(path) = h(".gemini/settings.json") {
         list.push((path, "gemini", User, gemini));
     }
+    list.push((gemini_defaults, "gemini", User, gemini));
     // Gemini CLI extensions: below the settings files, which win a name clash.
     if let Some(dir) = h(".gemini/extensions") {
         for path in gemini_extensions(&dir) {

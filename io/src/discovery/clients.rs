@@ -34,6 +34,30 @@ pub(super) fn claude_managed_dir(opts: &DiscoveryOptions) -> PathBuf {
     }
 }
 
+/// Gemini CLI's system settings (which override every other settings file) and system
+/// defaults (which every other overrides): `$GEMINI_CLI_SYSTEM_SETTINGS_PATH` and
+/// `$GEMINI_CLI_SYSTEM_DEFAULTS_PATH`, else `/etc/gemini-cli/{settings,system-defaults}.json`
+/// (macOS `/Library/Application Support/GeminiCli/`).
+pub(super) fn gemini_system_files(opts: &DiscoveryOptions) -> (PathBuf, PathBuf) {
+    let dir = if cfg!(target_os = "macos") {
+        system_root(opts).join("Library/Application Support/GeminiCli")
+    } else if cfg!(windows) {
+        system_root(opts).join("ProgramData/gemini-cli")
+    } else {
+        system_root(opts).join("etc/gemini-cli")
+    };
+    let env = |name: &str| {
+        opts.env
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    (
+        env("GEMINI_CLI_SYSTEM_SETTINGS_PATH").unwrap_or_else(|| dir.join("settings.json")),
+        env("GEMINI_CLI_SYSTEM_DEFAULTS_PATH").unwrap_or_else(|| dir.join("system-defaults.json")),
+    )
+}
+
 /// The most Claude Code plugins read.
 const MAX_CLAUDE_PLUGINS: usize = 64;
 
@@ -225,13 +249,15 @@ pub(super) fn policies(
     // Gemini CLI: the project's settings (read only as a config source when approved, but
     // its lists only ever narrow) over the user's.
     let home = opts.home_dir.clone();
-    let mut gemini_settings = Vec::new();
+    let (system, defaults) = gemini_system_files(opts);
+    let mut gemini_settings = vec![system];
     if opts.project_configs {
         gemini_settings.push(opts.project_dir.join(".gemini/settings.json"));
     }
     if let Some(home) = &home {
         gemini_settings.push(home.join(".gemini/settings.json"));
     }
+    gemini_settings.push(defaults);
     for path in gemini_settings {
         let Some(text) = text_of(found, &path, "gemini") else {
             continue;
