@@ -257,9 +257,15 @@ fn candidates(opts: &DiscoveryOptions, plugins: &[PluginFile]) -> Vec<Candidate>
     // tables merge key by key.
     let codex = Shape::Layered(Dialect::Toml, Layers::Codex);
     // Outside a repository, Codex's project is the working directory alone.
-    let git = git_root(&opts.project_dir);
-    let root = git.clone().unwrap_or_else(|| opts.project_dir.clone());
-    for dir in up_to(&opts.project_dir, &root) {
+    // Walking up needs an absolute path (a relative `.` has no parents to walk).
+    let cwd = if opts.project_dir.is_relative() {
+        std::fs::canonicalize(&opts.project_dir).unwrap_or_else(|_| opts.project_dir.clone())
+    } else {
+        opts.project_dir.clone()
+    };
+    let git = git_root(&cwd);
+    let root = git.clone().unwrap_or_else(|| cwd.clone());
+    for dir in up_to(&cwd, &root) {
         list.push((dir.join(".codex/config.toml"), "codex", Project, codex));
     }
     if let Some(dir) = env("CODEX_HOME").or_else(|| h(".codex")) {
@@ -332,7 +338,7 @@ fn candidates(opts: &DiscoveryOptions, plugins: &[PluginFile]) -> Vec<Candidate>
     // Outside a repository, opencode walks up to the filesystem root.
     let root = git.unwrap_or_else(|| PathBuf::from("/"));
     for name in ["opencode.json", "opencode.jsonc"] {
-        for dir in up_to(&opts.project_dir, &root) {
+        for dir in up_to(&cwd, &root) {
             list.push((dir.join(name), "opencode", Project, opencode));
         }
     }
