@@ -6,15 +6,20 @@
 //! module only knows where the files are. A missing file is skipped silently; a file that
 //! cannot be read or parsed is one error entry and everything else still loads.
 
+mod clients;
+
+use clients::PluginFile;
+use clients::{claude_managed_dir, claude_plugin_files, gemini_extensions, gemini_system_files};
+use clients::{policies, system_root};
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use switchboard_core::config::{
     codex_project_trust, gemini_folder_trust, interpolate, merge, parse_claude_json,
-    parse_claude_settings, parse_document_as, Approvals, Approved, AwaitingApproval,
-    ClaudeSettings, ConfigError, ConfigWarning, DenyList, Dialect, FilterOptions, InputSpec,
-    InterpolationContext, ParsedDocument, ServerSpec, Shadowed, Skipped, SourceError, SourceLevel,
-    SourceMeta,
+    parse_claude_settings, parse_document_as, parse_layer_over, Approvals, Approved,
+    AwaitingApproval, ClaudeSettings, ConfigError, ConfigWarning, DenyList, Dialect, FilterOptions,
+    InputSpec, InterpolationContext, ParsedDocument, ServerSpec, Shadowed, Skipped, SourceError,
+    SourceLevel, SourceMeta,
 };
 
 /// Where to look and what to keep.
@@ -125,6 +130,16 @@ enum Shape {
     ClaudeLocal,
     /// Claude Code's `~/.claude.json`, its top-level `mcpServers` ("user" scope).
     ClaudeUser,
+    /// One layer of a client whose files merge key by key: each entry is merged with the
+    /// same entry in the lower-priority candidates of the same [`Layers`].
+    Layered(Dialect, Layers),
+}
+
+/// The clients whose layers merge key by key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layers {
+    Codex,
+    Opencode,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,7 +191,7 @@ fn vscode_user_dir(home: &Path) -> PathBuf {
 /// the repository, so switching project configs off (a guard against untrusted repositories)
 /// does not drop them. As in Claude Code, local entries win over `.mcp.json`, which wins over
 /// the user entries.
-fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
+fn candidates(opts: &DiscoveryOptions, plugins: &[PluginFile]) -> Vec<Candidate> {
     if !opts.explicit_files.is_empty() {
         return opts
             .explicit_files
@@ -206,6 +221,13 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     };
     let mut list: Vec<(PathBuf, &'static str, SourceLevel, Shape)> = Vec::new();
     let json = Shape::Document(Dialect::Json);
+    // Claude Code's system-wide file: when it exists, it alone configures Claude Code.
+    list.push((
+        claude_managed_dir(opts).join("managed-mcp.json"),
+        "claude-code",
+        User,
+        json,
+    ));
     let p = |rel: &str| opts.project_dir.join(rel);
     list.push((p(".switchboard/mcp.json"), "switchboard", Project, json));
     let home = opts.home_dir.clone();
@@ -225,15 +247,47 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     if let Some(path) = claude_json {
         list.push((path, "claude-code", User, Shape::ClaudeUser));
     }
-    let toml = Shape::Document(Dialect::Toml);
-    list.push((p(".codex/config.toml"), "codex", Project, toml));
-    if let Some(dir) = env("CODEX_HOME").or_else(|| h(".codex")) {
-        list.push((dir.join("config.toml"), "codex", User, toml));
+    // Servers of enabled Claude Code plugins: below every scope of Claude Code's own.
+    for plugin in plugins {
+        let shape = Shape::Document(plugin.dialect);
+        list.push((plugin.path.clone(), "claude-code", User, shape));
     }
+    // Codex: every `.codex/config.toml` from the working directory up to the project root
+    // (nearest first), then the user's, then the system's; their `[mcp_servers.<name>]`
+    // tables merge key by key.
+    let codex = Shape::Layered(Dialect::Toml, Layers::Codex);
+    // Outside a repository, Codex's project is the working directory alone.
+    // Walking up needs an absolute path (a relative `.` has no parents to walk).
+    let cwd = if opts.project_dir.is_relative() {
+        std::fs::canonicalize(&opts.project_dir).unwrap_or_else(|_| opts.project_dir.clone())
+    } else {
+        opts.project_dir.clone()
+    };
+    let git = git_root(&cwd);
+    let root = git.clone().unwrap_or_else(|| cwd.clone());
+    for dir in up_to(&cwd, &root) {
+        list.push((dir.join(".codex/config.toml"), "codex", Project, codex));
+    }
+    if let Some(dir) = env("CODEX_HOME").or_else(|| h(".codex")) {
+        list.push((dir.join("config.toml"), "codex", User, codex));
+    }
+    let system = system_root(opts);
+    list.push((system.join("etc/codex/config.toml"), "codex", User, codex));
+    // Gemini CLI: the system settings override the project's, which override the user's,
+    // which override the system defaults.
     let gemini = Shape::Document(Dialect::Gemini);
+    let (gemini_system, gemini_defaults) = gemini_system_files(opts);
+    list.push((gemini_system, "gemini", User, gemini));
     list.push((p(".gemini/settings.json"), "gemini", Project, gemini));
     if let Some(path) = h(".gemini/settings.json") {
         list.push((path, "gemini", User, gemini));
+    }
+    list.push((gemini_defaults, "gemini", User, gemini));
+    // Gemini CLI extensions: below the settings files, which win a name clash.
+    if let Some(dir) = h(".gemini/extensions") {
+        for path in gemini_extensions(&dir) {
+            list.push((path, "gemini", User, gemini));
+        }
     }
     list.push((p(".cursor/mcp.json"), "cursor", Project, json));
     if let Some(path) = h(".cursor/mcp.json") {
@@ -256,7 +310,8 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     }
     // GitHub Copilot's portable file (its project file is `.mcp.json`, read above).
     if let Some(dir) = env("COPILOT_HOME").or_else(|| h(".copilot")) {
-        list.push((dir.join("mcp-config.json"), "copilot", User, json));
+        let copilot = Shape::Document(Dialect::Copilot);
+        list.push((dir.join("mcp-config.json"), "copilot", User, copilot));
     }
     if let Some(home) = &home {
         let desktop = if cfg!(target_os = "macos") {
@@ -276,9 +331,16 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
     if let Some(dir) = &config_home {
         list.push((dir.join("zed/settings.json"), "zed", User, zed));
     }
-    let opencode = Shape::Document(Dialect::Opencode);
-    for name in ["opencode.jsonc", "opencode.json"] {
-        list.push((p(name), "opencode", Project, opencode));
+    // opencode: `opencode.json` then `opencode.jsonc` in the working directory and each
+    // ancestor up to the git root (nearest first; `.json` files load after every `.jsonc`,
+    // so they win), then the user's; the `mcp.<name>` entries merge key by key.
+    let opencode = Shape::Layered(Dialect::Opencode, Layers::Opencode);
+    // Outside a repository, opencode walks up to the filesystem root.
+    let root = git.unwrap_or_else(|| PathBuf::from("/"));
+    for name in ["opencode.json", "opencode.jsonc"] {
+        for dir in up_to(&cwd, &root) {
+            list.push((dir.join(name), "opencode", Project, opencode));
+        }
     }
     if let Some(dir) = &config_home {
         for name in ["opencode/opencode.jsonc", "opencode/opencode.json"] {
@@ -328,6 +390,30 @@ fn candidates(opts: &DiscoveryOptions) -> Vec<Candidate> {
             shape,
         })
         .collect()
+}
+
+/// The most directories walked up from the working directory.
+const MAX_ANCESTORS: usize = 64;
+
+/// The project root as git-aware clients find it: the nearest directory from `dir` up that
+/// holds `.git`, if any.
+fn git_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .take(MAX_ANCESTORS)
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// `dir` and its ancestors up to and including `root`, nearest first.
+fn up_to(dir: &Path, root: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for d in dir.ancestors().take(MAX_ANCESTORS) {
+        dirs.push(d.to_path_buf());
+        if d == root {
+            break;
+        }
+    }
+    dirs
 }
 
 /// The most block files read from one `.continue/mcpServers` folder.
@@ -411,11 +497,22 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
             .map(|h| h.to_string_lossy().into_owned()),
         inputs: opts.inputs.clone(),
         files: BTreeMap::new(),
+        file_vars: BTreeMap::new(),
     };
     let mut inputs_needed: BTreeMap<String, InputSpec> = BTreeMap::new();
     // `~/.claude.json`'s entry for this project: approvals the user gave in Claude Code.
     let mut claude_project = ClaudeSettings::default();
-    for candidate in candidates(opts) {
+    let plugins = if explicit {
+        Vec::new()
+    } else {
+        claude_plugin_files(opts, &project_key, &mut found)
+    };
+    for plugin in &plugins {
+        let path = plugin.path.to_string_lossy().into_owned();
+        ctx.file_vars.insert(path, plugin.vars.clone());
+    }
+    let list = candidates(opts, &plugins);
+    for (index, candidate) in list.iter().enumerate() {
         let meta = SourceMeta {
             provider: candidate.provider.to_string(),
             level: candidate.level,
@@ -445,6 +542,17 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
         }
         let parsed: Result<ParsedDocument, ConfigError> = match candidate.shape {
             Shape::Document(dialect) => parse_document_as(&meta.path, &text, dialect),
+            Shape::Layered(dialect, layers) => {
+                let below: Vec<(String, String)> = list[index + 1..]
+                    .iter()
+                    .filter(|c| matches!(c.shape, Shape::Layered(_, l) if l == layers))
+                    .filter_map(|c| match read(&c.path, false) {
+                        Ok(Some(text)) => Some((c.path.to_string_lossy().into_owned(), text)),
+                        _ => None,
+                    })
+                    .collect();
+                parse_layer_over(&meta.path, &text, dialect, &below)
+            }
             Shape::ClaudeLocal => {
                 parse_claude_json(&meta.path, &text, Some(&project_key)).map(|claude| {
                     claude_project = claude.project_settings;
@@ -488,12 +596,15 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
         sources.push(done.source);
     }
     found.inputs_needed = inputs_needed.into_values().collect();
-    let approvals = if explicit || !opts.project_configs {
+    let mut approvals = if explicit || !opts.project_configs {
         // Every source is user level: nothing to approve.
         Approvals::default()
     } else {
         approvals(opts, &project_key, claude_project, &mut found)
     };
+    if !explicit {
+        approvals.policies = policies(opts, &project_key, &mut found);
+    }
     let merged = merge(
         sources,
         &FilterOptions {

@@ -16,6 +16,7 @@ mod cli;
 mod cli_catalog;
 mod cli_progress;
 mod config;
+mod config_clients;
 mod config_corpus;
 mod conformance;
 mod core_traces;

@@ -78,6 +78,7 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
                 enabled_tools: None,
                 disabled_tools: Vec::new(),
                 extra,
+                values: Default::default(),
             },
         )
 }

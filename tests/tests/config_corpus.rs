@@ -42,10 +42,15 @@ fn corpus() -> Corpus {
     let project = root.join("work/app");
     fs::create_dir_all(&home).unwrap();
     fs::create_dir_all(&project).unwrap();
+    // The project is a repository: clients that walk up from the working directory stop here.
+    fs::create_dir_all(project.join(".git")).unwrap();
     let fixtures = crate::support::repo_root().join("tests/fixtures/configs");
     let key = project.to_string_lossy().into_owned();
     copy_tree(&fixtures.join("home"), &home, &key);
     copy_tree(&fixtures.join("project"), &project, &key);
+    // System-wide files (Claude Code's managed settings) under their own root.
+    fs::create_dir_all(root.join("system")).unwrap();
+    copy_tree(&fixtures.join("system"), &root.join("system"), &key);
     Corpus {
         _tmp: tmp,
         root,
@@ -65,6 +70,10 @@ fn env(c: &Corpus) -> BTreeMap<String, String> {
         ("DB_CONNECTION_STRING", "postgres://db"),
         ("LOCAL_TOKEN", "local-token"),
         ("COPILOT_TOKEN", ""),
+        (
+            "SWITCHBOARD_SYSTEM_ROOT",
+            c.root.join("system").to_string_lossy().as_ref(),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -219,10 +228,11 @@ fn config_lists_every_file_looked_at_and_what_it_gave() {
     assert_eq!(file(".switchboard/mcp.json")["found"], false);
     let codex = file("home/.codex/config.toml");
     assert_eq!(codex["found"], true);
-    assert_eq!(
-        codex["used"],
-        json!(["chrome_devtools", "context7", "figma"])
-    );
+    // The project's file (Codex trusts the project) changes keys of two user servers: the
+    // merged entries are the project's.
+    assert_eq!(codex["used"], json!(["figma"]));
+    let project_codex = file("work/app/.codex/config.toml");
+    assert_eq!(project_codex["used"], json!(["context7"]));
     let cline = file("cline_mcp_settings.json");
     assert_eq!(cline["shadowed"].as_array().unwrap().len(), 2, "{cline:#}");
     let cursor = file("work/app/.cursor/mcp.json");

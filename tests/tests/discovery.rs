@@ -353,10 +353,16 @@ fn missing_files_and_home_are_silently_skipped() {
         home_dir: None,
         ..options(&d)
     });
+    // Without a home, only the project's files and the system-wide ones.
+    let home = d.home.to_string_lossy().into_owned();
     assert!(found
         .looked_at
         .iter()
-        .all(|l| l.source.level == SourceLevel::Project));
+        .all(|l| !l.source.path.starts_with(&home)));
+    assert!(found
+        .looked_at
+        .iter()
+        .any(|l| l.source.level == SourceLevel::Project));
     found.looked_at.clear();
     assert_eq!(found, Discovered::default());
 }
@@ -589,6 +595,79 @@ mod with_the_shell {
             assert_eq!(report.connected, ["o"]);
             let cwds: Vec<PathBuf> = sb.live_processes().into_iter().map(cwd_of).collect();
             assert_eq!(cwds, [other]);
+            sb.shutdown().await;
+        });
+    }
+
+    /// A live process's environment variable, if set.
+    fn env_of(pid: u32, name: &str) -> Option<String> {
+        let environ = fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let prefix = format!("{name}=");
+        environ
+            .split(|b| *b == 0)
+            .filter_map(|kv| std::str::from_utf8(kv).ok())
+            .find_map(|kv| kv.strip_prefix(&prefix).map(str::to_string))
+    }
+
+    /// The process of the live server whose `TAG` is `tag`.
+    fn pid_of(sb: &switchboard::Switchboard, tag: &str) -> Option<u32> {
+        (sb.live_processes().into_iter()).find(|pid| env_of(*pid, "TAG").as_deref() == Some(tag))
+    }
+
+    #[test]
+    fn reload_and_sync_read_file_values_again_and_sync_restarts_only_their_server() {
+        let d = dirs();
+        let tag = d.home.join("tag.txt");
+        fs::write(&tag, "one\n").unwrap();
+        // Windsurf's `${file:…}`: the file's trimmed text.
+        let entry = |name: &str, tag: &str| {
+            format!(
+                r#""{name}": {{"command": "{}", "args": ["--name", "{name}"], "env": {{"TAG": "{tag}"}}}}"#,
+                demo_server_bin().display()
+            )
+        };
+        write(
+            &d.home,
+            ".codeium/windsurf/mcp_config.json",
+            &format!(
+                r#"{{"mcpServers": {{{}, {}}}}}"#,
+                entry("filed", &format!("${{file:{}}}", tag.display())),
+                entry("fixed", "fixed")
+            ),
+        );
+        smol::block_on(async {
+            let (sb, report) = Builder::discover(options(&d))
+                .no_cache()
+                .start()
+                .await
+                .unwrap();
+            assert_eq!(report.connected, ["filed", "fixed"]);
+            assert!(pid_of(&sb, "one").is_some() && pid_of(&sb, "fixed").is_some());
+            // The value never reaches a report.
+            assert!(!format!("{:?}", sb.discovery()).contains("\"one\""));
+
+            // A reload reads the file again (and restarts every server, as reloads do; old
+            // processes may still be closing, so only what runs now is checked).
+            fs::write(&tag, "two").unwrap();
+            sb.reload().await.unwrap();
+            assert!(pid_of(&sb, "two").is_some());
+            let fixed = pid_of(&sb, "fixed").expect("the fixed server runs");
+
+            // A sync with the entries discovered again restarts only the server whose file
+            // changed; the other keeps its process.
+            fs::write(&tag, "three").unwrap();
+            let servers = discover(&options(&d)).servers;
+            sb.sync(servers.clone()).await.unwrap();
+            let three = pid_of(&sb, "three").expect("restarted with the new value");
+            assert_eq!(
+                pid_of(&sb, "fixed"),
+                Some(fixed),
+                "the fixed server is left alone"
+            );
+            // Nothing changed: nothing restarts.
+            assert!(sb.sync(servers).await.unwrap().is_none());
+            assert_eq!(pid_of(&sb, "three"), Some(three));
+            assert_eq!(pid_of(&sb, "fixed"), Some(fixed));
             sb.shutdown().await;
         });
     }

@@ -42,6 +42,12 @@ pub enum Dialect {
     /// Continue's YAML (`config.yaml` and `.continue/mcpServers/*.yaml`): `mcpServers` is a
     /// list of entries, each with its `name`.
     Continue,
+    /// A Claude Code plugin's `.mcp.json` (or the file its `plugin.json` names): servers
+    /// under `mcpServers`, or (as plugins also write it) directly at the top level.
+    ClaudePlugin,
+    /// GitHub Copilot CLI's `mcp-config.json`: like [`Dialect::Json`], with `type` `local`
+    /// (stdio) and `tools` (`["*"]` for all, else the only tools exposed).
+    Copilot,
 }
 
 impl Dialect {
@@ -167,7 +173,16 @@ pub fn parse_document_as(
                 None => ParsedDocument::default(),
             }
         }
-        Dialect::Json | Dialect::Gemini | Dialect::Cline | Dialect::Roo => {
+        Dialect::ClaudePlugin if !root.contains_key("mcpServers") => {
+            let map = Value::Object(root.clone());
+            parse_servers_value(path, Some(&map), "the top level", Dialect::Json)?
+        }
+        Dialect::Json
+        | Dialect::Gemini
+        | Dialect::Cline
+        | Dialect::Roo
+        | Dialect::Copilot
+        | Dialect::ClaudePlugin => {
             // Both keys are read when both are present (`mcpServers` wins a name clash).
             let mut doc = parse_servers_value(path, root.get("mcpServers"), "mcpServers", dialect)?;
             let servers = parse_servers_value(path, root.get("servers"), "servers", dialect)?;
@@ -334,4 +349,86 @@ fn parse_servers_value(
         }
     }
     Ok(doc)
+}
+
+/// The key a layered dialect keeps its servers under, and that object of `root`; `None` for
+/// a dialect (or shape) whose layers do not merge key by key.
+fn layered_servers(
+    root: &serde_json::Map<String, Value>,
+    dialect: Dialect,
+) -> Option<(&'static str, Option<&Value>)> {
+    match dialect {
+        Dialect::Toml => Some(("mcp_servers", root.get("mcp_servers"))),
+        // opencode's newer `mcp.servers` shape replaces a server whole.
+        Dialect::Opencode => {
+            let mcp = root.get("mcp");
+            match mcp
+                .and_then(|m| m.get("servers"))
+                .filter(|s| is_server_map(s))
+            {
+                Some(_) => None,
+                None => Some(("mcp", mcp)),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `over` merged into `under` key by key: objects merge recursively, anything else (arrays
+/// included) is replaced by `over`'s value.
+fn deep_merge(under: Value, over: &Value) -> Value {
+    match (under, over) {
+        (Value::Object(mut under), Value::Object(over)) => {
+            for (key, value) in over {
+                let merged = match under.remove(key) {
+                    Some(below) => deep_merge(below, value),
+                    None => value.clone(),
+                };
+                under.insert(key.clone(), merged);
+            }
+            Value::Object(under)
+        }
+        (_, over) => over.clone(),
+    }
+}
+
+/// Parse one layer of a client whose layers merge key by key (Codex's TOML; opencode's
+/// `mcp.<name>` shape): each entry this layer names is the entry of the layers `below`
+/// (`(path, text)`, nearest first) merged key by key with this layer's own, whose keys win.
+/// So a project can switch one key of a user's server (`enabled = false`) and keep the rest.
+/// Entries only the lower layers name are theirs, not this layer's. A lower layer that does
+/// not parse adds nothing here (it is reported when read itself). Other dialects, and
+/// opencode's `mcp.servers` shape (which replaces a server whole), parse as
+/// [`parse_document_as`] does.
+pub fn parse_layer_over(
+    path: &str,
+    text: &str,
+    dialect: Dialect,
+    below: &[(String, String)],
+) -> Result<ParsedDocument, ConfigError> {
+    let Some(root) = parse_root(path, text, dialect)? else {
+        return Ok(ParsedDocument::default());
+    };
+    let Some((key, Some(Value::Object(own)))) = layered_servers(&root, dialect) else {
+        return parse_document_as(path, text, dialect);
+    };
+    let mut merged: serde_json::Map<String, Value> = serde_json::Map::new();
+    // Farthest layer first, so nearer ones win.
+    for (lower_path, lower_text) in below.iter().rev() {
+        let Ok(Some(lower)) = parse_root(lower_path, lower_text, dialect) else {
+            continue;
+        };
+        let Some((_, Some(Value::Object(entries)))) = layered_servers(&lower, dialect) else {
+            continue;
+        };
+        for (name, entry) in entries.iter().filter(|(n, _)| own.contains_key(*n)) {
+            let under = merged.remove(name).unwrap_or(Value::Null);
+            merged.insert(name.clone(), deep_merge(under, entry));
+        }
+    }
+    for (name, entry) in own {
+        let under = merged.remove(name).unwrap_or(Value::Null);
+        merged.insert(name.clone(), deep_merge(under, entry));
+    }
+    parse_servers_value(path, Some(&Value::Object(merged)), key, dialect)
 }

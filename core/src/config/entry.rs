@@ -42,6 +42,7 @@ pub(super) fn parse_entry(
         enabled_tools: None,
         disabled_tools: Vec::new(),
         extra: BTreeMap::new(),
+        values: Default::default(),
     };
     // Tool filters, each client's spelling: the first one present is used.
     for key in ["enabled_tools", "includeTools"] {
@@ -123,9 +124,24 @@ type Fields = serde_json::Map<String, Value>;
 
 /// A client's own shape of an entry, into the common one: opencode's `type` `local` with an
 /// argv `command` and `environment` (or `remote`), Zed's older `command` object and its
-/// `source` tag, goose-style `cmd`, Cline's legacy `transportType`.
+/// `source` tag, goose-style `cmd`, Cline's legacy `transportType`, Copilot CLI's `local`
+/// and `tools`.
 fn reshape(dialect: Dialect, rest: &mut Fields) -> Result<(), String> {
     match dialect {
+        Dialect::Copilot => {
+            if rest.get("type").and_then(Value::as_str) == Some("local") {
+                rest.insert("type".into(), Value::String("stdio".into()));
+            }
+            // `tools`: `["*"]` exposes every tool, a list of names only those.
+            if let Some(tools) = rest.remove("tools") {
+                let all = tools
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|n| n.as_str() == Some("*")));
+                if !all && !rest.contains_key("enabled_tools") {
+                    rest.insert("enabled_tools".into(), tools);
+                }
+            }
+        }
         Dialect::Opencode => {
             match rest.get("type").and_then(Value::as_str) {
                 Some("local") => {

@@ -4,7 +4,8 @@
 //! stays as written); Gemini CLI also the bare `$VAR` (unset is empty); Cursor, VS Code, Roo
 //! Code and Windsurf `${env:VAR}`, `${workspaceFolder}`, `${userHome}` and their kin, VS Code
 //! `${input:id}` (answered by a person), Windsurf `${file:/path}`; opencode `{env:VAR}` and
-//! `{file:path}`; Codex, Claude Desktop, Zed and Cline expand nothing. A file is read in the
+//! `{file:path}`; a Gemini CLI extension's manifest also `${extensionPath}`, `${workspacePath}`
+//! and `${/}`; Codex, Claude Desktop, Zed and Cline expand nothing. A file is read in the
 //! syntax of the client that owns it, and translated into Switchboard's own (`${VAR}`,
 //! `${VAR:-default}`, `$${` for a literal `${`), which is what the manager expands at connect
 //! time. So a `${env:TOKEN}` in a Cursor file is the variable `TOKEN`, while the same text in a
@@ -88,6 +89,10 @@ pub struct InterpolationContext {
     /// The text of each file named by `envFile` or `${file:…}`, by absolute path, or why it
     /// could not be read. A file not here yet is listed in [`Interpolated::files_needed`].
     pub files: BTreeMap<String, Result<String, String>>,
+    /// Variables particular files define besides the environment, by the file's path (a
+    /// Claude Code plugin's `${CLAUDE_PLUGIN_ROOT}`, `${CLAUDE_PLUGIN_DATA}`,
+    /// `${CLAUDE_PROJECT_DIR}`): replaced by their value as the file is read.
+    pub file_vars: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// A VS Code `inputs` entry: a value a person is asked for.
@@ -227,6 +232,10 @@ pub fn interpolate(
 ) -> Interpolated {
     let syntax = Syntax::of_provider(&meta.provider);
     let dir = parent_dir(&meta.path);
+    // A Gemini CLI extension's manifest also knows its own directory and the workspace.
+    let extension_dir = (syntax == Syntax::Gemini && meta.path.ends_with("/gemini-extension.json"))
+        .then(|| dir.clone())
+        .flatten();
     let mut warnings = Vec::new();
     let mut files_needed = BTreeSet::new();
     let mut inputs_needed = BTreeMap::new();
@@ -238,13 +247,15 @@ pub fn interpolate(
             syntax,
             ctx,
             config_dir: dir.clone(),
+            extension_dir: extension_dir.clone(),
+            file_vars: ctx.file_vars.get(&meta.path),
             found: Vec::new(),
             errors: Vec::new(),
             files: BTreeSet::new(),
             inputs: BTreeSet::new(),
             variables: BTreeMap::new(),
         };
-        let config = t.config(config);
+        let mut config = t.config(config);
         for kind in t.found {
             warnings.push(ConfigWarning {
                 server: name.clone(),
@@ -267,6 +278,7 @@ pub fn interpolate(
             errors.push(ConfigError::server(&name, message));
             continue;
         }
+        config.values = super::ReadValues(t.variables.clone());
         variables.extend(t.variables);
         servers.push((name, config));
     }
@@ -317,6 +329,10 @@ struct Translator<'a> {
     ctx: &'a InterpolationContext,
     /// The directory of the file being read (opencode's `{file:…}` is relative to it).
     config_dir: Option<String>,
+    /// A Gemini CLI extension's directory (`${extensionPath}`), when the file is its manifest.
+    extension_dir: Option<String>,
+    /// The variables this file defines ([`InterpolationContext::file_vars`]).
+    file_vars: Option<&'a BTreeMap<String, String>>,
     found: Vec<WarningKind>,
     errors: Vec<String>,
     files: BTreeSet<String>,
@@ -517,6 +533,18 @@ impl Translator<'_> {
             self.syntax,
             Syntax::Cursor | Syntax::VsCode | Syntax::Roo | Syntax::Windsurf
         );
+        if let Some(ext) = &self.extension_dir {
+            match inner {
+                "extensionPath" => return literal(ext),
+                "workspacePath" => {
+                    if let Some(ws) = &self.ctx.workspace {
+                        return literal(ws);
+                    }
+                }
+                "/" | "pathSeparator" => return "/".into(),
+                _ => {}
+            }
+        }
         match self.syntax {
             Syntax::ClaudeCode | Syntax::Gemini | Syntax::Goose => {
                 let (name, default) = split_default(inner);
@@ -586,6 +614,9 @@ impl Translator<'_> {
 
     /// An environment variable reference, in Switchboard's syntax.
     fn var(&mut self, field: &str, name: &str, default: Option<&str>) -> String {
+        if let Some(value) = self.file_vars.and_then(|vars| vars.get(name)) {
+            return literal(value);
+        }
         let set = self.ctx.env.get(name).is_some_and(|v| !v.is_empty());
         if let Some(d) = default {
             let d = literal(d);

@@ -111,7 +111,8 @@ pub enum SkipReason {
         /// The deny-list pattern that matched.
         pattern: String,
     },
-    /// A client's own approval state rejects it (rejections win over every approval).
+    /// A client's own approval state or policy rejects it (rejections win over every
+    /// approval).
     Rejected {
         /// Whose state.
         by: RejectedBy,
@@ -178,7 +179,8 @@ pub struct Merged {
 /// 2. The first source naming a server wins (even when its entry is broken or disabled: a
 ///    higher layer can switch a server off); every later entry of that name is reported in
 ///    [`Merged::shadowed`].
-/// 3. Winners that are disabled, match the deny list or are rejected by a client's approval
+/// 3. Winners that are disabled, match the deny list, are switched off by a client's policy
+///    ([`ClientPolicies`](super::ClientPolicies)) or are rejected by a client's approval
 ///    state are reported in [`Merged::skipped`].
 /// 4. The rest are validated; each invalid one gives one error and the others carry on.
 /// 5. Valid project-level winners run only when approved ([`FilterOptions::approvals`]);
@@ -241,6 +243,13 @@ pub fn merge(sources: Vec<Source>, options: &FilterOptions) -> Merged {
                     pattern: pattern.to_string(),
                 })
         };
+        let skip = skip.or_else(|| {
+            let by = options
+                .approvals
+                .policies
+                .blocked(&name, &source, &config)?;
+            Some(SkipReason::Rejected { by })
+        });
         let hash = config_hash(&config);
         let decision = options.approvals.decide(&name, &source, &hash);
         let skip = skip.or(match decision {

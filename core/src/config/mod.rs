@@ -29,12 +29,15 @@ mod jsonc;
 mod merge;
 mod model;
 mod oauth;
+mod plugins;
+mod policy;
 mod trust;
 mod validate;
 mod yaml;
 
 pub use document::{
-    parse_claude_json, parse_document, parse_document_as, ClaudeJson, Dialect, ParsedDocument,
+    parse_claude_json, parse_document, parse_document_as, parse_layer_over, ClaudeJson, Dialect,
+    ParsedDocument,
 };
 pub use expand::expand_vars;
 pub use filter::{glob_match, DenyList, FilterOptions};
@@ -45,10 +48,18 @@ pub use interpolate::{
 };
 pub use merge::{merge, Merged, Shadowed, SkipReason, Skipped, Source, SourceError, OWN_PROVIDER};
 pub use model::{
-    ConfigError, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig, TransportKind,
-    DEFAULT_CONNECT_TIMEOUT,
+    ConfigError, ReadValues, ServerConfig, ServerSpec, SourceLevel, SourceMeta, TransportConfig,
+    TransportKind, DEFAULT_CONNECT_TIMEOUT,
 };
 pub use oauth::{oauth_config, OAuthConfig, PrivateKey};
+pub use plugins::{
+    parse_enabled_plugins, parse_installed_plugins, parse_plugin_manifest, InstalledPlugin,
+    PluginManifest,
+};
+pub use policy::{
+    gemini_disabled_servers, gemini_server_lists, parse_claude_policy, ClaudePolicy,
+    ClaudePolicySettings, ClientPolicies, GeminiExtensionEnablement, GeminiPolicy, ServerRule,
+};
 pub use trust::{
     codex_project_trust, gemini_folder_trust, parse_claude_settings, Approvals, Approved,
     ApprovedBy, AwaitingApproval, ClaudeApprovals, ClaudeSettings, FolderTrust, RejectedBy,
@@ -58,6 +69,8 @@ pub use validate::{resolve, valid_server_name, validate};
 
 #[cfg(test)]
 mod interpolate_tests;
+#[cfg(test)]
+mod policy_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

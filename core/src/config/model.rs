@@ -104,6 +104,24 @@ pub struct ServerConfig {
     /// Fields this version does not know: kept, ignored, never an error.
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
+    /// The values of the `${input:…}` answers and `${file:…}` contents this entry names, as
+    /// they were when it was read: resolving the entry expands them before the environment,
+    /// so a reload (or a sync with freshly discovered entries) connects with the current
+    /// ones, and a sync restarts a server whose values changed. Never serialized (not in the
+    /// config hash, nor in any report); `Debug` shows their names only.
+    #[serde(skip)]
+    pub values: ReadValues,
+}
+
+/// Values read for an entry (see [`ServerConfig::values`]), by variable name (`input:<id>`,
+/// `file:<path>`). Secret: `Debug` lists the names only.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct ReadValues(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for ReadValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
 }
 
 fn yes() -> bool {

@@ -89,6 +89,10 @@ pub struct Approvals {
     pub codex: Option<FolderTrust>,
     /// Gemini CLI's trusted folders, for `gemini` project sources.
     pub gemini: Option<FolderTrust>,
+    /// Clients' rules that switch servers off at any level (Gemini CLI's allow and exclude
+    /// lists and enablement files, Claude Code's managed controls).
+    #[serde(default)]
+    pub policies: super::ClientPolicies,
 }
 
 /// Why a server may start.
@@ -138,6 +142,20 @@ pub enum RejectedBy {
     CodexUntrustedProject,
     /// Gemini CLI marks the folder untrusted (it connects no project server there).
     GeminiUntrustedFolder,
+    /// Gemini CLI's `mcp.allowed` is set and does not name it.
+    GeminiNotAllowed,
+    /// Gemini CLI's `mcp.excluded` names it.
+    GeminiExcluded,
+    /// Gemini CLI's `mcp-server-enablement.json` switches it off (`gemini mcp disable`).
+    GeminiDisabled,
+    /// It comes from a Gemini CLI extension switched off for this directory.
+    GeminiExtensionDisabled,
+    /// A system `managed-mcp.json` takes exclusive control of Claude Code's servers.
+    ClaudeManagedMcpOnly,
+    /// Claude Code's `deniedMcpServers` matches it.
+    ClaudeDeniedMcpServers,
+    /// Claude Code's `allowedMcpServers` is set and does not match it.
+    ClaudeNotInAllowedMcpServers,
 }
 
 impl RejectedBy {
@@ -148,6 +166,13 @@ impl RejectedBy {
             RejectedBy::ClaudeDisabledMcpServers => "Claude Code disabledMcpServers",
             RejectedBy::CodexUntrustedProject => "Codex untrusted project",
             RejectedBy::GeminiUntrustedFolder => "Gemini untrusted folder",
+            RejectedBy::GeminiNotAllowed => "not in Gemini mcp.allowed",
+            RejectedBy::GeminiExcluded => "Gemini mcp.excluded",
+            RejectedBy::GeminiDisabled => "Gemini mcp-server-enablement.json",
+            RejectedBy::GeminiExtensionDisabled => "Gemini extension disabled here",
+            RejectedBy::ClaudeManagedMcpOnly => "Claude Code managed-mcp.json",
+            RejectedBy::ClaudeDeniedMcpServers => "Claude Code deniedMcpServers",
+            RejectedBy::ClaudeNotInAllowedMcpServers => "not in Claude Code allowedMcpServers",
         }
     }
 }

@@ -86,6 +86,16 @@ pub fn resolve(
     env: &BTreeMap<String, String>,
 ) -> Result<TransportConfig, ConfigError> {
     let kind = validate(name, config)?;
+    // The values read with the entry win over the environment's (they are the fresher).
+    let overlaid;
+    let env = if config.values.0.is_empty() {
+        env
+    } else {
+        let mut all = env.clone();
+        all.extend(config.values.0.iter().map(|(k, v)| (k.clone(), v.clone())));
+        overlaid = all;
+        &overlaid
+    };
     let x = |s: &String| expand_vars(s, env);
     let map = |m: &BTreeMap<String, String>| m.iter().map(|(k, v)| (k.clone(), x(v))).collect();
     Ok(match kind {

@@ -117,18 +117,14 @@ impl Manager {
                 // Unchanged and running (connected, connecting, waiting to reconnect): leave
                 // its transport, calls and tools alone.
                 Some(s)
-                    if (s.spec.config == spec.config
-                        || s.hash == config::config_hash(&spec.config))
+                    if unchanged(&s.spec.config, &s.hash, &spec.config)
                         && !matches!(s.phase, Stage::Idle) =>
                 {
                     s.spec.source = spec.source;
                 }
                 // Unchanged but stopped (failed, its breaker tripped, or lost with reconnects
                 // off): Sync says "this is the set I want", so start it, like `Connect`.
-                Some(s)
-                    if (s.spec.config == spec.config
-                        || s.hash == config::config_hash(&spec.config)) =>
-                {
+                Some(s) if unchanged(&s.spec.config, &s.hash, &spec.config) => {
                     self.counters.syncs_restarted_stopped += 1;
                     start.push(spec);
                 }
@@ -145,4 +141,10 @@ impl Manager {
             self.connect(request, start);
         }
     }
+}
+
+/// A server's running config (with its hash) is the one wanted: equal, or equal as written
+/// with the same values read for it (a `${file:…}` whose content changed is a change).
+fn unchanged(running: &config::ServerConfig, hash: &str, wanted: &config::ServerConfig) -> bool {
+    running == wanted || (hash == config::config_hash(wanted) && running.values == wanted.values)
 }
