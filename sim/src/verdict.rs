@@ -107,6 +107,18 @@ pub enum Invariant {
     /// 34: a stateless server's `subscriptions/listen` stream that closed is asked again
     /// (within the re-listen ladder's longest delay) while the server stays connected.
     ListenStreamsResent,
+    /// 35: a downstream session's list equals the core's view unless a `list_changed` told
+    /// it of a change since the list was served.
+    DownstreamViewIsAnnounced,
+    /// 36: every downstream request is answered once, on its own exchange; every server
+    /// request handed to the gateway is answered once, by the client it was forwarded to or
+    /// refused, unless withdrawn first.
+    ForwardedRequestsAnsweredOnce,
+    /// 37: a downstream request cancelled (or left by its session) is cancelled in the
+    /// manager and never answered.
+    DownstreamCancelReachesUpstream,
+    /// 38: no downstream request waits past its call's deadline.
+    DownstreamRequestsBounded,
 }
 
 impl Invariant {
@@ -226,6 +238,18 @@ impl Invariant {
             }
             Invariant::ListenStreamsResent => {
                 "34 a closed subscriptions stream is asked again while connected"
+            }
+            Invariant::DownstreamViewIsAnnounced => {
+                "35 a downstream list is the core's view unless a list_changed announced a change"
+            }
+            Invariant::ForwardedRequestsAnsweredOnce => {
+                "36 every forwarded request is answered exactly once, on the right side"
+            }
+            Invariant::DownstreamCancelReachesUpstream => {
+                "37 a cancelled downstream call cancels its upstream call"
+            }
+            Invariant::DownstreamRequestsBounded => {
+                "38 no downstream request waits past its timeout"
             }
         }
     }

@@ -88,6 +88,7 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             max_tool_pages: None,
             peer: None,
             probe: false,
+            gateway: None,
         },
         mix: calm(),
         servers,
