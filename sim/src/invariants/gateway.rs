@@ -99,8 +99,12 @@ pub struct SessionObs {
 pub enum PeerObs {
     /// Handed over, not yet forwarded or answered.
     Handed { server: String },
-    /// Forwarded to `session` under `id`.
-    Forwarded { session: SessionId, id: Value },
+    /// Forwarded to `session` under `id`, at `at`.
+    Forwarded {
+        session: SessionId,
+        id: Value,
+        at: Instant,
+    },
     /// Answered to the manager, or withdrawn by it.
     Done,
 }
@@ -238,10 +242,16 @@ pub fn downstream_requests_bounded(
 }
 
 /// After the heal, once the work finished: every server request handed to the gateway was
-/// answered or withdrawn, and no downstream request waits.
-pub fn gateway_settled(obs: &GatewayObs) -> Result<(), String> {
+/// answered or withdrawn (one forwarded less than `answer_within` ago may still wait for
+/// the client, or for the manager's timeout), and no downstream request waits.
+pub fn gateway_settled(
+    obs: &GatewayObs,
+    now: Instant,
+    answer_within: Duration,
+) -> Result<(), String> {
     for (k, p) in &obs.peers {
-        if *p != PeerObs::Done {
+        let waiting = matches!(p, PeerObs::Forwarded { at, .. } if *at + answer_within > now);
+        if *p != PeerObs::Done && !waiting {
             return Err(format!(
                 "server request p{} handed to the gateway is still {p:?}",
                 k.0
