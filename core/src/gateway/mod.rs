@@ -32,12 +32,18 @@
 
 mod peer;
 mod requests;
+pub mod roots;
 pub mod search;
 mod served;
 mod templates;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_unavailable;
+mod unavailable;
 pub mod wire;
+
+pub use unavailable::{Unavailable, UnavailableServers};
 
 use crate::catalog::{LogLevel, Prompt, Resource, ResourceTemplate};
 use crate::manager::{CallId, Event, Input};
@@ -84,6 +90,9 @@ pub struct GatewayOptions {
     /// Serve two tools instead of the view: one searches it (by name and description,
     /// ranked), one calls a tool found there.
     pub tool_search: bool,
+    /// The roots the manager was configured with: they apply while no downstream client
+    /// that declared `roots` has given its own (see `roots`).
+    pub roots: Vec<crate::protocol::Root>,
 }
 
 impl Default for GatewayOptions {
@@ -99,6 +108,7 @@ impl Default for GatewayOptions {
             page_size: 1000,
             plain_names: false,
             tool_search: false,
+            roots: Vec::new(),
         }
     }
 }
@@ -145,6 +155,10 @@ pub enum GatewayInput {
     },
     /// The manager's view, after anything that may have changed it (and once at start).
     View(View),
+    /// The configured servers that serve nothing now, and why (awaiting approval, failed,
+    /// needing a login): a call that needs one is answered naming the reason and the fix.
+    /// Replaces what was told before.
+    Unavailable(UnavailableServers),
 }
 
 /// Where a downstream frame goes.
@@ -230,6 +244,12 @@ struct Session {
     subscriptions: BTreeSet<String>,
     /// What it can answer of the servers' requests.
     caps: peer::ClientCaps,
+    /// It declared the `roots` capability.
+    roots_capable: bool,
+    /// The id of the gateway's `roots/list` it has not answered yet.
+    roots_asked: Option<Value>,
+    /// The roots it gave last.
+    roots: Option<Vec<crate::protocol::Root>>,
 }
 
 /// Counts of what the gateway did, for tests and the simulator's coverage.
@@ -269,6 +289,10 @@ pub struct Gateway {
     next_peer: u64,
     outputs: VecDeque<GatewayOutput>,
     counters: GatewayCounters,
+    /// What the shell last said of the servers that serve nothing.
+    unavailable: UnavailableServers,
+    /// The roots last handed to the manager (`None`: the configured ones, untouched).
+    roots_applied: Option<Vec<crate::protocol::Root>>,
 }
 
 /// The protocol versions the gateway speaks downstream, newest first.
@@ -288,6 +312,8 @@ impl Gateway {
             next_peer: 0,
             outputs: VecDeque::new(),
             counters: GatewayCounters::default(),
+            unavailable: UnavailableServers::new(),
+            roots_applied: None,
         }
     }
 
@@ -343,6 +369,7 @@ impl Gateway {
             } => self.frame(session, exchange, &frame),
             GatewayInput::Closed { session } => self.close(session, false),
             GatewayInput::View(view) => self.set_view(view),
+            GatewayInput::Unavailable(servers) => self.unavailable = servers,
         }
     }
 
@@ -372,6 +399,9 @@ impl Gateway {
                 in_flight: BTreeMap::new(),
                 subscriptions: BTreeSet::new(),
                 caps: peer::ClientCaps::default(),
+                roots_capable: false,
+                roots_asked: None,
+                roots: None,
             },
         );
     }
@@ -393,6 +423,10 @@ impl Gateway {
             self.release_subscription(&uri);
         }
         self.peer_session_closed(session);
+        if s.roots.is_some() {
+            // Its roots no longer apply: the next newest session's, or the configured ones.
+            self.apply_roots();
+        }
         if tell {
             self.outputs.push_back(GatewayOutput::Close { session });
         }
@@ -490,7 +524,7 @@ impl Gateway {
                         PendingKind::Tool { server } => server.as_deref(),
                         _ => None,
                     };
-                    let frame = requests::call_answer(&p.id, server, outcome);
+                    let frame = requests::call_answer(&p.id, server, outcome, &self.unavailable);
                     if let Some(frame) = frame {
                         self.answer(p.session, p.exchange, frame);
                     }
