@@ -644,9 +644,17 @@ fn the_downstream_clients_roots_are_what_an_upstream_server_lists() {
         }
         false
     };
-    assert!(seen(&mut s, "file:///client/first"), "{}", roots_text(&mut s));
+    assert!(
+        seen(&mut s, "file:///client/first"),
+        "{}",
+        roots_text(&mut s)
+    );
     s.notify("notifications/roots/list_changed", json!({}));
     answer_roots(&mut s, "file:///client/second");
-    assert!(seen(&mut s, "file:///client/second"), "{}", roots_text(&mut s));
+    assert!(
+        seen(&mut s, "file:///client/second"),
+        "{}",
+        roots_text(&mut s)
+    );
     shut(s);
 }

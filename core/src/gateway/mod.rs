@@ -93,6 +93,10 @@ pub struct GatewayOptions {
     /// The roots the manager was configured with: they apply while no downstream client
     /// that declared `roots` has given its own (see `roots`).
     pub roots: Vec<crate::protocol::Root>,
+    /// The project servers awaiting approval when serving started (the manager never sees
+    /// them): a call that needs one is answered with the fix, as if the shell had told
+    /// [`Unavailable::AwaitingApproval`] of each.
+    pub awaiting_approval: Vec<String>,
 }
 
 impl Default for GatewayOptions {
@@ -109,6 +113,7 @@ impl Default for GatewayOptions {
             plain_names: false,
             tool_search: false,
             roots: Vec::new(),
+            awaiting_approval: Vec::new(),
         }
     }
 }
@@ -301,7 +306,7 @@ pub const DOWNSTREAM_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03
 impl Gateway {
     /// A gateway with an empty view and no session.
     pub fn new(options: GatewayOptions) -> Self {
-        Gateway {
+        let mut g = Gateway {
             next_call: options.first_call,
             options,
             view: View::default(),
@@ -314,7 +319,9 @@ impl Gateway {
             counters: GatewayCounters::default(),
             unavailable: UnavailableServers::new(),
             roots_applied: None,
-        }
+        };
+        g.set_unavailable(UnavailableServers::new());
+        g
     }
 
     /// The next output, in order; drain to `None` after every [`Gateway::handle`].
@@ -369,7 +376,7 @@ impl Gateway {
             } => self.frame(session, exchange, &frame),
             GatewayInput::Closed { session } => self.close(session, false),
             GatewayInput::View(view) => self.set_view(view),
-            GatewayInput::Unavailable(servers) => self.unavailable = servers,
+            GatewayInput::Unavailable(servers) => self.set_unavailable(servers),
         }
     }
 
@@ -452,6 +459,17 @@ impl Gateway {
                 timeout: None,
             }));
         // Nobody waits for its answer: the completion finds no pending entry and is dropped.
+    }
+
+    /// What the shell says of the servers that serve nothing, with the ones that awaited
+    /// approval at start.
+    fn set_unavailable(&mut self, mut servers: UnavailableServers) {
+        for name in &self.options.awaiting_approval {
+            servers
+                .entry(name.clone())
+                .or_insert(Unavailable::AwaitingApproval);
+        }
+        self.unavailable = servers;
     }
 
     fn fresh_call(&mut self) -> CallId {

@@ -17,7 +17,7 @@ mod watch;
 pub use http::{serve_http, HttpServeError, HttpServeOptions};
 pub use peer::PeerForwarder;
 pub use stdio::serve_stdio;
-pub use watch::{watch_config, DEFAULT_WATCH_INTERVAL};
+pub use watch::{discovered_files, watch_config, watch_files, DEFAULT_WATCH_INTERVAL};
 
 use crate::driver::link::{Error, Progress};
 use crate::{CallOptions, Switchboard};

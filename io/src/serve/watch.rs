@@ -59,10 +59,7 @@ fn fingerprint(path: &PathBuf) -> Fingerprint {
 }
 
 /// The files to watch: those discovery read and those it looked for.
-fn watched(sb: &Switchboard) -> Vec<PathBuf> {
-    let Some(d) = sb.discovery() else {
-        return Vec::new();
-    };
+pub fn discovered_files(d: &crate::discovery::Discovered) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = d
         .files_read
         .iter()
@@ -74,6 +71,12 @@ fn watched(sb: &Switchboard) -> Vec<PathBuf> {
     paths.dedup();
     paths.truncate(MAX_WATCHED);
     paths
+}
+
+fn watched(sb: &Switchboard) -> Vec<PathBuf> {
+    sb.discovery()
+        .map(|d| discovered_files(&d))
+        .unwrap_or_default()
 }
 
 async fn fingerprints(paths: Vec<PathBuf>) -> BTreeMap<PathBuf, Fingerprint> {
@@ -91,9 +94,31 @@ async fn fingerprints(paths: Vec<PathBuf>) -> BTreeMap<PathBuf, Fingerprint> {
 
 /// Watch the config files `sb` was discovered from, every `every`, and re-discover and sync
 /// when one changes. Runs until dropped; a switchboard built from a fixed list of servers
-/// has nothing to watch, and this waits forever.
+/// has nothing to watch, and this waits forever (an embedder that discovers by itself, like
+/// the CLI, uses [`watch_files`]).
 pub async fn watch_config(sb: Switchboard, every: Duration) {
-    let mut paths = watched(&sb);
+    let paths = watched(&sb);
+    watch_files(paths, every, || {
+        let sb = sb.clone();
+        async move {
+            let _ = sb.rediscover().await;
+            watched(&sb)
+        }
+    })
+    .await
+}
+
+/// Watch `paths` every `every`; when one changed (appeared, disappeared, or its length,
+/// modification time or contents changed), run `on_change`, which re-reads the config,
+/// applies it and returns the paths to watch from then on. Runs until dropped.
+pub async fn watch_files<F, Fut>(mut paths: Vec<PathBuf>, every: Duration, mut on_change: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Vec<PathBuf>>,
+{
+    paths.sort();
+    paths.dedup();
+    paths.truncate(MAX_WATCHED);
     if paths.is_empty() {
         return futures_lite::future::pending().await;
     }
@@ -106,8 +131,10 @@ pub async fn watch_config(sb: Switchboard, every: Duration) {
         }
         // Fingerprints taken before the re-read: an edit made while it runs is seen next time.
         seen = now;
-        let _ = sb.rediscover().await;
-        let after = watched(&sb);
+        let mut after = on_change().await;
+        after.sort();
+        after.dedup();
+        after.truncate(MAX_WATCHED);
         if after != paths {
             paths = after;
             seen = fingerprints(paths.clone()).await;

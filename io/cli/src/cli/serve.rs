@@ -6,7 +6,8 @@ use super::{interrupt, Fatal, Global, Session, Settle, EXIT_OK};
 use std::net::SocketAddr;
 use switchboard::core::gateway::GatewayOptions;
 use switchboard::serve::{
-    serve_http, serve_stdio, watch_config, HttpServeOptions, PeerForwarder, DEFAULT_WATCH_INTERVAL,
+    discovered_files, serve_http, serve_stdio, watch_files, HttpServeOptions, PeerForwarder,
+    DEFAULT_WATCH_INTERVAL,
 };
 
 /// The environment variable read for the bearer token when `--bearer-token` is not given
@@ -59,12 +60,36 @@ pub(super) async fn run(
         plain_names: args.plain_names,
         tool_search: args.tool_search,
         roots: super::peer::project_roots(&project),
+        awaiting_approval: session
+            .discovered
+            .awaiting
+            .iter()
+            .map(|a| a.server.clone())
+            .collect(),
         ..GatewayOptions::default()
     };
     // Edits of the config files it read are picked up while it serves: the new set is synced
     // (unchanged servers keep running) and the client told of the new view.
     let watching = async {
-        watch_config(sb.clone(), DEFAULT_WATCH_INTERVAL).await;
+        let quiet = g.quiet;
+        let files = discovered_files(&session.discovered);
+        watch_files(files, DEFAULT_WATCH_INTERVAL, || {
+            let sb = sb.clone();
+            let options = super::discovery_options(g).map(|(_, o)| o);
+            async move {
+                let Ok(options) = options else {
+                    return Vec::new();
+                };
+                let d = blocking::unblock(move || super::config::discover_answered(options, quiet))
+                    .await;
+                if !quiet {
+                    eprintln!("switchboard: a config file changed; syncing the servers");
+                }
+                let _ = sb.sync(d.servers.clone()).await;
+                discovered_files(&d)
+            }
+        })
+        .await;
         futures_lite::future::pending::<Result<(), Fatal>>().await
     };
     let serving = async {
