@@ -39,6 +39,8 @@ mod templates;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_roots;
+#[cfg(test)]
 mod tests_unavailable;
 mod unavailable;
 pub mod wire;
