@@ -623,10 +623,21 @@ fn the_downstream_clients_roots_are_what_an_upstream_server_lists() {
         s.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": uri}]}}));
     };
     answer_roots(&mut s, "file:///client/first");
-    let tool = names(&s.request("tools/list", json!({})))
-        .into_iter()
+    // server-everything adds the tool once initialized, and says so with list_changed.
+    let mut listed = names(&s.request("tools/list", json!({})));
+    for _ in 0..10 {
+        if listed.iter().any(|t| t.ends_with("get-roots-list")) {
+            break;
+        }
+        s.wait_for(WAIT, is_list_changed)
+            .unwrap_or_else(|| panic!("no get-roots-list and no list_changed: {listed:?}"));
+        listed = names(&s.request("tools/list", json!({})));
+    }
+    let tool = listed
+        .iter()
         .find(|t| t.ends_with("get-roots-list"))
-        .expect("server-everything offers get-roots-list to a client with roots");
+        .cloned()
+        .unwrap_or_else(|| panic!("server-everything offers get-roots-list: {listed:?}"));
     let roots_text = |s: &mut DemoServer| {
         let r = s.request("tools/call", json!({"name": tool, "arguments": {}}));
         r["result"]["content"][0]["text"]

@@ -324,7 +324,7 @@ impl World<'_> {
                     frame,
                 } => {
                     self.observe_send(session, target, &frame, &cause);
-                    self.to_client(session, frame);
+                    self.send_to_client(session, frame);
                 }
                 GatewayOutput::Accepted { .. } => {}
                 GatewayOutput::Manager(input) => {
@@ -344,7 +344,7 @@ impl World<'_> {
     }
 
     /// A frame for a client, delivered after a little latency, in order.
-    fn to_client(&mut self, session: SessionId, frame: Bytes) {
+    fn send_to_client(&mut self, session: SessionId, frame: Bytes) {
         let Some(gw) = self.gw.as_mut() else { return };
         let lat = 1 + gw.rng.below(4);
         let at = self.now + Duration::from_millis(lat);
@@ -570,7 +570,6 @@ impl World<'_> {
             }
             (None, None) => {}
         }
-        let _ = now;
     }
 
     /// What an input the gateway hands the manager tells about the promises, and the
