@@ -626,7 +626,7 @@ fn the_downstream_clients_roots_are_what_an_upstream_server_lists() {
     // server-everything adds the tool once initialized, and says so with list_changed.
     let mut listed = names(&s.request("tools/list", json!({})));
     for _ in 0..10 {
-        if listed.iter().any(|t| t.ends_with("get-roots-list")) {
+        if listed.iter().any(|t| t.ends_with("get_roots_list")) {
             break;
         }
         s.wait_for(WAIT, is_list_changed)
@@ -635,7 +635,7 @@ fn the_downstream_clients_roots_are_what_an_upstream_server_lists() {
     }
     let tool = listed
         .iter()
-        .find(|t| t.ends_with("get-roots-list"))
+        .find(|t| t.ends_with("get_roots_list"))
         .cloned()
         .unwrap_or_else(|| panic!("server-everything offers get-roots-list: {listed:?}"));
     let roots_text = |s: &mut DemoServer| {
