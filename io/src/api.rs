@@ -741,6 +741,31 @@ impl Switchboard {
             .await
     }
 
+    /// Re-read the config files (when the set came from discovery) and [`sync`](Self::sync)
+    /// to what they say now: servers whose config did not change keep running (their
+    /// connections, calls and tools untouched), new ones start, changed ones restart,
+    /// removed ones stop; [`discovery`](Self::discovery) then reports the new reading. With a
+    /// fixed list of servers there is nothing to re-read: `Ok(None)`. What `serve` runs when
+    /// a config file it read changes.
+    pub async fn rediscover(&self) -> Result<Option<StartupReport>, Error> {
+        let source = self
+            .inner
+            .source
+            .lock()
+            .map(|s| s.clone())
+            .map_err(|_| Error::Stopped)?;
+        let ServerSource::Discover(o) = source else {
+            return Ok(None);
+        };
+        let d = blocking::unblock(move || crate::discovery::discover(&o)).await;
+        let servers = d.servers.clone();
+        let config = config_report(&d);
+        if let Ok(mut slot) = self.inner.discovery.lock() {
+            *slot = Some(d);
+        }
+        self.round(RoundKind::Sync, servers, config).await
+    }
+
     /// Re-list one server's tools and return once the new list is in the view (a server that
     /// is still connecting: once its first list is). Errors: [`Error::UnknownServer`],
     /// [`Error::NotConnected`] for a failed, stopped or backing-off server, [`Error::Refresh`]

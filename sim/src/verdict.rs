@@ -111,6 +111,18 @@ pub enum Invariant {
     /// `ttlMs` says they are fresh: a connection that became ready without a `tools/list`
     /// did so before the last list that server delivered, plus its TTL, ran out.
     ListsReusedOnlyWhileFresh,
+    /// 36: a downstream session's list equals the core's view unless a `list_changed` told
+    /// it of a change since the list was served.
+    DownstreamViewIsAnnounced,
+    /// 37: every downstream request is answered once, on its own exchange; every server
+    /// request handed to the gateway is answered once, by the client it was forwarded to or
+    /// refused, unless withdrawn first.
+    ForwardedRequestsAnsweredOnce,
+    /// 38: a downstream request cancelled (or left by its session) is cancelled in the
+    /// manager and never answered.
+    DownstreamCancelReachesUpstream,
+    /// 39: no downstream request waits past its call's deadline.
+    DownstreamRequestsBounded,
 }
 
 impl Invariant {
@@ -234,6 +246,18 @@ impl Invariant {
             }
             Invariant::ListsReusedOnlyWhileFresh => {
                 "35 lists are reused without listing only while their ttlMs lasts"
+            }
+            Invariant::DownstreamViewIsAnnounced => {
+                "36 a downstream list is the core's view unless a list_changed announced a change"
+            }
+            Invariant::ForwardedRequestsAnsweredOnce => {
+                "37 every forwarded request is answered exactly once, on the right side"
+            }
+            Invariant::DownstreamCancelReachesUpstream => {
+                "38 a cancelled downstream call cancels its upstream call"
+            }
+            Invariant::DownstreamRequestsBounded => {
+                "39 no downstream request waits past its timeout"
             }
         }
     }

@@ -552,3 +552,120 @@ fn plain_names_serve_a_single_servers_tools_under_their_own_names() {
     assert_eq!(sum["result"]["structuredContent"]["sum"], 42, "{sum}");
     shut(s);
 }
+
+#[test]
+fn an_edit_of_the_config_under_a_running_serve_starts_the_new_server_and_announces_its_tools() {
+    let p = Project::new(&[("first", &[])]);
+    let mut s = p.serve(&[], &[]);
+    s.initialize();
+    let before = names(&s.request("tools/list", json!({})));
+    assert!(before.contains(&"mcp_first_echo".to_string()), "{before:?}");
+    // The config file serve read gains a server.
+    let edited = Project::new(&[("first", &[]), ("second", &[])]);
+    std::fs::write(p.config(), std::fs::read(edited.config()).unwrap()).unwrap();
+    // Every list_changed: list again, until the new server's tools are there (the wait is
+    // only a guard against a hang; what is checked is the order of events).
+    let mut now = before.clone();
+    for _ in 0..20 {
+        if now.contains(&"mcp_second_echo".to_string()) {
+            break;
+        }
+        s.wait_for(WAIT, is_list_changed)
+            .expect("list_changed after the config edit");
+        now = names(&s.request("tools/list", json!({})));
+    }
+    assert!(now.contains(&"mcp_second_echo".to_string()), "{now:?}");
+    assert!(now.contains(&"mcp_first_echo".to_string()), "{now:?}");
+    shut(s);
+}
+
+/// A downstream client's roots reach an upstream server through `serve`: server-everything's
+/// `get-roots-list` shows the roots the client gave, and a change the client announces.
+#[test]
+#[cfg_attr(
+    not(peers),
+    ignore = "needs the real peers: SWITCHBOARD_PEERS=1 after ./scripts/install-peers.sh"
+)]
+fn the_downstream_clients_roots_are_what_an_upstream_server_lists() {
+    if !crate::http_peers::peers_enabled("serve_roots") {
+        return;
+    }
+    let sdk = crate::support::repo_root().join("tests/peers/node_modules/@modelcontextprotocol");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"everything": {"command": "node", "args": [
+            sdk.join("server-everything/dist/index.js").display().to_string(), "stdio"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "serve",
+    ];
+    let mut s = DemoServer::spawn_program(&switchboard_bin(), &args, &[]);
+    let id = s.start_request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": true}},
+               "clientInfo": {"name": "roots-test", "version": "1"}}),
+    );
+    s.response(id, WAIT).expect("initialize answered");
+    s.notify("notifications/initialized", json!({}));
+    let answer_roots = |s: &mut DemoServer, uri: &str| {
+        let asked = s
+            .wait_for(WAIT, |m| m["method"] == "roots/list")
+            .expect("serve asks the client for its roots");
+        s.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": uri}]}}));
+    };
+    answer_roots(&mut s, "file:///client/first");
+    // server-everything adds the tool once initialized, and says so with list_changed.
+    let mut listed = names(&s.request("tools/list", json!({})));
+    for _ in 0..10 {
+        if listed.iter().any(|t| t.ends_with("get_roots_list")) {
+            break;
+        }
+        s.wait_for(WAIT, is_list_changed)
+            .unwrap_or_else(|| panic!("no get-roots-list and no list_changed: {listed:?}"));
+        listed = names(&s.request("tools/list", json!({})));
+    }
+    let tool = listed
+        .iter()
+        .find(|t| t.ends_with("get_roots_list"))
+        .cloned()
+        .unwrap_or_else(|| panic!("server-everything offers get-roots-list: {listed:?}"));
+    let roots_text = |s: &mut DemoServer| {
+        let r = s.request("tools/call", json!({"name": tool, "arguments": {}}));
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The server learns of new roots when told they changed; ask until it has.
+    let seen = |s: &mut DemoServer, uri: &str| {
+        for _ in 0..100 {
+            if roots_text(s).contains(uri) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    };
+    assert!(
+        seen(&mut s, "file:///client/first"),
+        "{}",
+        roots_text(&mut s)
+    );
+    s.notify("notifications/roots/list_changed", json!({}));
+    answer_roots(&mut s, "file:///client/second");
+    assert!(
+        seen(&mut s, "file:///client/second"),
+        "{}",
+        roots_text(&mut s)
+    );
+    shut(s);
+}

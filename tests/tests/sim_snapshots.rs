@@ -90,6 +90,7 @@ fn scenario(servers: Vec<ServerPlan>, actions: Vec<(u64, ActionKind)>) -> Scenar
             max_tool_pages: None,
             peer: None,
             probe: false,
+            gateway: None,
         },
         mix: calm(),
         servers,
@@ -615,4 +616,88 @@ fn sim_a_stateless_server_slow_to_answer_the_probe_is_found_by_its_late_answer()
     assert_eq!(core(&r, "late_discovers"), 1);
     assert_eq!(core(&r, "unsupported_versions"), 0);
     assert!(trace(&r).contains("StatusChanged slow Connected"));
+}
+
+#[test]
+fn sim_gateway_serves_downstream_clients_while_upstreams_start_crash_and_change() {
+    use switchboard_sim::scenario::{
+        ClientPlan, DownstreamAction, DownstreamEra, DownstreamKind, GatewayPlan, PeerPlan,
+    };
+    // `switchboard serve` in front of three servers: one slow to start whose tools are
+    // cached (served deferred at once), one whose list changes, one that crashes once it is
+    // ready and comes back. Two downstream clients: a stdio-like one that declared sampling
+    // and forms, and an HTTP-like one that declared nothing. They list (two items a page),
+    // call, cancel, ping and close while the servers ask for sampling and elicitation.
+    let docs = cached(
+        with(server("docs", &["search", "fetch"]), |a| {
+            a.init = Init::Ok { ms: 600 }
+        }),
+        &["search", "fetch"],
+    );
+    let mut wiki = server("wiki", &["page"]);
+    wiki.alt_tools = vec!["page".into(), "edit".into()];
+    let mut crashy = server("crashy", &["run"]);
+    crashy.crash_loop = Some(CrashLoop {
+        after_ready_ms: 400,
+        recover_after: Some(1),
+    });
+    let mut sc = scenario(vec![docs, wiki, crashy], vec![]);
+    sc.mix.chatter_pct = 40;
+    sc.options.peer = Some(PeerPlan {
+        sampling: true,
+        form: true,
+        url: false,
+        timeout_ms: 400,
+        max_waiting: 2,
+        ask_pct: 60,
+        cancel_pct: 0,
+        answers: [1, 0, 0, 0, 0, 0],
+        set_roots_pct: 0,
+    });
+    let client = |strict: bool, caps: bool| ClientPlan {
+        era: DownstreamEra::Legacy,
+        open_at_ms: 0,
+        strict,
+        sampling: caps,
+        form: caps,
+        url: false,
+        answers: [3, 1, 1, 0],
+        log_level: Some("debug".into()),
+    };
+    let act = |at_ms: u64, client: usize, kind: DownstreamKind| DownstreamAction {
+        at_ms,
+        client,
+        kind,
+    };
+    let call = |pick: usize| DownstreamKind::Call {
+        pick,
+        known: true,
+        progress: pick % 2 == 0,
+    };
+    sc.options.gateway = Some(GatewayPlan {
+        page_size: 2,
+        max_in_flight: 256,
+        plain_names: false,
+        clients: vec![client(false, true), client(true, false)],
+        actions: vec![
+            act(100, 0, call(0)),
+            act(120, 1, call(1)),
+            act(300, 0, call(2)),
+            act(310, 0, DownstreamKind::Cancel(0)),
+            act(700, 0, call(3)),
+            act(900, 1, DownstreamKind::Ping),
+            act(1_000, 0, call(1)),
+            act(1_200, 1, DownstreamKind::Close),
+            act(1_500, 0, call(4)),
+            act(2_000, 1, call(0)),
+        ],
+    });
+    sc.world_seed = 11;
+    let r = run("sim_gateway", &sc);
+    let c = &r.coverage;
+    assert!(c.downstream_sessions_opened >= 3, "{c:?}");
+    assert!(c.downstream_list_changed_told > 0, "{}", trace(&r));
+    assert!(c.downstream_view_checks > 0);
+    assert!(c.downstream_calls_ok > 0, "{}", trace(&r));
+    assert!(trace(&r).contains("ds> s1"), "{}", trace(&r));
 }

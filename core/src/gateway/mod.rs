@@ -32,12 +32,20 @@
 
 mod peer;
 mod requests;
+pub mod roots;
 pub mod search;
 mod served;
 mod templates;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_roots;
+#[cfg(test)]
+mod tests_unavailable;
+mod unavailable;
 pub mod wire;
+
+pub use unavailable::{Unavailable, UnavailableServers};
 
 use crate::catalog::{LogLevel, Prompt, Resource, ResourceTemplate};
 use crate::manager::{CallId, Event, Input};
@@ -84,6 +92,13 @@ pub struct GatewayOptions {
     /// Serve two tools instead of the view: one searches it (by name and description,
     /// ranked), one calls a tool found there.
     pub tool_search: bool,
+    /// The roots the manager was configured with: they apply while no downstream client
+    /// that declared `roots` has given its own (see `roots`).
+    pub roots: Vec<crate::protocol::Root>,
+    /// The project servers awaiting approval when serving started (the manager never sees
+    /// them): a call that needs one is answered with the fix, as if the shell had told
+    /// [`Unavailable::AwaitingApproval`] of each.
+    pub awaiting_approval: Vec<String>,
 }
 
 impl Default for GatewayOptions {
@@ -99,6 +114,8 @@ impl Default for GatewayOptions {
             page_size: 1000,
             plain_names: false,
             tool_search: false,
+            roots: Vec::new(),
+            awaiting_approval: Vec::new(),
         }
     }
 }
@@ -145,6 +162,10 @@ pub enum GatewayInput {
     },
     /// The manager's view, after anything that may have changed it (and once at start).
     View(View),
+    /// The configured servers that serve nothing now, and why (awaiting approval, failed,
+    /// needing a login): a call that needs one is answered naming the reason and the fix.
+    /// Replaces what was told before.
+    Unavailable(UnavailableServers),
 }
 
 /// Where a downstream frame goes.
@@ -230,6 +251,12 @@ struct Session {
     subscriptions: BTreeSet<String>,
     /// What it can answer of the servers' requests.
     caps: peer::ClientCaps,
+    /// It declared the `roots` capability.
+    roots_capable: bool,
+    /// The id of the gateway's `roots/list` it has not answered yet.
+    roots_asked: Option<Value>,
+    /// The roots it gave last.
+    roots: Option<Vec<crate::protocol::Root>>,
 }
 
 /// Counts of what the gateway did, for tests and the simulator's coverage.
@@ -269,6 +296,10 @@ pub struct Gateway {
     next_peer: u64,
     outputs: VecDeque<GatewayOutput>,
     counters: GatewayCounters,
+    /// What the shell last said of the servers that serve nothing.
+    unavailable: UnavailableServers,
+    /// The roots last handed to the manager (`None`: the configured ones, untouched).
+    roots_applied: Option<Vec<crate::protocol::Root>>,
 }
 
 /// The protocol versions the gateway speaks downstream, newest first.
@@ -277,7 +308,7 @@ pub const DOWNSTREAM_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03
 impl Gateway {
     /// A gateway with an empty view and no session.
     pub fn new(options: GatewayOptions) -> Self {
-        Gateway {
+        let mut g = Gateway {
             next_call: options.first_call,
             options,
             view: View::default(),
@@ -288,7 +319,11 @@ impl Gateway {
             next_peer: 0,
             outputs: VecDeque::new(),
             counters: GatewayCounters::default(),
-        }
+            unavailable: UnavailableServers::new(),
+            roots_applied: None,
+        };
+        g.set_unavailable(UnavailableServers::new());
+        g
     }
 
     /// The next output, in order; drain to `None` after every [`Gateway::handle`].
@@ -343,6 +378,7 @@ impl Gateway {
             } => self.frame(session, exchange, &frame),
             GatewayInput::Closed { session } => self.close(session, false),
             GatewayInput::View(view) => self.set_view(view),
+            GatewayInput::Unavailable(servers) => self.set_unavailable(servers),
         }
     }
 
@@ -372,6 +408,9 @@ impl Gateway {
                 in_flight: BTreeMap::new(),
                 subscriptions: BTreeSet::new(),
                 caps: peer::ClientCaps::default(),
+                roots_capable: false,
+                roots_asked: None,
+                roots: None,
             },
         );
     }
@@ -393,6 +432,10 @@ impl Gateway {
             self.release_subscription(&uri);
         }
         self.peer_session_closed(session);
+        if s.roots.is_some() {
+            // Its roots no longer apply: the next newest session's, or the configured ones.
+            self.apply_roots();
+        }
         if tell {
             self.outputs.push_back(GatewayOutput::Close { session });
         }
@@ -418,6 +461,17 @@ impl Gateway {
                 timeout: None,
             }));
         // Nobody waits for its answer: the completion finds no pending entry and is dropped.
+    }
+
+    /// What the shell says of the servers that serve nothing, with the ones that awaited
+    /// approval at start.
+    fn set_unavailable(&mut self, mut servers: UnavailableServers) {
+        for name in &self.options.awaiting_approval {
+            servers
+                .entry(name.clone())
+                .or_insert(Unavailable::AwaitingApproval);
+        }
+        self.unavailable = servers;
     }
 
     fn fresh_call(&mut self) -> CallId {
@@ -490,7 +544,7 @@ impl Gateway {
                         PendingKind::Tool { server } => server.as_deref(),
                         _ => None,
                     };
-                    let frame = requests::call_answer(&p.id, server, outcome);
+                    let frame = requests::call_answer(&p.id, server, outcome, &self.unavailable);
                     if let Some(frame) = frame {
                         self.answer(p.session, p.exchange, frame);
                     }

@@ -188,13 +188,17 @@ impl Gateway {
         );
     }
 
+    /// Answer a server's request with an error saying why nobody downstream can take it.
+    /// Not "method not found": the manager declared the capability upstream (any client may
+    /// connect later and take the next one), so the server must not conclude that the
+    /// client lacks the feature altogether.
     fn refuse_peer(&mut self, request: PeerRequestKey, message: String) {
         self.counters.peer_refused += 1;
         self.outputs
             .push_back(GatewayOutput::Manager(Input::AnswerPeerRequest {
                 request,
                 answer: PeerAnswer::Error {
-                    code: codes::METHOD_NOT_FOUND,
+                    code: codes::INTERNAL_ERROR,
                     message,
                 },
             }));

@@ -66,16 +66,25 @@ impl Gateway {
             Message::Notification { method, params } => {
                 self.outputs
                     .push_back(GatewayOutput::Accepted { session, exchange });
-                if method == "notifications/cancelled" {
-                    if let Some(id) = params.get("requestId") {
-                        self.cancel(session, id);
+                match method.as_str() {
+                    "notifications/cancelled" => {
+                        if let Some(id) = params.get("requestId") {
+                            self.cancel(session, id);
+                        }
                     }
+                    // Once initialized, and on every change, its roots are asked for.
+                    "notifications/initialized" | "notifications/roots/list_changed" => {
+                        self.ask_roots(session)
+                    }
+                    _ => {}
                 }
             }
             Message::Response { id, outcome } => {
                 self.outputs
                     .push_back(GatewayOutput::Accepted { session, exchange });
-                self.peer_response(session, &id, outcome);
+                if !self.roots_response(session, &id, &outcome) {
+                    self.peer_response(session, &id, outcome);
+                }
             }
         }
     }
@@ -404,6 +413,7 @@ impl Gateway {
             s.initialized = true;
             s.version = Some(version.to_string());
             s.caps = super::peer::ClientCaps::from_initialize(params);
+            s.roots_capable = super::roots::declares_roots(params);
         }
         // Every capability the gateway can forward: servers arrive after this answer, so
         // what they declare is not known yet; a request no server can take fails on its own.
@@ -567,13 +577,16 @@ fn complete(params: &Value) -> Result<Forward, Refusal> {
 }
 
 /// The answer to a `tools/call`: the server's result as it sent it; its JSON-RPC error as it
-/// sent it; an unknown name as invalid params; every other failure (a server that failed,
-/// is not connected, timed out) as a tool error the model can read, naming the server and
-/// why. `None` for a cancelled call: the client that cancelled it expects no answer.
+/// sent it; an unknown name as invalid params (or, while project servers await approval, as
+/// a tool error saying so); every other failure (a server that failed, is not connected,
+/// needs a login, timed out) as a tool error the model can read, naming the server, why and
+/// the fix (see `unavailable`). `None` for a cancelled call: the client that cancelled it
+/// expects no answer.
 pub(super) fn call_answer(
     id: &Value,
     server: Option<&str>,
     outcome: &CallOutcome,
+    unavailable: &super::UnavailableServers,
 ) -> Option<Bytes> {
     Some(match outcome {
         CallOutcome::Ok(r) => wire::tool_result(id, r),
@@ -582,8 +595,11 @@ pub(super) fn call_answer(
             message,
             data,
         }) => wire::error(id, *code, message, data.as_ref()),
-        CallOutcome::Err(e @ CallError::UnknownTool { .. }) => {
-            wire::error(id, wire::INVALID_PARAMS, &e.to_string(), None)
+        CallOutcome::Err(e @ CallError::UnknownTool { tool }) => {
+            match super::unavailable::unknown_while_awaiting(tool, unavailable) {
+                Some(text) => wire::tool_error(id, &text),
+                None => wire::error(id, wire::INVALID_PARAMS, &e.to_string(), None),
+            }
         }
         CallOutcome::Err(e) => {
             let reason = match e {
@@ -592,9 +608,16 @@ pub(super) fn call_answer(
                 } => format!(": {r}"),
                 _ => String::new(),
             };
-            let text = match server {
+            let (named, error) = super::unavailable::failed_server(e, server);
+            let fix = named
+                .and_then(|s| super::unavailable::reason_and_fix(s, error, unavailable.get(s)));
+            let text = match named {
                 Some(server) => format!("the call to server \"{server}\" failed: {e}{reason}"),
                 None => format!("{e}{reason}"),
+            };
+            let text = match fix {
+                Some(fix) => format!("{text}. {fix}"),
+                None => text,
             };
             wire::tool_error(id, &text)
         }

@@ -587,12 +587,17 @@ fn a_servers_request_nobody_can_answer_is_refused_naming_the_server() {
     });
     match manager_input(&drain(&mut g)) {
         Input::AnswerPeerRequest {
-            answer: PeerAnswer::Error { message, .. },
+            answer: PeerAnswer::Error { message, code },
             ..
-        } => assert!(
-            message.contains("did not declare sampling") && message.contains("\"llm\""),
-            "{message}"
-        ),
+        } => {
+            assert!(
+                message.contains("did not declare sampling") && message.contains("\"llm\""),
+                "{message}"
+            );
+            // Switchboard declared sampling upstream: the server must not read "method not
+            // found" (the simulator's servers check exactly that).
+            assert_eq!(code, crate::protocol::codes::INTERNAL_ERROR);
+        }
         other => panic!("{other:?}"),
     }
     // No call in flight to the server that asks.

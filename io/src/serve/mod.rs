@@ -12,10 +12,12 @@
 mod http;
 mod peer;
 mod stdio;
+mod watch;
 
 pub use http::{serve_http, HttpServeError, HttpServeOptions};
 pub use peer::PeerForwarder;
 pub use stdio::serve_stdio;
+pub use watch::{discovered_files, watch_config, watch_files, DEFAULT_WATCH_INTERVAL};
 
 use crate::driver::link::{Error, Progress};
 use crate::{CallOptions, Switchboard};
@@ -24,7 +26,9 @@ use futures_lite::future;
 use std::collections::BTreeMap;
 use std::future::Future;
 use switchboard_core::catalog::OperationOutcome;
-use switchboard_core::gateway::{Gateway, GatewayInput, GatewayOptions, GatewayOutput, View};
+use switchboard_core::gateway::{
+    Gateway, GatewayInput, GatewayOptions, GatewayOutput, Unavailable, UnavailableServers, View,
+};
 use switchboard_core::manager::{
     CallError, CallId, CallOutcome, Event, Input, PeerRequestKey, WithdrawReason,
 };
@@ -87,6 +91,7 @@ async fn run_loop<S: Sink>(
     let mut tasks: BTreeMap<CallId, async_executor::Task<()>> = BTreeMap::new();
     let mut events_open = true;
     g.handle(GatewayInput::View(view(sb)));
+    g.handle(GatewayInput::Unavailable(unavailable(sb)));
     loop {
         let wake = future::or(
             async { Wake::Downstream(downstream.recv().await.ok()) },
@@ -144,6 +149,10 @@ async fn run_loop<S: Sink>(
                 | Event::OperationCompleted { .. }
                 | Event::Progress { .. } => {}
                 Event::ServerLog { .. } | Event::ResourceUpdated { .. } => g.handle_event(&event),
+                Event::StatusChanged { .. } | Event::StartupComplete { .. } => {
+                    g.handle(GatewayInput::View(view(sb)));
+                    g.handle(GatewayInput::Unavailable(unavailable(sb)));
+                }
                 _ => g.handle(GatewayInput::View(view(sb))),
             },
             // Missed events: the view is read again, which is all they could have changed
@@ -200,6 +209,30 @@ fn view(sb: &Switchboard) -> View {
         templates: sb.resource_templates(),
         prompts: sb.prompts(),
     }
+}
+
+/// The configured servers that serve nothing, and why: the project servers discovery left
+/// awaiting approval, and the servers whose last attempt failed (a login they need among
+/// them). The gateway names the reason and the fix when a call needs one of them.
+fn unavailable(sb: &Switchboard) -> UnavailableServers {
+    use switchboard_core::manager::{ServerErrorKind, ServerStatus};
+    let mut out = UnavailableServers::new();
+    if let Some(d) = sb.discovery() {
+        for a in d.awaiting {
+            out.insert(a.server, Unavailable::AwaitingApproval);
+        }
+    }
+    for s in sb.servers() {
+        if s.status == ServerStatus::Connected {
+            continue;
+        }
+        if let Some(e) = s.last_error {
+            if e.kind != ServerErrorKind::Disconnected {
+                out.insert(s.name, Unavailable::Failed(e));
+            }
+        }
+    }
+    out
 }
 
 /// Perform one manager input of the gateway's through the library.
@@ -275,6 +308,14 @@ fn start<'a>(
         Input::CancelCall { call } => {
             // Dropping the task drops its call handle, which cancels the call.
             tasks.remove(&call);
+        }
+        Input::SetRoots { roots } => {
+            // The downstream client's roots (or, once it left, the configured ones).
+            let sb = sb.clone();
+            ex.spawn(async move {
+                let _ = sb.set_roots(roots).await;
+            })
+            .detach();
         }
         _ => {}
     }

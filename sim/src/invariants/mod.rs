@@ -9,6 +9,7 @@
 //! other way round.
 
 mod catalog;
+pub mod gateway;
 mod lifecycle;
 pub mod liveness;
 pub mod outputs;

@@ -362,6 +362,7 @@ fn options_strategy() -> impl Strategy<Value = SimOptions> {
                     max_tool_pages: None,
                     peer: None,
                     probe: false,
+                    gateway: None,
                 }
             },
         )
@@ -439,6 +440,82 @@ fn mix_strategy() -> impl Strategy<Value = FaultMix> {
         )
 }
 
+fn client_strategy() -> impl Strategy<Value = ClientPlan> {
+    (
+        prop_oneof![2 => Just(0u64), 1 => 0u64..3_000],
+        prop::bool::weighted(0.3),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
+        [1u8..8, 0u8..3, 0u8..2, 0u8..2],
+        prop_oneof![
+            2 => Just(None),
+            1 => prop::sample::select(vec!["debug", "info", "warning", "error"])
+                .prop_map(|l| Some(l.to_string())),
+        ],
+    )
+        .prop_map(
+            |(open_at_ms, strict, (sampling, form, url), answers, log_level)| ClientPlan {
+                era: DownstreamEra::Legacy,
+                open_at_ms,
+                strict,
+                sampling,
+                form,
+                url,
+                answers,
+                log_level,
+            },
+        )
+}
+
+fn downstream_kind_strategy() -> impl Strategy<Value = DownstreamKind> {
+    prop_oneof![
+        12 => (0usize..64, prop::bool::weighted(0.85), any::<bool>()).prop_map(
+            |(pick, known, progress)| DownstreamKind::Call { pick, known, progress }
+        ),
+        3 => (0usize..8).prop_map(DownstreamKind::Cancel),
+        2 => (0usize..16).prop_map(DownstreamKind::Read),
+        2 => (0usize..16).prop_map(DownstreamKind::Prompt),
+        2 => (0usize..16).prop_map(DownstreamKind::Subscribe),
+        1 => Just(DownstreamKind::Ping),
+        1 => Just(DownstreamKind::Close),
+    ]
+}
+
+/// A third of the runs put `switchboard serve`'s gateway in front of the manager, with one
+/// to three downstream clients acting through it.
+fn gateway_strategy(horizon_ms: u64) -> impl Strategy<Value = Option<GatewayPlan>> {
+    let plan = (
+        prop_oneof![1 => Just(1000usize), 2 => 1usize..4],
+        prop_oneof![3 => Just(256usize), 1 => 1usize..4],
+        prop::bool::weighted(0.3),
+        prop::collection::vec(client_strategy(), 1..=3),
+        prop::collection::vec(
+            (0..horizon_ms, 0usize..3, downstream_kind_strategy()),
+            0..=30,
+        ),
+    )
+        .prop_map(
+            |(page_size, max_in_flight, plain_names, clients, actions)| {
+                let mut actions: Vec<DownstreamAction> = actions
+                    .into_iter()
+                    .map(|(at_ms, client, kind)| DownstreamAction {
+                        at_ms,
+                        client,
+                        kind,
+                    })
+                    .collect();
+                actions.sort_by_key(|a| a.at_ms);
+                GatewayPlan {
+                    page_size,
+                    max_in_flight,
+                    plain_names,
+                    clients,
+                    actions,
+                }
+            },
+        );
+    prop_oneof![2 => Just(None), 1 => plan.prop_map(Some)]
+}
+
 /// Half the runs probe; in those, each server speaks a revision picked from `seed`: legacy
 /// (plainly, misleadingly, or silently — the silent ones on stdio only) or stateless.
 fn assign_eras(options: &mut SimOptions, servers: &mut [ServerPlan], seed: u64) {
@@ -510,11 +587,14 @@ pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
                 ),
                 // The protocol revisions, drawn after everything else for the same reason.
                 any::<u64>(),
+                // The gateway and its downstream clients, last of all.
+                gateway_strategy(p.horizon_ms),
             )
         })
         .prop_map(
-            |(mix, mut options, names, mut servers, actions, world_seed, late, eras)| {
+            |(mix, mut options, names, mut servers, actions, world_seed, late, eras, gateway)| {
                 (options.reconnect, options.max_tool_pages, options.peer) = late;
+                options.gateway = gateway;
                 assign_eras(&mut options, &mut servers, eras);
                 for (s, n) in servers.iter_mut().zip(names) {
                     s.name = n.to_string();

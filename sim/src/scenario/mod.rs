@@ -62,6 +62,88 @@ pub struct SimOptions {
     /// off: `initialize` at once, and every server speaks the legacy revision.
     #[serde(default)]
     pub probe: bool,
+    /// `switchboard serve`'s gateway in front of the manager, with simulated downstream
+    /// clients. `None`: no gateway, and the world draws nothing for one.
+    #[serde(default)]
+    pub gateway: Option<GatewayPlan>,
+}
+
+/// The serving side of a run: the gateway's options and its downstream clients.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayPlan {
+    /// `page_size` of the served lists (small, so lists page).
+    pub page_size: usize,
+    /// `max_in_flight` per session.
+    pub max_in_flight: usize,
+    /// Serve plain names where they are unique.
+    pub plain_names: bool,
+    /// The downstream clients; each opens its session at its own time.
+    pub clients: Vec<ClientPlan>,
+    /// What the clients do, ordered by time.
+    pub actions: Vec<DownstreamAction>,
+}
+
+/// The protocol era a downstream client speaks. Only the legacy era (`initialize`,
+/// sessions, list-changed notifications) is served today; the stateless era's clients join
+/// here, with their own way of listing and following changes, once the gateway serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum DownstreamEra {
+    /// `initialize`, then requests on the session.
+    #[default]
+    Legacy,
+}
+
+/// One simulated downstream client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientPlan {
+    pub era: DownstreamEra,
+    /// When it opens its session.
+    pub open_at_ms: u64,
+    /// An HTTP-like session: anything before `initialize` closes it.
+    pub strict: bool,
+    /// It declares sampling.
+    pub sampling: bool,
+    /// It declares form-mode elicitation.
+    pub form: bool,
+    /// It declares URL-mode elicitation.
+    pub url: bool,
+    /// Weights of its answers to forwarded requests: promptly, with an error, never, twice.
+    pub answers: [u8; 4],
+    /// Its `logging/setLevel`, if it sets one.
+    pub log_level: Option<String>,
+}
+
+/// One thing a downstream client does, at a virtual time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DownstreamAction {
+    pub at_ms: u64,
+    /// Which client (modulo the number of clients).
+    pub client: usize,
+    pub kind: DownstreamKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum DownstreamKind {
+    /// `tools/call` of the `pick`-th tool of its last listing (or a name it never saw), with
+    /// a progress token when `progress`.
+    Call {
+        pick: usize,
+        known: bool,
+        progress: bool,
+    },
+    /// `notifications/cancelled` for its `pick`-th request in flight.
+    Cancel(usize),
+    /// `resources/read` of the `pick`-th resource it listed.
+    Read(usize),
+    /// `prompts/get` of the `pick`-th prompt it listed.
+    Prompt(usize),
+    /// `resources/subscribe` (or, when held, `resources/unsubscribe`) of the `pick`-th
+    /// resource it listed.
+    Subscribe(usize),
+    /// `ping`.
+    Ping,
+    /// The session ends; the client opens a new one a little later.
+    Close,
 }
 
 /// Which protocol revision a simulated server speaks, and how it answers the

@@ -135,6 +135,10 @@ impl World<'_> {
             self.fail(Invariant::PeerRequestsAnsweredOnce, d);
             return;
         }
+        self.gateway_settled();
+        if self.violation.is_some() {
+            return;
+        }
         self.reconnect_healed();
         if self.violation.is_some() {
             return;
@@ -497,6 +501,8 @@ impl World<'_> {
                     .keys()
                     .chain(self.obs.ops.keys())
                     .copied()
+                    // The gateway's calls are its clients' to cancel.
+                    .filter(|c| c.0 < super::gateway::FIRST_CALL)
                     .collect();
                 let call = if ids.is_empty() {
                     CallId(pick as u64 + 1)

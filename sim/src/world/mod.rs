@@ -10,8 +10,10 @@
 //! the one it is for; the invariants module judges each step from the observations.
 
 mod catalog;
+mod downstream;
 mod embedder;
 mod era;
+mod gateway;
 mod os;
 mod peer;
 mod requests;
@@ -71,6 +73,8 @@ enum Ev {
         catalog: Option<Catalog>,
     },
     Heal,
+    /// Something of the serving side (`switchboard serve`'s gateway and its clients).
+    Downstream(gateway::DownEv),
     /// The embedder answers a request of a server's.
     PeerAnswer {
         request: switchboard_core::PeerRequestKey,
@@ -141,6 +145,8 @@ pub struct World<'a> {
     peer_rng: SplitMix64,
     /// Per server: until when the last list it delivered stays fresh by its `ttlMs`.
     fresh_until: Vec<Option<Instant>>,
+    /// The gateway and its downstream clients, when the scenario serves.
+    gw: Option<Box<gateway::GatewayWorld>>,
 }
 
 impl<'a> World<'a> {
@@ -222,6 +228,11 @@ impl<'a> World<'a> {
             fresh_until: vec![None; n],
             requests: requests::Requests::default(),
             peer_rng: SplitMix64::new(sc.world_seed ^ 0x7065_6572),
+            gw: sc
+                .options
+                .gateway
+                .as_ref()
+                .map(|p| Box::new(gateway::GatewayWorld::new(p, sc.world_seed))),
         }
     }
 
@@ -272,6 +283,7 @@ impl<'a> World<'a> {
         for (i, a) in sc.actions.iter().enumerate() {
             self.push(Instant::from_millis(a.at_ms), Ev::Action(i));
         }
+        self.gateway_start();
         let last = sc.actions.last().map_or(0, |a| a.at_ms);
         // Faults stay on a while after the last action, so its consequences play out in a storm.
         let heal_at = Instant::from_millis(last + 3_000);
@@ -490,6 +502,7 @@ impl<'a> World<'a> {
             );
         }
         self.check();
+        self.gateway_after_step();
     }
 
     /// Hand one output to whoever acts on it — the OS, the server behind a transport, or the
@@ -497,6 +510,7 @@ impl<'a> World<'a> {
     fn perform(&mut self, o: Output) {
         self.count_output(&o);
         self.request_output(&o);
+        let for_gateway = self.gateway_takes(&o);
         let watch = outputs::Watch {
             now: self.now,
             reconnect: &self.m.options().reconnect,
@@ -504,6 +518,9 @@ impl<'a> World<'a> {
         };
         if !outputs::observe(&watch, &mut self.obs, &mut self.step, &o) {
             return;
+        }
+        if let Some(e) = for_gateway {
+            self.gateway_event(e);
         }
         match o {
             Output::OpenTransport { conn, server, .. } => self.spawn(conn, &server),
@@ -526,7 +543,8 @@ impl<'a> World<'a> {
             Output::Event(Event::CallCompleted { call, outcome }) => {
                 self.call_completed(call, outcome)
             }
-            Output::Event(Event::PeerRequest { request, kind, .. }) => {
+            // With a gateway serving, servers' requests are its to forward.
+            Output::Event(Event::PeerRequest { request, kind, .. }) if self.gw.is_none() => {
                 self.embedder_peer_request(request, &kind)
             }
             Output::Event(Event::StatusChanged { .. })
@@ -678,6 +696,7 @@ impl<'a> World<'a> {
                 self.maybe_set_roots();
             }
             Ev::PeerAnswer { request, answer } => self.peer_answer_input(request, answer),
+            Ev::Downstream(d) => self.downstream(d),
             Ev::Heal => {
                 self.healed = true;
                 self.tr(|t| {

@@ -60,13 +60,18 @@ pub(super) fn install(
             command: cmd.to_string(),
         }));
     }
+    Ok(builder.roots(project_roots(project)))
+}
+
+/// The roots the CLI offers servers: the project directory.
+pub(super) fn project_roots(project: &Path) -> Vec<Root> {
     let name = project
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
-    Ok(builder.roots(vec![Root {
+    vec![Root {
         uri: file_uri(project),
         name,
-    }]))
+    }]
 }
 
 /// A `file://` URI for an absolute directory, its bytes outside the unreserved set and `/`

@@ -5,7 +5,10 @@
 use super::{interrupt, Fatal, Global, Session, Settle, EXIT_OK};
 use std::net::SocketAddr;
 use switchboard::core::gateway::GatewayOptions;
-use switchboard::serve::{serve_http, serve_stdio, HttpServeOptions, PeerForwarder};
+use switchboard::serve::{
+    discovered_files, serve_http, serve_stdio, watch_files, HttpServeOptions, PeerForwarder,
+    DEFAULT_WATCH_INTERVAL,
+};
 
 /// The environment variable read for the bearer token when `--bearer-token` is not given
 /// (so the token stays out of the process list).
@@ -50,36 +53,73 @@ pub(super) async fn run(
     })
     .await?;
     let sb = session.sb;
+    // The configured roots (the project directory) apply until a downstream client that
+    // declared roots gives its own.
+    let (project, _) = super::discovery_options(g)?;
     let gateway = GatewayOptions {
         plain_names: args.plain_names,
         tool_search: args.tool_search,
+        roots: super::peer::project_roots(&project),
+        awaiting_approval: session
+            .discovered
+            .awaiting
+            .iter()
+            .map(|a| a.server.clone())
+            .collect(),
         ..GatewayOptions::default()
     };
-    let result = match args.http {
-        None => serve_stdio(&sb, gateway, peers)
-            .await
-            .map_err(|e| Fatal::failed(format!("serving on stdio failed: {e}"))),
-        Some(addr) => {
-            let quiet = g.quiet;
-            serve_http(
-                &sb,
-                HttpServeOptions {
-                    addr,
-                    bearer_token: token,
-                    allowed_origins: args.allowed_origins,
-                    gateway,
-                    peers,
-                },
-                |local| {
-                    if !quiet {
-                        eprintln!("switchboard: serving http://{local}/mcp");
-                    }
-                },
-            )
-            .await
-            .map_err(|e| Fatal::failed(e.to_string()))
+    // Edits of the config files it read are picked up while it serves: the new set is synced
+    // (unchanged servers keep running) and the client told of the new view.
+    let watching = async {
+        let quiet = g.quiet;
+        let files = discovered_files(&session.discovered);
+        watch_files(files, DEFAULT_WATCH_INTERVAL, || {
+            let sb = sb.clone();
+            let options = super::discovery_options(g).map(|(_, o)| o);
+            async move {
+                let Ok(options) = options else {
+                    return Vec::new();
+                };
+                let d = blocking::unblock(move || super::config::discover_answered(options, quiet))
+                    .await;
+                if !quiet {
+                    eprintln!("switchboard: a config file changed; syncing the servers");
+                }
+                let _ = sb.sync(d.servers.clone()).await;
+                discovered_files(&d)
+            }
+        })
+        .await;
+        futures_lite::future::pending::<Result<(), Fatal>>().await
+    };
+    let serving = async {
+        match args.http {
+            None => serve_stdio(&sb, gateway, peers)
+                .await
+                .map_err(|e| Fatal::failed(format!("serving on stdio failed: {e}"))),
+            Some(addr) => {
+                let quiet = g.quiet;
+                serve_http(
+                    &sb,
+                    HttpServeOptions {
+                        addr,
+                        bearer_token: token,
+                        allowed_origins: args.allowed_origins,
+                        gateway,
+                        peers,
+                    },
+                    |local| {
+                        if !quiet {
+                            eprintln!("switchboard: serving http://{local}/mcp");
+                        }
+                    },
+                )
+                .await
+                .map_err(|e| Fatal::failed(e.to_string()))
+            }
         }
     };
+    let result = futures_lite::future::or(serving, watching).await;
     sb.shutdown().await;
     result.map(|()| EXIT_OK)
 }

@@ -1,0 +1,314 @@
+//! The serving side's promises, judged from what the world saw the gateway do. Each is stated
+//! in words first:
+//!
+//! - [`Invariant::DownstreamViewIsAnnounced`]: a downstream session's last complete list (of
+//!   tools, resources, templates or prompts) equals the core's view of that kind, unless the
+//!   gateway has told that session `list_changed` since it served the list. So a change of
+//!   the core's view is announced in the very step it happens, and a list served after the
+//!   announcement shows it.
+//! - [`Invariant::ForwardedRequestsAnsweredOnce`]: every downstream request is answered
+//!   exactly once, on the session and exchange it came on, unless the client cancelled it or
+//!   its session ended; one that needs no server is answered in the step it arrived. Every
+//!   server request handed to the gateway is answered to the manager exactly once — by the
+//!   client it was forwarded to (one with a call in flight to that server, on that call's
+//!   exchange, that declared the capability), or refused at once saying why — unless the
+//!   manager withdrew it first; never after.
+//! - [`Invariant::DownstreamCancelReachesUpstream`]: a downstream request in flight that the
+//!   client cancels, or whose session ends, is cancelled in the manager (the gateway asks in
+//!   the same step, and the manager no longer runs it once asked), and is never answered.
+//! - [`Invariant::DownstreamRequestsBounded`]: no downstream request waits past its timeout:
+//!   one handed to the manager is answered by its call's deadline at the latest.
+//!
+//! The world records what it saw in a [`GatewayObs`] while the gateway's outputs are
+//! drained; checks that need the output order report into `found`, the rest are the
+//! functions below, run after every step.
+
+use crate::verdict::Invariant;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+use switchboard_core::gateway::{ExchangeId, SessionId};
+use switchboard_core::manager::CallId;
+use switchboard_core::{Instant, PeerRequestKey};
+
+/// The four lists a session can hold, in this order everywhere.
+pub const LIST_METHODS: [&str; 4] = [
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
+/// The field of each list's result holding its items, and the field naming each item.
+pub const LIST_FIELDS: [(&str, &str); 4] = [
+    ("tools", "name"),
+    ("resources", "uri"),
+    ("resourceTemplates", "uriTemplate"),
+    ("prompts", "name"),
+];
+
+/// Which list a `notifications/*/list_changed` announces (resources cover templates too).
+pub fn announced_lists(method: &str) -> &'static [usize] {
+    match method {
+        "notifications/tools/list_changed" => &[0],
+        "notifications/resources/list_changed" => &[1, 2],
+        "notifications/prompts/list_changed" => &[3],
+        _ => &[],
+    }
+}
+
+/// One downstream request the gateway received and has not answered.
+#[derive(Debug, Clone)]
+pub struct OpenRequest {
+    pub exchange: ExchangeId,
+    pub method: String,
+    pub at: Instant,
+    /// The call or operation the gateway asked the manager for.
+    pub call: Option<CallId>,
+    /// The server its tool call went to, when the view named one.
+    pub server: Option<String>,
+    /// For a list: it asked for the first page.
+    pub first_page: bool,
+}
+
+/// What a session was served of one list.
+#[derive(Debug, Clone, Default)]
+pub struct ListObs {
+    /// The last complete listing (item keys in served order).
+    pub listed: Option<Vec<String>>,
+    /// A `list_changed` was told since `listed` was served.
+    pub stale: bool,
+    /// A listing under way: the pages so far, and whether a change was told during it.
+    pub building: Option<(Vec<String>, bool)>,
+}
+
+/// One session, as the gateway served it.
+#[derive(Debug, Clone, Default)]
+pub struct SessionObs {
+    /// What it declared: sampling, form and URL elicitation.
+    pub caps: (bool, bool, bool),
+    /// Requests in flight, by the id's JSON text.
+    pub open: BTreeMap<String, OpenRequest>,
+    /// Requests it cancelled (no answer may follow).
+    pub cancelled: BTreeSet<String>,
+    pub lists: [ListObs; 4],
+}
+
+/// A server's request handed to the gateway.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PeerObs {
+    /// Handed over, not yet forwarded or answered.
+    Handed { server: String },
+    /// Forwarded to `session` under `id`, at `at`.
+    Forwarded {
+        session: SessionId,
+        id: Value,
+        at: Instant,
+    },
+    /// Answered to the manager, or withdrawn by it.
+    Done,
+}
+
+/// Everything the world saw of the gateway.
+#[derive(Debug, Default)]
+pub struct GatewayObs {
+    pub sessions: BTreeMap<SessionId, SessionObs>,
+    pub peers: BTreeMap<PeerRequestKey, PeerObs>,
+    /// The gateway's calls and operations: the session and request id they answer.
+    pub calls: BTreeMap<CallId, (SessionId, String)>,
+    /// Calls the gateway asked the manager to cancel, not yet handled by it.
+    pub cancelling: BTreeSet<CallId>,
+    /// Violations seen while outputs were drained.
+    pub found: Vec<(Invariant, String)>,
+}
+
+/// The core's view of one kind, as the check needs it: each entry's served key (qualified
+/// name, URI or template) and, for tools and prompts, its raw name on its server.
+pub type Expected = Vec<(String, Option<String>)>;
+
+/// `true` when `listed` is what a gateway serving `view` lists: the same number of entries,
+/// each naming a distinct entry of the view by its key, or (with plain names) by a raw name
+/// no other entry has and no key equals.
+fn same_list(listed: &[String], view: &Expected, plain: bool) -> bool {
+    if listed.len() != view.len() {
+        return false;
+    }
+    let mut used = vec![false; view.len()];
+    for name in listed {
+        // Several entries may share a key (one URI listed by two servers): take a free one.
+        let by_key = (0..view.len()).find(|&i| !used[i] && view[i].0 == *name);
+        let hit = match by_key {
+            Some(i) => Some(i),
+            None if plain => {
+                let raws: Vec<usize> = view
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (_, raw))| raw.as_deref() == Some(name.as_str()))
+                    .map(|(i, _)| i)
+                    .collect();
+                (raws.len() == 1).then(|| raws[0])
+            }
+            None => None,
+        };
+        match hit {
+            Some(i) if !used[i] => used[i] = true,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// [`Invariant::DownstreamViewIsAnnounced`].
+pub fn downstream_view_is_announced(
+    obs: &GatewayObs,
+    views: &[Expected; 4],
+    plain: bool,
+) -> Result<(), String> {
+    for (session, s) in &obs.sessions {
+        for (k, l) in s.lists.iter().enumerate() {
+            let Some(listed) = &l.listed else { continue };
+            if l.stale {
+                continue;
+            }
+            let plain = plain && (k == 0 || k == 3);
+            if !same_list(listed, &views[k], plain) {
+                let keys: Vec<&str> = views[k].iter().map(|(k, _)| k.as_str()).collect();
+                return Err(format!(
+                    "session {} holds {} {listed:?}, the core's view is {keys:?}, and no list_changed told it",
+                    session.0, LIST_METHODS[k]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`Invariant::ForwardedRequestsAnsweredOnce`], the part judged after a step: a request
+/// that no call carries is answered in the step it arrived.
+pub fn requests_answered_or_forwarded(obs: &GatewayObs) -> Result<(), String> {
+    for (session, s) in &obs.sessions {
+        for (id, r) in &s.open {
+            if r.call.is_none() {
+                return Err(format!(
+                    "session {}'s {} (id {id}) was neither answered nor handed to the manager",
+                    session.0, r.method
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`Invariant::DownstreamCancelReachesUpstream`], after the manager handled a cancellation:
+/// the call is gone from it.
+pub fn cancelled_calls_left_the_manager(
+    cancelled: &[CallId],
+    calls: &[CallId],
+    ops: &[CallId],
+) -> Result<(), String> {
+    for c in cancelled {
+        if calls.contains(c) || ops.contains(c) {
+            return Err(format!(
+                "the gateway cancelled call {}, but the manager still runs it",
+                c.0
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`Invariant::DownstreamRequestsBounded`]: a request handed to the manager is answered by
+/// the deadline its call got (`bound` after it arrived).
+pub fn downstream_requests_bounded(
+    obs: &GatewayObs,
+    now: Instant,
+    bound: Duration,
+) -> Result<(), String> {
+    for (session, s) in &obs.sessions {
+        for (id, r) in &s.open {
+            if r.call.is_some() && now > r.at + bound {
+                return Err(format!(
+                    "session {}'s {} (id {id}) arrived at {}ms and is still unanswered at {}ms (bound {}ms)",
+                    session.0,
+                    r.method,
+                    r.at.as_millis(),
+                    now.as_millis(),
+                    bound.as_millis()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// After the heal, once the work finished: every server request handed to the gateway was
+/// answered or withdrawn (one forwarded less than `answer_within` ago may still wait for
+/// the client, or for the manager's timeout), and no downstream request waits.
+pub fn gateway_settled(
+    obs: &GatewayObs,
+    now: Instant,
+    answer_within: Duration,
+) -> Result<(), String> {
+    for (k, p) in &obs.peers {
+        let waiting = matches!(p, PeerObs::Forwarded { at, .. } if *at + answer_within > now);
+        if *p != PeerObs::Done && !waiting {
+            return Err(format!(
+                "server request p{} handed to the gateway is still {p:?}",
+                k.0
+            ));
+        }
+    }
+    for (session, s) in &obs.sessions {
+        if let Some((id, r)) = s.open.iter().next() {
+            return Err(format!(
+                "session {}'s {} (id {id}) was never answered",
+                session.0, r.method
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(entries: &[(&str, &str)]) -> Expected {
+        entries
+            .iter()
+            .map(|(k, r)| (k.to_string(), Some(r.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn a_listing_matches_by_key_or_by_a_unique_plain_name() {
+        let v = view(&[
+            ("mcp_a_echo", "echo"),
+            ("mcp_b_echo", "echo"),
+            ("mcp_b_run", "run"),
+        ]);
+        let listed = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(same_list(
+            &listed(&["mcp_a_echo", "mcp_b_echo", "run"]),
+            &v,
+            true
+        ));
+        assert!(!same_list(
+            &listed(&["mcp_a_echo", "mcp_b_echo", "run"]),
+            &v,
+            false
+        ));
+        // "echo" names two entries: not a plain name.
+        assert!(!same_list(
+            &listed(&["echo", "mcp_b_echo", "run"]),
+            &v,
+            true
+        ));
+        assert!(!same_list(&listed(&["mcp_a_echo", "mcp_b_echo"]), &v, true));
+        assert!(!same_list(
+            &listed(&["mcp_a_echo", "mcp_a_echo", "run"]),
+            &v,
+            true
+        ));
+    }
+}

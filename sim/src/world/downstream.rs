@@ -1,0 +1,559 @@
+//! Simulated downstream clients of `switchboard serve`: each opens a session (a stdio-like
+//! stream, or an HTTP-like session where every message is its own exchange and anything
+//! before `initialize` ends it), initializes, lists tools, resources, templates and prompts
+//! (page by page), lists again when told `list_changed`, calls tools it listed (or names it
+//! never saw), reads, gets prompts, subscribes, pings, cancels its requests and closes its
+//! session to open a new one — while the upstream servers start, crash, recover and change
+//! their lists. It answers the servers' requests the gateway forwards (promptly, with an
+//! error, never, or twice) only for what it declared; anything else is a violation.
+//!
+//! Only the legacy era is simulated (`DownstreamEra::Legacy`); a stateless client would list
+//! and follow changes its own way and joins here as another arm of `Client::initialize_params`
+//! and of the list-changed handling.
+
+use super::gateway::{open_request, session_obs, Cause, DownEv};
+use super::{Ev, World};
+use crate::invariants::gateway::{announced_lists, LIST_FIELDS, LIST_METHODS};
+use crate::scenario::{DownstreamEra, DownstreamKind};
+use crate::verdict::Invariant;
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::time::Duration;
+use switchboard_core::gateway::{ExchangeId, GatewayInput, SessionId, DOWNSTREAM_VERSIONS};
+use switchboard_core::protocol::form_defaults;
+
+/// What one of a client's requests was.
+#[derive(Debug, Clone, PartialEq)]
+enum Waiting {
+    Initialize,
+    List(usize),
+    Subscribe(String),
+    Unsubscribe(String),
+    Call,
+    Other,
+}
+
+/// One list as the client holds it.
+#[derive(Debug, Clone, Default)]
+struct ClientList {
+    items: Vec<String>,
+    so_far: Vec<String>,
+    listing: bool,
+    /// Told `list_changed` while listing: list again when done.
+    again: bool,
+}
+
+/// A simulated downstream client.
+#[derive(Debug, Clone)]
+pub(super) struct Client {
+    session: Option<SessionId>,
+    /// The one exchange of a stdio-like session.
+    stream: ExchangeId,
+    strict: bool,
+    initialized: bool,
+    next_id: u64,
+    waiting: BTreeMap<u64, Waiting>,
+    lists: [ClientList; 4],
+    subscribed: BTreeSet<String>,
+}
+
+impl Client {
+    pub(super) fn new() -> Self {
+        Client {
+            session: None,
+            stream: ExchangeId(0),
+            strict: false,
+            initialized: false,
+            next_id: 0,
+            waiting: BTreeMap::new(),
+            lists: Default::default(),
+            subscribed: BTreeSet::new(),
+        }
+    }
+}
+
+impl World<'_> {
+    /// One event of the serving side.
+    pub(super) fn downstream(&mut self, ev: DownEv) {
+        match ev {
+            DownEv::Open(i) => self.client_open(i),
+            DownEv::Action(k) => self.client_action(k),
+            DownEv::ToGateway {
+                session,
+                exchange,
+                frame,
+            } => self.frame_to_gateway(session, exchange, frame),
+            DownEv::ToClient { session, frame } => self.frame_to_client(session, &frame),
+            DownEv::Manager(input) => self.gateway_manager_input(input),
+        }
+    }
+
+    fn client_open(&mut self, i: usize) {
+        let Some(gw) = self.gw.as_mut() else { return };
+        if gw.clients[i].session.is_some() {
+            return;
+        }
+        let plan = gw.plan.clients[i].clone();
+        gw.next_session += 1;
+        let session = SessionId(gw.next_session);
+        let stream = gw.exchange();
+        let c = &mut gw.clients[i];
+        *c = Client::new();
+        c.session = Some(session);
+        c.stream = stream;
+        c.strict = plan.strict;
+        gw.obs
+            .sessions
+            .insert(session, session_obs((plan.sampling, plan.form, plan.url)));
+        // An HTTP-like client now and then speaks before initializing: its session ends.
+        let rude = plan.strict && !self.healed && gw.rng.below(8) == 0;
+        self.tr(|t| {
+            let _ = writeln!(t, "            ds: client {i} opens s{}", session.0);
+        });
+        self.gateway_input(
+            GatewayInput::Opened {
+                session,
+                strict: plan.strict,
+            },
+            Cause::Other,
+        );
+        if rude {
+            self.client_request(i, "tools/list", json!({}), Waiting::Other);
+            return;
+        }
+        let version = match plan.era {
+            DownstreamEra::Legacy => {
+                let k = self.gw.as_mut().map_or(0, |gw| gw.rng.below(4)) as usize;
+                DOWNSTREAM_VERSIONS[k % DOWNSTREAM_VERSIONS.len()]
+            }
+        };
+        let mut caps = serde_json::Map::new();
+        if plan.sampling {
+            caps.insert("sampling".into(), json!({}));
+        }
+        let mut modes = serde_json::Map::new();
+        if plan.form {
+            modes.insert("form".into(), json!({}));
+        }
+        if plan.url {
+            modes.insert("url".into(), json!({}));
+        }
+        if !modes.is_empty() {
+            caps.insert("elicitation".into(), Value::Object(modes));
+        }
+        self.client_request(
+            i,
+            "initialize",
+            json!({
+                "protocolVersion": version,
+                "capabilities": caps,
+                "clientInfo": { "name": format!("sim-client-{i}"), "version": "1" }
+            }),
+            Waiting::Initialize,
+        );
+    }
+
+    /// The client sends a request.
+    fn client_request(&mut self, i: usize, method: &str, params: Value, what: Waiting) -> u64 {
+        let Some(gw) = self.gw.as_mut() else { return 0 };
+        let c = &mut gw.clients[i];
+        c.next_id += 1;
+        let id = c.next_id;
+        c.waiting.insert(id, what);
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.client_send(i, frame);
+        id
+    }
+
+    /// The client writes one message (a new exchange when its session is HTTP-like).
+    fn client_send(&mut self, i: usize, v: Value) {
+        let Some(gw) = self.gw.as_mut() else { return };
+        let Some(session) = gw.clients[i].session else {
+            return;
+        };
+        let exchange = if gw.clients[i].strict {
+            gw.exchange()
+        } else {
+            gw.clients[i].stream
+        };
+        let lat = 1 + gw.rng.below(4);
+        let at = self.now + Duration::from_millis(lat);
+        let last = gw.to_gateway_at.entry(session).or_insert(at);
+        let at = at.max(*last);
+        *last = at;
+        let frame = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+        self.push(
+            at,
+            Ev::Downstream(DownEv::ToGateway {
+                session,
+                exchange,
+                frame,
+            }),
+        );
+    }
+
+    fn frame_to_gateway(&mut self, session: SessionId, exchange: ExchangeId, frame: Bytes) {
+        let now = self.now;
+        let Some(gw) = self.gw.as_mut() else { return };
+        if !gw.obs.sessions.contains_key(&session) {
+            return; // The gateway ended the session while this was under way.
+        }
+        let v: Value = serde_json::from_slice(&frame).unwrap_or(Value::Null);
+        let method = v.get("method").and_then(Value::as_str);
+        let id = v.get("id").cloned();
+        let cause = match (&id, method) {
+            (Some(id), Some(method)) => {
+                let key = id.to_string();
+                let first_page = v.pointer("/params/cursor").is_none();
+                if let Some(s) = gw.obs.sessions.get_mut(&session) {
+                    s.open
+                        .insert(key.clone(), open_request(exchange, method, now, first_page));
+                }
+                Cause::Frame {
+                    session,
+                    request: Some((key, method.to_string())),
+                    response_id: None,
+                }
+            }
+            (Some(id), None) => Cause::Frame {
+                session,
+                request: None,
+                response_id: Some(id.clone()),
+            },
+            _ => Cause::Frame {
+                session,
+                request: None,
+                response_id: None,
+            },
+        };
+        if self.trace.is_some() {
+            let text: String = String::from_utf8_lossy(&frame).chars().take(160).collect();
+            self.tr(|t| {
+                let _ = writeln!(t, "[{:>6}ms] ds> s{} {text}", now.as_millis(), session.0);
+            });
+        }
+        self.gateway_input(
+            GatewayInput::Frame {
+                session,
+                exchange,
+                frame,
+            },
+            cause,
+        );
+    }
+
+    fn client_of(&self, session: SessionId) -> Option<usize> {
+        let gw = self.gw.as_ref()?;
+        gw.clients.iter().position(|c| c.session == Some(session))
+    }
+
+    fn frame_to_client(&mut self, session: SessionId, frame: &[u8]) {
+        let Some(i) = self.client_of(session) else {
+            return;
+        };
+        let Ok(v) = serde_json::from_slice::<Value>(frame) else {
+            return;
+        };
+        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
+        match (v.get("id").cloned(), method) {
+            (Some(id), None) => self.client_response(i, &id, &v),
+            (Some(id), Some(method)) => self.client_asked(i, id, &method, &v),
+            (None, Some(method)) => {
+                for &k in announced_lists(&method) {
+                    self.client_list(i, k, true);
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Start (or, while one is under way, ask for another) listing of kind `k`.
+    fn client_list(&mut self, i: usize, k: usize, told: bool) {
+        let Some(gw) = self.gw.as_mut() else { return };
+        let l = &mut gw.clients[i].lists[k];
+        if l.listing {
+            l.again |= told;
+            return;
+        }
+        l.listing = true;
+        l.again = false;
+        l.so_far.clear();
+        self.client_request(i, LIST_METHODS[k], json!({}), Waiting::List(k));
+    }
+
+    fn client_response(&mut self, i: usize, id: &Value, v: &Value) {
+        let Some(gw) = self.gw.as_mut() else { return };
+        let Some(what) = id.as_u64().and_then(|n| gw.clients[i].waiting.remove(&n)) else {
+            return;
+        };
+        let error = v.get("error").is_some();
+        match what {
+            Waiting::Initialize => {
+                if error {
+                    return;
+                }
+                gw.clients[i].initialized = true;
+                self.cov.downstream_sessions_opened += 1;
+                let level = gw.plan.clients[i].log_level.clone();
+                self.client_send(
+                    i,
+                    json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                );
+                for k in 0..4 {
+                    self.client_list(i, k, false);
+                }
+                if let Some(level) = level {
+                    self.client_request(
+                        i,
+                        "logging/setLevel",
+                        json!({ "level": level }),
+                        Waiting::Other,
+                    );
+                }
+            }
+            Waiting::List(k) => {
+                let l = &mut gw.clients[i].lists[k];
+                if error {
+                    l.listing = false;
+                    if std::mem::take(&mut l.again) {
+                        self.client_list(i, k, false);
+                    }
+                    return;
+                }
+                let (field, name) = LIST_FIELDS[k];
+                if let Some(items) = v
+                    .pointer(&format!("/result/{field}"))
+                    .and_then(Value::as_array)
+                {
+                    l.so_far.extend(
+                        items
+                            .iter()
+                            .filter_map(|it| it.get(name).and_then(Value::as_str))
+                            .map(str::to_string),
+                    );
+                }
+                match v.pointer("/result/nextCursor").and_then(Value::as_str) {
+                    Some(cursor) => {
+                        let cursor = cursor.to_string();
+                        self.client_request(
+                            i,
+                            LIST_METHODS[k],
+                            json!({ "cursor": cursor }),
+                            Waiting::List(k),
+                        );
+                    }
+                    None => {
+                        l.items = std::mem::take(&mut l.so_far);
+                        l.listing = false;
+                        if std::mem::take(&mut l.again) {
+                            self.client_list(i, k, false);
+                        }
+                    }
+                }
+            }
+            Waiting::Subscribe(uri) => {
+                if !error {
+                    gw.clients[i].subscribed.insert(uri);
+                }
+            }
+            Waiting::Unsubscribe(uri) => {
+                gw.clients[i].subscribed.remove(&uri);
+            }
+            Waiting::Call | Waiting::Other => {
+                if v.pointer("/error/code").and_then(Value::as_i64) == Some(-32000) {
+                    self.cov.downstream_too_many += 1;
+                }
+            }
+        }
+    }
+
+    /// The gateway forwarded a server's request: answer it as the plan's weights draw.
+    fn client_asked(&mut self, i: usize, id: Value, method: &str, v: &Value) {
+        let Some(gw) = self.gw.as_mut() else { return };
+        let plan = gw.plan.clients[i].clone();
+        let url = v.pointer("/params/mode") == Some(&Value::String("url".into()));
+        let declared = match method {
+            "sampling/createMessage" => plan.sampling,
+            "elicitation/create" if url => plan.url,
+            "elicitation/create" => plan.form,
+            _ => false,
+        };
+        if !declared {
+            let d = format!("client {i} was asked {method} (url: {url}), which it never declared");
+            self.fail(Invariant::ForwardedRequestsAnsweredOnce, d);
+            return;
+        }
+        let good = match method {
+            "sampling/createMessage" => {
+                json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "sim"})
+            }
+            _ if url => json!({"action": "accept"}),
+            _ => {
+                let schema = v
+                    .pointer("/params/requestedSchema")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                json!({"action": "accept", "content": form_defaults(&schema)})
+            }
+        };
+        let total: u64 = plan
+            .answers
+            .iter()
+            .map(|&w| u64::from(w))
+            .sum::<u64>()
+            .max(1);
+        let mut pick = gw.rng.below(total);
+        let mut choice = 0;
+        for (k, &w) in plan.answers.iter().enumerate() {
+            if pick < u64::from(w) {
+                choice = k;
+                break;
+            }
+            pick -= u64::from(w);
+        }
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": good});
+        match choice {
+            0 => self.client_send(i, answer),
+            1 => self.client_send(
+                i,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "the client failed"}}),
+            ),
+            2 => {}
+            _ => {
+                self.client_send(i, answer.clone());
+                self.client_send(i, answer);
+            }
+        }
+    }
+
+    fn client_action(&mut self, k: usize) {
+        let Some(gw) = self.gw.as_mut() else { return };
+        let a = gw.plan.actions[k].clone();
+        let i = a.client % gw.clients.len();
+        let c = &gw.clients[i];
+        if c.session.is_none() || !c.initialized {
+            return;
+        }
+        match a.kind {
+            DownstreamKind::Call {
+                pick,
+                known,
+                progress,
+            } => {
+                let tools = &c.lists[0].items;
+                let name = if known && !tools.is_empty() {
+                    tools[pick % tools.len()].clone()
+                } else {
+                    format!("nosuch_tool_{pick}")
+                };
+                let id = c.next_id + 1;
+                let mut params = json!({ "name": name, "arguments": { "n": id } });
+                if progress {
+                    params["_meta"] = json!({ "progressToken": format!("pt-{i}-{id}") });
+                }
+                self.client_request(i, "tools/call", params, Waiting::Call);
+            }
+            DownstreamKind::Cancel(pick) => {
+                let ids: Vec<u64> = c
+                    .waiting
+                    .iter()
+                    .filter(|(_, w)| **w == Waiting::Call || matches!(w, Waiting::Other))
+                    .map(|(id, _)| *id)
+                    .collect();
+                if ids.is_empty() {
+                    return;
+                }
+                let id = ids[pick % ids.len()];
+                gw.clients[i].waiting.remove(&id);
+                self.client_send(
+                    i,
+                    json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "the user moved on" }}),
+                );
+            }
+            DownstreamKind::Read(pick) => {
+                let uris = &c.lists[1].items;
+                let uri = if uris.is_empty() {
+                    format!("sim://nowhere/{pick}")
+                } else {
+                    uris[pick % uris.len()].clone()
+                };
+                self.client_request(i, "resources/read", json!({ "uri": uri }), Waiting::Other);
+            }
+            DownstreamKind::Prompt(pick) => {
+                let names = &c.lists[3].items;
+                if names.is_empty() {
+                    return;
+                }
+                let name = names[pick % names.len()].clone();
+                self.client_request(
+                    i,
+                    "prompts/get",
+                    json!({ "name": name, "arguments": {} }),
+                    Waiting::Other,
+                );
+            }
+            DownstreamKind::Subscribe(pick) => {
+                let uris = &c.lists[1].items;
+                if uris.is_empty() {
+                    return;
+                }
+                let uri = uris[pick % uris.len()].clone();
+                if c.subscribed.contains(&uri) {
+                    self.client_request(
+                        i,
+                        "resources/unsubscribe",
+                        json!({ "uri": uri }),
+                        Waiting::Unsubscribe(uri),
+                    );
+                } else {
+                    self.client_request(
+                        i,
+                        "resources/subscribe",
+                        json!({ "uri": uri.clone() }),
+                        Waiting::Subscribe(uri),
+                    );
+                }
+            }
+            DownstreamKind::Ping => {
+                self.client_request(i, "ping", json!({}), Waiting::Other);
+            }
+            DownstreamKind::Close => {
+                let Some(session) = c.session else { return };
+                self.client_closes(i, session);
+            }
+        }
+    }
+
+    /// The client ends its session; it opens a new one a little later.
+    fn client_closes(&mut self, i: usize, session: SessionId) {
+        self.tr(|t| {
+            let _ = writeln!(t, "            ds: client {i} closes s{}", session.0);
+        });
+        self.gateway_input(GatewayInput::Closed { session }, Cause::Closed(session));
+        let Some(gw) = self.gw.as_mut() else { return };
+        if let Some(s) = gw.obs.sessions.remove(&session) {
+            if let Some((id, r)) = s.open.iter().find(|(_, r)| r.call.is_some()) {
+                let d = format!(
+                    "session {} ended with its {} (id {id}) in flight, and the gateway did not cancel it",
+                    session.0, r.method
+                );
+                self.fail(Invariant::DownstreamCancelReachesUpstream, d);
+            }
+        }
+        self.client_session_closed(session);
+    }
+
+    /// The client's session is gone (it closed it, or the gateway did): open a new one soon.
+    pub(super) fn client_session_closed(&mut self, session: SessionId) {
+        let Some(i) = self.client_of(session) else {
+            return;
+        };
+        let Some(gw) = self.gw.as_mut() else { return };
+        gw.clients[i].session = None;
+        let wait = 100 + gw.rng.below(400);
+        let at = self.after_ms(wait);
+        self.push(at, Ev::Downstream(DownEv::Open(i)));
+    }
+}
