@@ -291,10 +291,15 @@ function registerDiagnostics(server) {
       return text(`Prompts changed (${dynamic.prompts} added)`);
     },
   );
-  for (let i = 1; i <= dynamic.tools; i++) {
+  for (let i = 1; i <= dynamic.tools; i++) addDynamic(server, 'tools', i);
+  for (let i = 1; i <= dynamic.prompts; i++) addDynamic(server, 'prompts', i);
+}
+
+/** The `i`th tool or prompt the diagnostic hooks add. */
+function addDynamic(server, what, i) {
+  if (what === 'tools') {
     server.registerTool(`test_dynamic_tool_${i}`, { description: `Added at run time (${i})` }, async () => text(`dynamic ${i}`));
-  }
-  for (let i = 1; i <= dynamic.prompts; i++) {
+  } else {
     server.registerPrompt(`test_dynamic_prompt_${i}`, { description: `Added at run time (${i})` }, async () => ({
       messages: [{ role: 'user', content: { type: 'text', text: `dynamic ${i}` } }],
     }));
@@ -586,9 +591,11 @@ function factory() {
 
 const args = process.argv.slice(2);
 const portAt = args.indexOf('--http');
-/** A stdio instance announces the lists the diagnostic hooks change. */
+/** A stdio instance (one for the connection's life) adds what the diagnostic hooks add, and
+ * announces its changed lists. */
 function announced(server) {
   listeners.add((what) => {
+    addDynamic(server, what, dynamic[what]);
     if (what === 'tools') server.sendToolListChanged();
     else server.sendPromptListChanged();
   });

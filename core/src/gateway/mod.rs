@@ -30,8 +30,11 @@
 //! The gateway holds no clock: deadlines are the manager's (a call's timeout bounds a call to
 //! a deferred tool too).
 
+pub mod modern;
+mod mrtr;
 mod peer;
 mod requests;
+mod seal;
 pub mod search;
 mod served;
 mod templates;
@@ -46,6 +49,8 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
+
+pub use modern::{supported_versions, ExchangeStatus, RequestHeaders};
 
 /// One downstream session: the stdio client, or one `Mcp-Session-Id` over HTTP. Numbered by
 /// the shell, never reused while open.
@@ -84,6 +89,20 @@ pub struct GatewayOptions {
     /// Serve two tools instead of the view: one searches it (by name and description,
     /// ranked), one calls a tool found there.
     pub tool_search: bool,
+    /// The key the `requestState` of multi round-trip requests is sealed with (clients of
+    /// the stateless revision). Without one, a server's request for input in the middle of
+    /// such a client's call is refused. Gateways that share a key accept each other's state.
+    pub request_state_key: Option<StateKey>,
+}
+
+/// A secret key of 32 bytes; its `Debug` never shows it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct StateKey(pub [u8; 32]);
+
+impl std::fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateKey(<redacted>)")
+    }
 }
 
 impl Default for GatewayOptions {
@@ -99,6 +118,7 @@ impl Default for GatewayOptions {
             page_size: 1000,
             plain_names: false,
             tool_search: false,
+            request_state_key: None,
         }
     }
 }
@@ -145,6 +165,19 @@ pub enum GatewayInput {
     },
     /// The manager's view, after anything that may have changed it (and once at start).
     View(View),
+    /// One frame that came over HTTP, with the request headers the stateless revision
+    /// checks. A POST without a session id comes on a session the shell opened for it:
+    /// a request of the stateless revision keeps it for that exchange alone.
+    HttpFrame {
+        /// The session.
+        session: SessionId,
+        /// The exchange it came on.
+        exchange: ExchangeId,
+        /// One JSON-RPC message.
+        frame: Bytes,
+        /// Its headers.
+        headers: RequestHeaders,
+    },
 }
 
 /// Where a downstream frame goes.
@@ -188,6 +221,17 @@ pub enum GatewayOutput {
     Close {
         /// The session.
         session: SessionId,
+    },
+    /// The exchange carries a request of the stateless revision on a session opened for it
+    /// alone: answer it without a session id, with this status. Comes before its first
+    /// frame; the session is closed once it is answered (a listen stream: when it ends).
+    Stateless {
+        /// The session.
+        session: SessionId,
+        /// The exchange.
+        exchange: ExchangeId,
+        /// Its HTTP status.
+        status: ExchangeStatus,
     },
 }
 
@@ -269,6 +313,8 @@ pub struct Gateway {
     next_peer: u64,
     outputs: VecDeque<GatewayOutput>,
     counters: GatewayCounters,
+    /// What the stateless revision's side keeps.
+    modern: modern::ModernState,
 }
 
 /// The protocol versions the gateway speaks downstream, newest first.
@@ -288,6 +334,7 @@ impl Gateway {
             next_peer: 0,
             outputs: VecDeque::new(),
             counters: GatewayCounters::default(),
+            modern: modern::ModernState::default(),
         }
     }
 
@@ -340,7 +387,13 @@ impl Gateway {
                 session,
                 exchange,
                 frame,
-            } => self.frame(session, exchange, &frame),
+            } => self.any_frame(session, exchange, &frame, None),
+            GatewayInput::HttpFrame {
+                session,
+                exchange,
+                frame,
+                headers,
+            } => self.any_frame(session, exchange, &frame, Some(&headers)),
             GatewayInput::Closed { session } => self.close(session, false),
             GatewayInput::View(view) => self.set_view(view),
         }
@@ -393,6 +446,8 @@ impl Gateway {
             self.release_subscription(&uri);
         }
         self.peer_session_closed(session);
+        self.modern_session_closed(session);
+        self.mrtr_forget_cancelled();
         if tell {
             self.outputs.push_back(GatewayOutput::Close { session });
         }
@@ -404,6 +459,7 @@ impl Gateway {
             .sessions
             .values()
             .any(|s| s.subscriptions.contains(uri))
+            || self.modern.holds(uri)
         {
             return;
         }
@@ -459,6 +515,7 @@ impl Gateway {
                 }
             }
         }
+        self.listen_view_changed(tools, resources, prompts);
     }
 
     fn send(&mut self, session: SessionId, target: Target, frame: Bytes) {
@@ -472,6 +529,7 @@ impl Gateway {
     /// Answer a request (the one place an answer goes out, so each is counted once).
     fn answer(&mut self, session: SessionId, exchange: ExchangeId, frame: Bytes) {
         self.counters.answered += 1;
+        let frame = self.modern_answer_frame(session, exchange, frame);
         self.send(
             session,
             Target::Exchange {
@@ -480,9 +538,13 @@ impl Gateway {
             },
             frame,
         );
+        self.modern_answered(session);
     }
 
     fn event(&mut self, event: &Event) {
+        if self.mrtr_event(event) {
+            return;
+        }
         match event {
             Event::CallCompleted { call, outcome } => {
                 if let Some(p) = self.take_pending(*call) {
@@ -578,7 +640,11 @@ impl Gateway {
                 server,
                 request,
                 kind,
-            } => self.peer_request(server, *request, kind),
+            } => {
+                if !self.mrtr_peer_request(server, *request, kind) {
+                    self.peer_request(server, *request, kind)
+                }
+            }
             Event::PeerRequestWithdrawn { request, .. } => self.peer_withdrawn(*request),
             Event::ResourceUpdated { uri, .. } => {
                 let frame = wire::notification(
@@ -594,6 +660,7 @@ impl Gateway {
                 for session in to {
                     self.send(session, Target::Session, frame.clone());
                 }
+                self.listen_resource_updated(uri);
             }
             _ => {}
         }

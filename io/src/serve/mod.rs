@@ -81,6 +81,10 @@ async fn run_loop<S: Sink>(
     let mut replies: BTreeMap<PeerRequestKey, Sender<PeerAnswer>> = BTreeMap::new();
     let mut next_peer = 0u64;
     let events = sb.events();
+    let mut options = options;
+    if options.request_state_key.is_none() {
+        options.request_state_key = random_key();
+    }
     let mut g = Gateway::new(options);
     let (internal_tx, internal_rx) = async_channel::unbounded::<Internal>();
     // The tasks of the calls and operations in flight; dropping one cancels it.
@@ -190,6 +194,16 @@ async fn run_loop<S: Sink>(
             }
         }
     }
+}
+
+/// A fresh key for the gateway's `requestState` seals, from the system's random source
+/// (`None` without one: then multi round-trip requests of stateless clients are refused).
+fn random_key() -> Option<switchboard_core::gateway::StateKey> {
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut key))
+        .ok()?;
+    Some(switchboard_core::gateway::StateKey(key))
 }
 
 /// The manager's view as the library's snapshot holds it.
