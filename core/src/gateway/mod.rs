@@ -31,6 +31,8 @@
 //! a deferred tool too).
 
 pub mod modern;
+#[cfg(test)]
+mod modern_tests;
 mod mrtr;
 mod peer;
 mod requests;
