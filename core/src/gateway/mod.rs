@@ -95,11 +95,21 @@ pub struct GatewayOptions {
     /// the stateless revision). Without one, a server's request for input in the middle of
     /// such a client's call is refused. Gateways that share a key accept each other's state.
     pub request_state_key: Option<StateKey>,
+    /// This gateway's number among those sharing its key (the shell picks it at random): a
+    /// state it issued is continued here, one of another's runs its call again.
+    pub instance: u64,
 }
 
 /// A secret key of 32 bytes; its `Debug` never shows it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct StateKey(pub [u8; 32]);
+
+impl StateKey {
+    /// The key for a secret shared by gateways (SHA-256 of its bytes).
+    pub fn from_secret(secret: &[u8]) -> StateKey {
+        StateKey(seal::derive_key(secret))
+    }
+}
 
 impl std::fmt::Debug for StateKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -121,6 +131,7 @@ impl Default for GatewayOptions {
             plain_names: false,
             tool_search: false,
             request_state_key: None,
+            instance: 0,
         }
     }
 }
@@ -297,6 +308,8 @@ pub struct GatewayCounters {
     pub peer_answered: u64,
     /// Servers' requests answered with an error (nobody to ask, or the client left).
     pub peer_refused: u64,
+    /// Retries of stateless clients whose call was not here, run again.
+    pub replayed: u64,
 }
 
 /// The serving side's state machine. See the module documentation for the contract.
@@ -642,10 +655,8 @@ impl Gateway {
                 server,
                 request,
                 kind,
-            } => {
-                if !self.mrtr_peer_request(server, *request, kind) {
-                    self.peer_request(server, *request, kind)
-                }
+            } if !self.mrtr_peer_request(server, *request, kind) => {
+                self.peer_request(server, *request, kind)
             }
             Event::PeerRequestWithdrawn { request, .. } => self.peer_withdrawn(*request),
             Event::ResourceUpdated { uri, .. } => {

@@ -355,13 +355,13 @@ impl Gateway {
             "subscriptions/listen" => return self.listen(session, exchange, id, &params),
             "tools/call" | "resources/read" | "prompts/get" | "completion/complete" => {
                 if params.get("requestState").is_some() {
-                    let caps = envelope.caps;
-                    if let Some(r) = self.retry(session, exchange, &id, &params, caps, method) {
+                    if let Some(r) = self.retry(session, exchange, &id, &params, envelope, method) {
                         self.refuse_modern(session, exchange, &id, r);
                     }
                     return;
                 }
-                return self.modern_forward(session, exchange, id, method, &params, envelope);
+                self.modern_forward(session, exchange, id, method, &params, envelope);
+                return;
             }
             _ => {
                 return self.refuse_modern(
@@ -430,7 +430,7 @@ impl Gateway {
     /// Hand a call or operation to the manager as a session's would be, remembering it is a
     /// stateless client's (its answer gets `resultType`; a server's request for input in its
     /// middle becomes an `InputRequiredResult`).
-    fn modern_forward(
+    pub(super) fn modern_forward(
         &mut self,
         session: SessionId,
         exchange: ExchangeId,
@@ -438,7 +438,7 @@ impl Gateway {
         method: &str,
         params: &Value,
         envelope: Envelope,
-    ) {
+    ) -> Option<CallId> {
         self.modern_status(session, exchange, ExchangeStatus::Ok);
         self.modern
             .resulting
@@ -450,14 +450,14 @@ impl Gateway {
             .get(&session)
             .and_then(|s| s.in_flight.get(&key))
             .copied();
-        let Some(call) = call else {
-            return; // answered at once (an error)
-        };
+        // None: answered at once (an error).
+        let call = call?;
         let server = self.server_of(call, method, params);
         self.modern.calls.insert(
             call,
             super::mrtr::ModernCall::new(server, envelope.caps, method),
         );
+        Some(call)
     }
 
     /// The server a call or operation goes to, as far as the view says.

@@ -370,11 +370,93 @@ fn a_servers_input_request_becomes_an_input_required_result_and_the_retry_answer
     assert_eq!(r["id"], 3);
     assert_eq!(r["result"]["resultType"], "complete");
     assert!(closed(&outs, 3));
-    // The same state again: its round is over.
-    let outs = post(&mut g, 4, retry(4, &state, answer));
+    assert_eq!(g.counters().peer_answered, 1);
+    // The same state again, once the call is over: the call runs again (as a stateless
+    // server would run it), and its server's request is answered from the state.
+    let again = call_of(&post(&mut g, 4, retry(4, &state, answer)));
+    assert_ne!(again, call);
+    g.handle_event(&Event::PeerRequest {
+        server: "llm".into(),
+        request: PeerRequestKey(8),
+        kind: elicit(),
+    });
+    let outs = drain(&mut g);
+    assert!(frames(&outs).is_empty(), "the client is not asked again");
+    assert!(matches!(
+        manager_inputs(&outs).as_slice(),
+        [Input::AnswerPeerRequest {
+            request: PeerRequestKey(8),
+            answer: PeerAnswer::Accept { .. }
+        }]
+    ));
+}
+
+#[test]
+fn a_retry_that_lands_on_another_gateway_with_the_key_runs_the_call_there_with_its_answers() {
+    let mut a = gateway();
+    let mut b = Gateway::new(GatewayOptions {
+        first_call: 100,
+        request_state_key: Some(KEY),
+        instance: 2,
+        ..GatewayOptions::default()
+    });
+    b.handle(GatewayInput::View(a.view().clone()));
+    let call_a = call_of(&post(
+        &mut a,
+        1,
+        ask(1, "mcp_llm_ask", json!({"elicitation": {}})),
+    ));
+    a.handle_event(&Event::PeerRequest {
+        server: "llm".into(),
+        request: PeerRequestKey(1),
+        kind: elicit(),
+    });
+    let r = frames(&drain(&mut a))[0]["result"].clone();
+    let key = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let retry = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "mcp_llm_ask", "arguments": {}, "_meta": meta(json!({"elicitation": {}})),
+        "requestState": r["requestState"],
+        "inputResponses": { key: { "action": "accept", "content": { "name": "Ada" } } }
+    }});
+    // B has no such call: it runs it, and answers the server's request from the state.
+    let outs = post(&mut b, 2, retry);
+    let call_b = call_of(&outs);
+    assert_eq!(call_b, call_a, "each gateway numbers its own calls");
+    b.handle_event(&Event::PeerRequest {
+        server: "llm".into(),
+        request: PeerRequestKey(1),
+        kind: elicit(),
+    });
+    let outs = drain(&mut b);
+    assert!(frames(&outs).is_empty());
+    assert!(matches!(
+        manager_inputs(&outs).as_slice(),
+        [Input::AnswerPeerRequest { answer: PeerAnswer::Accept { content: Some(c) }, .. }] if c["name"] == "Ada"
+    ));
+    b.handle_event(&Event::CallCompleted {
+        call: call_b,
+        outcome: ok_result("Hello, Ada!"),
+    });
+    let f = frames(&drain(&mut b));
+    assert_eq!(f[0]["id"], 2);
+    assert_eq!(f[0]["result"]["content"][0]["text"], "Hello, Ada!");
+    assert_eq!(b.counters().replayed, 1);
+    // A gateway with another key opens none of it.
+    let mut c = Gateway::new(GatewayOptions {
+        request_state_key: Some(StateKey([1; 32])),
+        ..GatewayOptions::default()
+    });
+    let mut retry = ask(3, "mcp_llm_ask", json!({}));
+    retry["params"]["requestState"] = r["requestState"].clone();
+    let outs = post(&mut c, 3, retry);
     assert_eq!(frames(&outs)[0]["error"]["code"], wire::INVALID_PARAMS);
     assert!(manager_inputs(&outs).is_empty());
-    assert_eq!(g.counters().peer_answered, 1);
 }
 
 #[test]

@@ -17,7 +17,7 @@
 
 use super::modern::ExchangeStatus;
 use super::peer::{answer_of, method_and_params, ClientCaps};
-use super::seal::{self, Sealed};
+use super::seal;
 use super::{id_key, wire, ExchangeId, Gateway, GatewayOutput, Pending, PendingKind, SessionId};
 use crate::catalog::OperationOutcome;
 use crate::manager::{CallError, CallId, CallOutcome, Event, Input, PeerRequestKey};
@@ -35,6 +35,8 @@ const MAX_FINISHED_PARKED: usize = 64;
 struct Asked {
     request: PeerRequestKey,
     kind: PeerRequestKind,
+    /// Its fingerprint (see `seal`).
+    fingerprint: String,
     /// The round it was handed out in, once it was.
     round: Option<u64>,
 }
@@ -62,6 +64,9 @@ pub(super) struct ModernCall {
     method: String,
     /// Inputs not answered yet, by the key the client sees.
     asked: BTreeMap<String, Asked>,
+    /// The client's answers so far, by the fingerprint of what they answer: a server asking
+    /// the same again (a call run again by another gateway) is answered from here.
+    answers: BTreeMap<String, Value>,
     parked: Option<Parked>,
 }
 
@@ -72,6 +77,7 @@ impl ModernCall {
             caps,
             method: method.to_string(),
             asked: BTreeMap::new(),
+            answers: BTreeMap::new(),
             parked: None,
         }
     }
@@ -86,6 +92,32 @@ impl Gateway {
             .iter()
             .filter(|(_, c)| c.parked.is_some())
             .map(|(k, _)| *k)
+    }
+}
+
+impl Gateway {
+    /// Run a call again for a retry whose call is not here, with the answers the client
+    /// gave so far.
+    #[allow(clippy::too_many_arguments)]
+    fn replay(
+        &mut self,
+        session: SessionId,
+        exchange: ExchangeId,
+        id: &Value,
+        params: &Value,
+        envelope: super::modern::Envelope,
+        method: &str,
+        known: BTreeMap<String, Value>,
+    ) -> Option<super::modern::Refusal> {
+        self.counters.replayed += 1;
+        if let Some(call) =
+            self.modern_forward(session, exchange, id.clone(), method, params, envelope)
+        {
+            if let Some(m) = self.modern.calls.get_mut(&call) {
+                m.answers = known;
+            }
+        }
+        None
     }
 }
 
@@ -137,6 +169,20 @@ impl Gateway {
         let Some(m) = self.modern.calls.get_mut(&call) else {
             return false;
         };
+        let (method, params) = method_and_params(kind);
+        let fingerprint = seal::fingerprint(method, &params);
+        if let Some(given) = m.answers.get(&fingerprint) {
+            // Answered in an earlier round (this call runs again for a retry).
+            let answer = answer_of(kind.is_elicitation(), Ok(given.clone()));
+            self.counters.peer_forwarded += 1;
+            self.counters.peer_answered += 1;
+            self.outputs
+                .push_back(GatewayOutput::Manager(Input::AnswerPeerRequest {
+                    request,
+                    answer,
+                }));
+            return true;
+        }
         if !m.caps.takes(kind) && m.parked.is_none() {
             // The call needs what the client did not declare: the revision's answer is
             // MissingRequiredClientCapability, and the server's request is refused.
@@ -171,6 +217,7 @@ impl Gateway {
             Asked {
                 request,
                 kind: kind.clone(),
+                fingerprint,
                 round: None,
             },
         );
@@ -218,18 +265,20 @@ impl Gateway {
             return;
         };
         let mut requests = Map::new();
+        let mut fingerprints = Map::new();
         for (k, a) in m.asked.iter_mut() {
             a.round = Some(round);
             let (method, params) = method_and_params(&a.kind);
             requests.insert(k.clone(), json!({ "method": method, "params": params }));
+            fingerprints.insert(k.clone(), Value::from(a.fingerprint.clone()));
         }
-        let state = seal::seal(
-            &key.0,
-            Sealed {
-                request: call.0,
-                round,
-            },
-        );
+        let mut payload = json!({
+            "i": self.options.instance, "c": call.0, "r": round, "k": fingerprints, "a": m.answers,
+        });
+        if payload.to_string().len() > seal::MAX_STATE {
+            payload["a"] = json!({});
+        }
+        let state = seal::seal(&key.0, &payload);
         let (session, exchange, id) = (pending.session, pending.exchange, pending.id.clone());
         m.parked = Some(Parked {
             round,
@@ -249,25 +298,57 @@ impl Gateway {
     }
 
     /// A retry of a stateless client: `params` carry `requestState` and the `inputResponses`.
+    /// When the call is this gateway's and waits for that round, the retry continues it;
+    /// when it is not here (another gateway sharing the key issued the state, or the call is
+    /// gone), the call runs again, its server's requests answered from the state's answers.
     pub(super) fn retry(
         &mut self,
         session: SessionId,
         exchange: ExchangeId,
         id: &Value,
         params: &Value,
-        caps: ClientCaps,
+        envelope: super::modern::Envelope,
         method: &str,
     ) -> Option<super::modern::Refusal> {
         let Some(key) = self.options.request_state_key else {
             return Some(stale("this server does not take requestState"));
         };
         let state = params.get("requestState").and_then(Value::as_str);
-        let Some(sealed) = state.and_then(|s| seal::open(&key.0, s)) else {
+        let Some(payload) = state.and_then(|s| seal::open(&key.0, s)) else {
             return Some(stale("invalid or expired requestState"));
         };
-        let call = CallId(sealed.request);
+        let (Some(instance), Some(call), Some(round)) = (
+            payload.get("i").and_then(Value::as_u64),
+            payload.get("c").and_then(Value::as_u64),
+            payload.get("r").and_then(Value::as_u64),
+        ) else {
+            return Some(stale("invalid or expired requestState"));
+        };
+        let call = CallId(call);
+        // Every answer the client has given, by fingerprint: earlier rounds' and this one's.
+        let responses = params.get("inputResponses").and_then(Value::as_object);
+        let mut known: BTreeMap<String, Value> = payload
+            .get("a")
+            .and_then(Value::as_object)
+            .map(|a| a.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        if let (Some(asked), Some(responses)) =
+            (payload.get("k").and_then(Value::as_object), responses)
+        {
+            for (k, fingerprint) in asked {
+                if let (Some(fp), Some(v)) = (
+                    fingerprint.as_str(),
+                    responses.get(k).filter(|v| v.is_object()),
+                ) {
+                    known.insert(fp.to_string(), v.clone());
+                }
+            }
+        }
+        if instance != self.options.instance || !self.modern.calls.contains_key(&call) {
+            return self.replay(session, exchange, id, params, envelope, method, known);
+        }
         let waiting = self.modern.calls.get(&call).is_some_and(|m| {
-            m.method == method && m.parked.as_ref().is_some_and(|p| p.round == sealed.round)
+            m.method == method && m.parked.as_ref().is_some_and(|p| p.round == round)
         });
         if !waiting {
             return Some(stale(
@@ -275,7 +356,8 @@ impl Gateway {
             ));
         }
         let m = self.modern.calls.get_mut(&call)?;
-        m.caps = caps;
+        m.caps = envelope.caps;
+        m.answers.extend(known);
         let parked = m.parked.take()?;
         let responses = params.get("inputResponses").and_then(Value::as_object);
         let mut answers = Vec::new();

@@ -85,6 +85,13 @@ async fn run_loop<S: Sink>(
     if options.request_state_key.is_none() {
         options.request_state_key = random_key();
     }
+    if options.instance == 0 {
+        options.instance = random_key().map_or(1, |k| {
+            u64::from_le_bytes([
+                k.0[0], k.0[1], k.0[2], k.0[3], k.0[4], k.0[5], k.0[6], k.0[7],
+            ])
+        });
+    }
     let mut g = Gateway::new(options);
     let (internal_tx, internal_rx) = async_channel::unbounded::<Internal>();
     // The tasks of the calls and operations in flight; dropping one cancels it.
