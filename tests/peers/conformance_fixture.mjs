@@ -195,13 +195,13 @@ function registerInputRequired(server) {
       const got = ['a_name', 'a_completion', 'the_roots'].filter((k) => inputResponse(ctx.mcpReq.inputResponses, k).kind !== 'missing');
       if (got.length > 0) return text(`Received ${got.join(', ')}`);
       const inputRequests = {};
-      if (caps.elicitation) inputRequests.a_name = askName('What is your name?');
       if (caps.sampling) {
         inputRequests.a_completion = inputRequired.createMessage({
           messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }],
           maxTokens: 20,
         });
       }
+      if (caps.elicitation) inputRequests.a_name = askName('What is your name?');
       if (caps.roots) inputRequests.the_roots = inputRequired.listRoots();
       if (Object.keys(inputRequests).length === 0) return text('The client declared no capability to ask with');
       return inputRequired({ inputRequests });
