@@ -121,10 +121,10 @@ fn request(port: u16, id: u64, method: &str, params: Value) -> (u16, Value) {
     );
     let answer = rest
         .lines()
+        .rev()
         .map(|l| l.strip_prefix("data: ").unwrap_or(l))
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v.get("id") == Some(&json!(id)))
-        .last()
+        .find(|v| v.get("id") == Some(&json!(id)))
         .unwrap_or_else(|| panic!("no answer to {method} in {text:?}"));
     (status, answer)
 }
