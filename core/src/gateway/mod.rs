@@ -650,6 +650,7 @@ impl Gateway {
                 for session in to {
                     self.send(session, Target::Session, frame.clone());
                 }
+                self.modern_server_log(server, level, &frame);
             }
             Event::PeerRequest {
                 server,

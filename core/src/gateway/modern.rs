@@ -100,6 +100,9 @@ impl ModernState {
 /// The envelope of one request.
 pub(super) struct Envelope {
     pub caps: ClientCaps,
+    /// The level at or above which the servers' logs may go on the request's stream (none:
+    /// no logs).
+    pub log_level: Option<crate::catalog::LogLevel>,
 }
 
 /// A request refused, with its code, data and status.
@@ -225,6 +228,10 @@ fn check(
     }
     Ok(Envelope {
         caps: ClientCaps::from_initialize(&json!({ "capabilities": caps })),
+        log_level: meta
+            .get(META_LOG_LEVEL)
+            .and_then(Value::as_str)
+            .and_then(crate::catalog::LogLevel::parse),
     })
 }
 
@@ -453,11 +460,39 @@ impl Gateway {
         // None: answered at once (an error).
         let call = call?;
         let server = self.server_of(call, method, params);
-        self.modern.calls.insert(
-            call,
-            super::mrtr::ModernCall::new(server, envelope.caps, method),
-        );
+        let mut m = super::mrtr::ModernCall::new(server, envelope.caps, method);
+        m.log_level = envelope.log_level;
+        self.modern.calls.insert(call, m);
         Some(call)
+    }
+
+    /// A server's log: on the stream of each running request of a stateless client to that
+    /// server that asked for logs at that level or below.
+    pub(super) fn modern_server_log(
+        &mut self,
+        server: &str,
+        level: crate::catalog::LogLevel,
+        frame: &Bytes,
+    ) {
+        let to: Vec<(SessionId, ExchangeId)> = self
+            .modern
+            .calls
+            .iter()
+            .filter(|(_, m)| {
+                m.server.as_deref() == Some(server) && m.log_level.is_some_and(|min| level >= min)
+            })
+            .filter_map(|(c, _)| self.pending.get(c).map(|p| (p.session, p.exchange)))
+            .collect();
+        for (session, exchange) in to {
+            self.send(
+                session,
+                Target::Exchange {
+                    exchange,
+                    last: false,
+                },
+                frame.clone(),
+            );
+        }
     }
 
     /// The server a call or operation goes to, as far as the view says.

@@ -649,3 +649,36 @@ fn a_legacy_session_and_a_stateless_request_are_served_side_by_side() {
     assert!(g.is_initialized(SessionId(50)));
     assert_eq!(g.sessions().collect::<Vec<_>>(), vec![SessionId(50)]);
 }
+
+#[test]
+fn server_logs_reach_a_stateless_request_only_when_it_asked_for_them() {
+    let mut g = gateway();
+    let quiet = call_of(&post(&mut g, 1, ask(1, "mcp_llm_ask", json!({}))));
+    let mut loud = ask(2, "mcp_llm_ask", json!({}));
+    loud["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+    let loud = call_of(&post(&mut g, 2, loud));
+    assert_ne!(quiet, loud);
+    for severity in ["debug", "warning"] {
+        g.handle_event(&Event::ServerLog {
+            server: "llm".into(),
+            level: crate::manager::Level::Info,
+            severity: severity.into(),
+            logger: None,
+            data: json!("working"),
+        });
+    }
+    let outs = drain(&mut g);
+    let sent: Vec<(SessionId, Value)> = outs
+        .iter()
+        .filter_map(|o| match o {
+            GatewayOutput::Send { session, frame, .. } => {
+                Some((*session, serde_json::from_slice(frame).unwrap()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].0, SessionId(2));
+    assert_eq!(sent[0].1["method"], "notifications/message");
+    assert_eq!(sent[0].1["params"]["level"], "warning");
+}

@@ -59,7 +59,9 @@ struct Parked {
 /// A request of a stateless client in the manager.
 #[derive(Debug, Clone)]
 pub(super) struct ModernCall {
-    server: Option<String>,
+    pub(super) server: Option<String>,
+    /// The level of the servers' logs the request asked for (`_meta`), if any.
+    pub(super) log_level: Option<crate::catalog::LogLevel>,
     caps: ClientCaps,
     method: String,
     /// Inputs not answered yet, by the key the client sees.
@@ -74,6 +76,7 @@ impl ModernCall {
     pub(super) fn new(server: Option<String>, caps: ClientCaps, method: &str) -> Self {
         ModernCall {
             server,
+            log_level: None,
             caps,
             method: method.to_string(),
             asked: BTreeMap::new(),
@@ -357,6 +360,7 @@ impl Gateway {
         }
         let m = self.modern.calls.get_mut(&call)?;
         m.caps = envelope.caps;
+        m.log_level = envelope.log_level;
         m.answers.extend(known);
         let parked = m.parked.take()?;
         let responses = params.get("inputResponses").and_then(Value::as_object);
