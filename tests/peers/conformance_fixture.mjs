@@ -1,9 +1,11 @@
 // The fixture upstream for the official conformance suite's server scenarios, written with the
 // TypeScript SDK v2 (`@modelcontextprotocol/server`, pinned in package.json). It offers what
 // each server scenario asks a server for (tools, resources, templates, prompts, logging,
-// completion, subscriptions, progress, sampling and elicitation), under the names the
-// scenarios call, so the suite can be run against it alone and against `switchboard serve`
-// in front of it (tests/conformance/serve), and the two sets of verdicts compared.
+// completion, subscriptions, progress, sampling and elicitation; for the 2026-07-28 revision
+// also the multi round-trip tools and prompt, whose state between rounds is sealed with an
+// HMAC, and the diagnostic tools of the stateless scenario), under the names the scenarios
+// call, so the suite can be run against it alone and against `switchboard serve` in front of
+// it (tests/conformance/serve), and the two sets of verdicts compared.
 //
 //   node conformance_fixture.mjs            serve over stdio (both protocol eras)
 //   node conformance_fixture.mjs --legacy   serve over stdio, 2025 revisions only (a
@@ -16,9 +18,13 @@
 // served statelessly by the SDK's per-request handler. Host and Origin are checked against
 // loopback names, as a local server must.
 import http from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   McpServer,
+  acceptedContent,
+  createRequestStateCodec,
+  inputRequired,
+  inputResponse,
   ResourceTemplate,
   WebStandardStreamableHTTPServerTransport,
   createMcpHandler,
@@ -39,11 +45,273 @@ const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const text = (t) => ({ content: [{ type: 'text', text: t }] });
 
+// The multi round-trip tools seal what they carry between rounds (`requestState`) with an
+// HMAC under a key of this process: a state changed on the way back is refused (-32602).
+const stateCodec = createRequestStateCodec({ key: randomBytes(32) });
+
+// What the diagnostic hooks change: tools and prompts added at run time, and who to tell
+// (the HTTP handler's notifier, or the connected stdio instances).
+const dynamic = { tools: 0, prompts: 0 };
+const listeners = new Set();
+const changed = (what) => {
+  for (const tell of listeners) tell(what);
+};
+
+/** One member of a 2026-07-28 request's `_meta` envelope (undefined on a 2025 connection). */
+const envelope = (ctx, name) => {
+  const e = ctx.mcpReq.envelope;
+  return e?.[`io.modelcontextprotocol/${name}`] ?? e?.[name];
+};
+/** The client capabilities a 2026-07-28 request declared. */
+const declared = (ctx) => envelope(ctx, 'clientCapabilities');
+
+/** The `name` field of an accepted elicitation in `inputResponses[key]`, if any. */
+const acceptedField = (ctx, key, field) => {
+  const content = acceptedContent(ctx.mcpReq.inputResponses, key);
+  const value = content?.[field];
+  return typeof value === 'string' || typeof value === 'boolean' ? value : undefined;
+};
+
+const askName = (message) =>
+  inputRequired.elicit({
+    message,
+    requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+  });
+const askConfirm = () =>
+  inputRequired.elicit({
+    message: 'Please confirm',
+    requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+  });
+
+/** The multi round-trip tools and prompt (the input-required-result scenarios). */
+function registerInputRequired(server) {
+  const noArgs = z.object({});
+  server.registerTool(
+    'test_input_required_result_elicitation',
+    { description: 'Asks for a name (input required), then greets', inputSchema: noArgs },
+    async (_args, ctx) => {
+      const name = acceptedField(ctx, 'user_name', 'name');
+      if (name !== undefined) return text(`Hello, ${name}!`);
+      return inputRequired({ inputRequests: { user_name: askName('What is your name?') } });
+    },
+  );
+  server.registerTool(
+    'test_input_required_result_sampling',
+    { description: 'Asks for a completion (input required), then reports it', inputSchema: noArgs },
+    async (_args, ctx) => {
+      const r = inputResponse(ctx.mcpReq.inputResponses, 'capital_question');
+      if (r.kind === 'sampling') return text(`Sampling result: ${r.result.content?.text ?? 'no text'}`);
+      return inputRequired({
+        inputRequests: {
+          capital_question: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+            maxTokens: 100,
+          }),
+        },
+      });
+    },
+  );
+  server.registerTool(
+    'test_input_required_result_list_roots',
+    { description: "Asks for the client's roots (input required), then counts them", inputSchema: noArgs },
+    async (_args, ctx) => {
+      const r = inputResponse(ctx.mcpReq.inputResponses, 'client_roots');
+      if (r.kind === 'roots') return text(`Found ${r.roots.length} root(s): ${r.roots.map((x) => x.uri).join(', ')}`);
+      return inputRequired({ inputRequests: { client_roots: inputRequired.listRoots() } });
+    },
+  );
+  for (const name of ['test_input_required_result_request_state', 'test_input_required_result_tampered_state']) {
+    server.registerTool(
+      name,
+      { description: 'Asks for a confirmation and carries sealed state between the rounds', inputSchema: noArgs },
+      async (_args, ctx) => {
+        const state = ctx.mcpReq.requestState();
+        if (state?.kind === 'request-state' && acceptedField(ctx, 'confirm', 'ok') === true) {
+          return text('state-ok: requestState validated');
+        }
+        return inputRequired({
+          inputRequests: { confirm: askConfirm() },
+          requestState: await stateCodec.mint({ kind: 'request-state', nonce: randomUUID() }),
+        });
+      },
+    );
+  }
+  server.registerTool(
+    'test_input_required_result_multiple_inputs',
+    { description: 'Asks for a name, a completion and the roots at once', inputSchema: noArgs },
+    async (_args, ctx) => {
+      const state = ctx.mcpReq.requestState();
+      const name = acceptedField(ctx, 'user_name', 'name');
+      const greeting = inputResponse(ctx.mcpReq.inputResponses, 'greeting');
+      const roots = inputResponse(ctx.mcpReq.inputResponses, 'client_roots');
+      if (state?.kind === 'multiple-inputs' && name !== undefined && greeting.kind === 'sampling' && roots.kind === 'roots') {
+        return text(`Name: ${name}; Greeting: ${greeting.result.content?.text}; Roots: ${roots.roots.length}`);
+      }
+      return inputRequired({
+        inputRequests: {
+          user_name: askName('What is your name?'),
+          greeting: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }],
+            maxTokens: 50,
+          }),
+          client_roots: inputRequired.listRoots(),
+        },
+        requestState: await stateCodec.mint({ kind: 'multiple-inputs' }),
+      });
+    },
+  );
+  server.registerTool(
+    'test_input_required_result_multi_round',
+    { description: 'Asks for a name, then a colour, carrying the name between rounds', inputSchema: noArgs },
+    async (_args, ctx) => {
+      const state = ctx.mcpReq.requestState();
+      const name = acceptedField(ctx, 'step1', 'name');
+      const color = acceptedField(ctx, 'step2', 'color');
+      if (state?.round === 2 && color !== undefined) {
+        return text(`Multi-round complete for ${state.name} who likes ${color}`);
+      }
+      if (state?.round === 1 && name !== undefined) {
+        return inputRequired({
+          inputRequests: {
+            step2: inputRequired.elicit({
+              message: 'Step 2: What is your favorite color?',
+              requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+            }),
+          },
+          requestState: await stateCodec.mint({ round: 2, name }),
+        });
+      }
+      return inputRequired({
+        inputRequests: { step1: askName('Step 1: What is your name?') },
+        requestState: await stateCodec.mint({ round: 1 }),
+      });
+    },
+  );
+  server.registerTool(
+    'test_input_required_result_capabilities',
+    { description: 'Asks only for the inputs the client declared it can give', inputSchema: noArgs },
+    async (_args, ctx) => {
+      const caps = declared(ctx) ?? { sampling: {}, elicitation: {}, roots: {} };
+      const got = ['a_name', 'a_completion', 'the_roots'].filter((k) => inputResponse(ctx.mcpReq.inputResponses, k).kind !== 'missing');
+      if (got.length > 0) return text(`Received ${got.join(', ')}`);
+      const inputRequests = {};
+      if (caps.sampling) {
+        inputRequests.a_completion = inputRequired.createMessage({
+          messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }],
+          maxTokens: 20,
+        });
+      }
+      if (caps.elicitation) inputRequests.a_name = askName('What is your name?');
+      if (caps.roots) inputRequests.the_roots = inputRequired.listRoots();
+      if (Object.keys(inputRequests).length === 0) return text('The client declared no capability to ask with');
+      return inputRequired({ inputRequests });
+    },
+  );
+  server.registerPrompt(
+    'test_input_required_result_prompt',
+    { title: 'Prompt Needing Input', description: 'Asks for context (input required) before it is built' },
+    async (ctx) => {
+      const context = acceptedField(ctx, 'user_context', 'context');
+      if (context !== undefined) {
+        return { messages: [{ role: 'user', content: { type: 'text', text: `Prompt with context: ${context}` } }] };
+      }
+      return inputRequired({
+        inputRequests: {
+          user_context: inputRequired.elicit({
+            message: 'What context should the prompt use?',
+            requestedSchema: { type: 'object', properties: { context: { type: 'string' } }, required: ['context'] },
+          }),
+        },
+      });
+    },
+  );
+}
+
+/** The diagnostic tools of the stateless scenario (server-stateless). */
+function registerDiagnostics(server) {
+  const noArgs = z.object({});
+  server.registerTool(
+    'test_missing_capability',
+    { description: 'Needs the sampling capability: refuses a request that did not declare it', inputSchema: noArgs },
+    // Asking for a completion the request did not declare it can give is refused by the
+    // SDK with -32021 (MissingRequiredClientCapability) before the answer leaves.
+    async (_args, ctx) => {
+      const r = inputResponse(ctx.mcpReq.inputResponses, 'completion');
+      if (r.kind === 'sampling') return text(`Sampled: ${r.result.content?.text ?? ''}`);
+      return inputRequired({
+        inputRequests: {
+          completion: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Say something' } }],
+            maxTokens: 20,
+          }),
+        },
+      });
+    },
+  );
+  server.registerTool(
+    'test_streaming_elicitation',
+    { description: 'Reports progress, then asks for input on the same response stream', inputSchema: noArgs },
+    async (_args, ctx) => {
+      const name = acceptedField(ctx, 'user_name', 'name');
+      if (name !== undefined) return text(`Streamed for ${name}`);
+      const progressToken = ctx.mcpReq._meta?.progressToken;
+      if (progressToken !== undefined) {
+        await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, progress: 1, total: 2 } });
+      }
+      return inputRequired({ inputRequests: { user_name: askName('What is your name?') } });
+    },
+  );
+  server.registerTool(
+    'test_logging_tool',
+    { description: 'Logs a message at info level (sent only when the request asked for logs)', inputSchema: noArgs },
+    async (_args, ctx) => {
+      const level = envelope(ctx, 'logLevel');
+      // A 2026-07-28 request that set no log level gets no log messages.
+      if (level !== undefined || declared(ctx) === undefined) {
+        await ctx.mcpReq.notify({ method: 'notifications/message', params: { level: 'info', data: 'Logging tool ran' } });
+      }
+      return text('Logged');
+    },
+  );
+  server.registerTool(
+    'test_trigger_tool_change',
+    { description: 'Adds a tool and announces the changed tool list', inputSchema: noArgs },
+    async () => {
+      dynamic.tools += 1;
+      changed('tools');
+      return text(`Tools changed (${dynamic.tools} added)`);
+    },
+  );
+  server.registerTool(
+    'test_trigger_prompt_change',
+    { description: 'Adds a prompt and announces the changed prompt list', inputSchema: noArgs },
+    async () => {
+      dynamic.prompts += 1;
+      changed('prompts');
+      return text(`Prompts changed (${dynamic.prompts} added)`);
+    },
+  );
+  for (let i = 1; i <= dynamic.tools; i++) addDynamic(server, 'tools', i);
+  for (let i = 1; i <= dynamic.prompts; i++) addDynamic(server, 'prompts', i);
+}
+
+/** The `i`th tool or prompt the diagnostic hooks add. */
+function addDynamic(server, what, i) {
+  if (what === 'tools') {
+    server.registerTool(`test_dynamic_tool_${i}`, { description: `Added at run time (${i})` }, async () => text(`dynamic ${i}`));
+  } else {
+    server.registerPrompt(`test_dynamic_prompt_${i}`, { description: `Added at run time (${i})` }, async () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `dynamic ${i}` } }],
+    }));
+  }
+}
+
 /** One server instance (one per legacy session, one per modern request). */
 function factory() {
   const server = new McpServer(
     { name: 'switchboard-conformance-fixture', version: '1.0.0' },
     {
+      requestState: { verify: stateCodec.verify },
       capabilities: {
         tools: { listChanged: true },
         resources: { subscribe: true, listChanged: true },
@@ -316,18 +584,32 @@ function factory() {
   server.server.setRequestHandler('completion/complete', async () => ({
     completion: { values: [], total: 0, hasMore: false },
   }));
+  registerInputRequired(server);
+  registerDiagnostics(server);
   return server;
 }
 
 const args = process.argv.slice(2);
 const portAt = args.indexOf('--http');
+/** A stdio instance (one for the connection's life) adds what the diagnostic hooks add, and
+ * announces its changed lists. */
+function announced(server) {
+  listeners.add((what) => {
+    addDynamic(server, what, dynamic[what]);
+    if (what === 'tools') server.sendToolListChanged();
+    else server.sendPromptListChanged();
+  });
+  return server;
+}
+
 if (portAt < 0 && args.includes('--legacy')) {
-  await factory().connect(new StdioServerTransport());
+  await announced(factory()).connect(new StdioServerTransport());
 } else if (portAt < 0) {
-  serveStdio(factory);
+  serveStdio(() => announced(factory()));
 } else {
   const port = Number(args[portAt + 1] ?? 0);
   const modern = createMcpHandler(factory, { legacy: 'reject' });
+  listeners.add((what) => (what === 'tools' ? modern.notify.toolsChanged() : modern.notify.promptsChanged()));
   const sessions = new Map();
 
   async function legacy(request) {

@@ -30,9 +30,14 @@
 //! The gateway holds no clock: deadlines are the manager's (a call's timeout bounds a call to
 //! a deferred tool too).
 
+pub mod modern;
+#[cfg(test)]
+mod modern_tests;
+mod mrtr;
 mod peer;
 mod requests;
 pub mod roots;
+mod seal;
 pub mod search;
 mod served;
 mod templates;
@@ -54,6 +59,8 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
+
+pub use modern::{supported_versions, ExchangeStatus, RequestHeaders};
 
 /// One downstream session: the stdio client, or one `Mcp-Session-Id` over HTTP. Numbered by
 /// the shell, never reused while open.
@@ -99,6 +106,30 @@ pub struct GatewayOptions {
     /// them): a call that needs one is answered with the fix, as if the shell had told
     /// [`Unavailable::AwaitingApproval`] of each.
     pub awaiting_approval: Vec<String>,
+    /// The key the `requestState` of multi round-trip requests is sealed with (clients of
+    /// the stateless revision). Without one, a server's request for input in the middle of
+    /// such a client's call is refused. Gateways that share a key accept each other's state.
+    pub request_state_key: Option<StateKey>,
+    /// This gateway's number among those sharing its key (the shell picks it at random): a
+    /// state it issued is continued here, one of another's runs its call again.
+    pub instance: u64,
+}
+
+/// A secret key of 32 bytes; its `Debug` never shows it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct StateKey(pub [u8; 32]);
+
+impl StateKey {
+    /// The key for a secret shared by gateways (SHA-256 of its bytes).
+    pub fn from_secret(secret: &[u8]) -> StateKey {
+        StateKey(seal::derive_key(secret))
+    }
+}
+
+impl std::fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateKey(<redacted>)")
+    }
 }
 
 impl Default for GatewayOptions {
@@ -116,6 +147,8 @@ impl Default for GatewayOptions {
             tool_search: false,
             roots: Vec::new(),
             awaiting_approval: Vec::new(),
+            request_state_key: None,
+            instance: 0,
         }
     }
 }
@@ -166,6 +199,19 @@ pub enum GatewayInput {
     /// needing a login): a call that needs one is answered naming the reason and the fix.
     /// Replaces what was told before.
     Unavailable(UnavailableServers),
+    /// One frame that came over HTTP, with the request headers the stateless revision
+    /// checks. A POST without a session id comes on a session the shell opened for it:
+    /// a request of the stateless revision keeps it for that exchange alone.
+    HttpFrame {
+        /// The session.
+        session: SessionId,
+        /// The exchange it came on.
+        exchange: ExchangeId,
+        /// One JSON-RPC message.
+        frame: Bytes,
+        /// Its headers.
+        headers: RequestHeaders,
+    },
 }
 
 /// Where a downstream frame goes.
@@ -209,6 +255,17 @@ pub enum GatewayOutput {
     Close {
         /// The session.
         session: SessionId,
+    },
+    /// The exchange carries a request of the stateless revision on a session opened for it
+    /// alone: answer it without a session id, with this status. Comes before its first
+    /// frame; the session is closed once it is answered (a listen stream: when it ends).
+    Stateless {
+        /// The session.
+        session: SessionId,
+        /// The exchange.
+        exchange: ExchangeId,
+        /// Its HTTP status.
+        status: ExchangeStatus,
     },
 }
 
@@ -278,6 +335,8 @@ pub struct GatewayCounters {
     pub peer_answered: u64,
     /// Servers' requests answered with an error (nobody to ask, or the client left).
     pub peer_refused: u64,
+    /// Retries of stateless clients whose call was not here, run again.
+    pub replayed: u64,
 }
 
 /// The serving side's state machine. See the module documentation for the contract.
@@ -300,6 +359,8 @@ pub struct Gateway {
     unavailable: UnavailableServers,
     /// The roots last handed to the manager (`None`: the configured ones, untouched).
     roots_applied: Option<Vec<crate::protocol::Root>>,
+    /// What the stateless revision's side keeps.
+    modern: modern::ModernState,
 }
 
 /// The protocol versions the gateway speaks downstream, newest first.
@@ -321,6 +382,7 @@ impl Gateway {
             counters: GatewayCounters::default(),
             unavailable: UnavailableServers::new(),
             roots_applied: None,
+            modern: modern::ModernState::default(),
         };
         g.set_unavailable(UnavailableServers::new());
         g
@@ -375,7 +437,13 @@ impl Gateway {
                 session,
                 exchange,
                 frame,
-            } => self.frame(session, exchange, &frame),
+            } => self.any_frame(session, exchange, &frame, None),
+            GatewayInput::HttpFrame {
+                session,
+                exchange,
+                frame,
+                headers,
+            } => self.any_frame(session, exchange, &frame, Some(&headers)),
             GatewayInput::Closed { session } => self.close(session, false),
             GatewayInput::View(view) => self.set_view(view),
             GatewayInput::Unavailable(servers) => self.set_unavailable(servers),
@@ -436,6 +504,8 @@ impl Gateway {
             // Its roots no longer apply: the next newest session's, or the configured ones.
             self.apply_roots();
         }
+        self.modern_session_closed(session);
+        self.mrtr_forget_cancelled();
         if tell {
             self.outputs.push_back(GatewayOutput::Close { session });
         }
@@ -447,6 +517,7 @@ impl Gateway {
             .sessions
             .values()
             .any(|s| s.subscriptions.contains(uri))
+            || self.modern.holds(uri)
         {
             return;
         }
@@ -513,6 +584,7 @@ impl Gateway {
                 }
             }
         }
+        self.listen_view_changed(tools, resources, prompts);
     }
 
     fn send(&mut self, session: SessionId, target: Target, frame: Bytes) {
@@ -526,6 +598,7 @@ impl Gateway {
     /// Answer a request (the one place an answer goes out, so each is counted once).
     fn answer(&mut self, session: SessionId, exchange: ExchangeId, frame: Bytes) {
         self.counters.answered += 1;
+        let frame = self.modern_answer_frame(session, exchange, frame);
         self.send(
             session,
             Target::Exchange {
@@ -534,9 +607,13 @@ impl Gateway {
             },
             frame,
         );
+        self.modern_answered(session);
     }
 
     fn event(&mut self, event: &Event) {
+        if self.mrtr_event(event) {
+            return;
+        }
         match event {
             Event::CallCompleted { call, outcome } => {
                 if let Some(p) = self.take_pending(*call) {
@@ -627,12 +704,15 @@ impl Gateway {
                 for session in to {
                     self.send(session, Target::Session, frame.clone());
                 }
+                self.modern_server_log(server, level, &frame);
             }
             Event::PeerRequest {
                 server,
                 request,
                 kind,
-            } => self.peer_request(server, *request, kind),
+            } if !self.mrtr_peer_request(server, *request, kind) => {
+                self.peer_request(server, *request, kind)
+            }
             Event::PeerRequestWithdrawn { request, .. } => self.peer_withdrawn(*request),
             Event::ResourceUpdated { uri, .. } => {
                 let frame = wire::notification(
@@ -648,6 +728,7 @@ impl Gateway {
                 for session in to {
                     self.send(session, Target::Session, frame.clone());
                 }
+                self.listen_resource_updated(uri);
             }
             _ => {}
         }

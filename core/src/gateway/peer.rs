@@ -49,7 +49,7 @@ impl ClientCaps {
         }
     }
 
-    fn takes(&self, kind: &PeerRequestKind) -> bool {
+    pub(super) fn takes(&self, kind: &PeerRequestKind) -> bool {
         match kind {
             PeerRequestKind::Sampling { .. } => self.sampling,
             PeerRequestKind::ElicitForm { .. } => self.elicit_form,
@@ -70,7 +70,7 @@ pub(super) struct Forwarded {
     pub elicitation: bool,
 }
 
-fn method_and_params(kind: &PeerRequestKind) -> (&'static str, Value) {
+pub(super) fn method_and_params(kind: &PeerRequestKind) -> (&'static str, Value) {
     match kind {
         PeerRequestKind::Sampling { params } => ("sampling/createMessage", params.clone()),
         PeerRequestKind::ElicitForm {
@@ -106,7 +106,7 @@ fn what(kind: &PeerRequestKind) -> &'static str {
 }
 
 /// A downstream response as the manager's answer.
-fn answer_of(elicitation: bool, outcome: Result<Value, (i64, String)>) -> PeerAnswer {
+pub(super) fn answer_of(elicitation: bool, outcome: Result<Value, (i64, String)>) -> PeerAnswer {
     let result = match outcome {
         Ok(result) => result,
         Err((code, message)) => return PeerAnswer::Error { code, message },
@@ -192,7 +192,7 @@ impl Gateway {
     /// Not "method not found": the manager declared the capability upstream (any client may
     /// connect later and take the next one), so the server must not conclude that the
     /// client lacks the feature altogether.
-    fn refuse_peer(&mut self, request: PeerRequestKey, message: String) {
+    pub(super) fn refuse_peer(&mut self, request: PeerRequestKey, message: String) {
         self.counters.peer_refused += 1;
         self.outputs
             .push_back(GatewayOutput::Manager(Input::AnswerPeerRequest {

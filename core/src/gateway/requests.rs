@@ -104,7 +104,7 @@ impl Gateway {
         }
     }
 
-    fn request(
+    pub(super) fn request(
         &mut self,
         session: SessionId,
         exchange: ExchangeId,
@@ -434,7 +434,7 @@ impl Gateway {
         wire::result(id, result)
     }
 
-    fn list(&self, id: &Value, method: &str, params: &Value) -> Bytes {
+    pub(super) fn list(&self, id: &Value, method: &str, params: &Value) -> Bytes {
         let start = match params.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(c)) => match c.parse::<usize>() {

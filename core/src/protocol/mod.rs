@@ -47,8 +47,9 @@ pub use modern::{
     classify_probe, header_params, header_text, modern_codes, param_header_values,
     parse_discover_result, parse_input_required, pick_modern, request_meta, result_type,
     retry_params_text, supported_versions, with_meta, HeaderAnnotationError, InputRequest,
-    InputRequired, ProbeAnswer, ResultType, MAX_INPUT_REQUESTS, META_LOG_LEVEL,
-    META_SUBSCRIPTION_ID, MODERN_VERSION, MODERN_VERSIONS,
+    InputRequired, ProbeAnswer, ResultType, MAX_INPUT_REQUESTS, META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID, MODERN_VERSION,
+    MODERN_VERSIONS,
 };
 pub use prompts::{
     complete_params, get_prompt_params, parse_completion_result, parse_prompt_result,

@@ -22,7 +22,8 @@ use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use switchboard_core::gateway::{
-    ExchangeId, GatewayInput, GatewayOptions, GatewayOutput, SessionId, Target, DOWNSTREAM_VERSIONS,
+    ExchangeId, ExchangeStatus, GatewayInput, GatewayOptions, GatewayOutput, RequestHeaders,
+    SessionId, Target, DOWNSTREAM_VERSIONS,
 };
 
 /// Frames one POST's stream or one GET stream may hold unread; progress beyond half of it is
@@ -93,6 +94,8 @@ struct State {
     by_header: BTreeMap<String, SessionId>,
     sessions: BTreeMap<SessionId, SessionEntry>,
     exchanges: BTreeMap<ExchangeId, (SessionId, Sender<ExchangeMsg>)>,
+    /// Exchanges of the stateless revision (no session id in the answer), with their status.
+    stateless: BTreeMap<ExchangeId, ExchangeStatus>,
     next_session: u64,
     next_exchange: u64,
     connections: usize,
@@ -314,7 +317,14 @@ async fn handle(
     if req.uri().path() != "/mcp" {
         return Ok(plain(StatusCode::NOT_FOUND, "the endpoint is /mcp"));
     }
-    if let Some(v) = req.headers().get("mcp-protocol-version") {
+    let header = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string);
+    // Within a session the version is one of the session's revisions; without one, a
+    // request of the stateless revision is the gateway's to judge.
+    if let (Some(v), Some(_)) = (req.headers().get("mcp-protocol-version"), &header) {
         let v = v.to_str().unwrap_or("");
         if !DOWNSTREAM_VERSIONS.contains(&v) {
             return Ok(json_error(
@@ -323,11 +333,6 @@ async fn handle(
             ));
         }
     }
-    let header = req
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_string);
     let known = header
         .as_ref()
         .and_then(|h| lock(&state).by_header.get(h).copied());
@@ -371,15 +376,43 @@ fn forget(state: &Shared, session: SessionId) {
     s.exchanges.retain(|_, (owner, _)| *owner != session);
 }
 
-/// Removes its exchange when the POST is done (answered, or its client went away).
+/// Removes its exchange when the POST is done (answered, or its client went away); the
+/// session of a stateless exchange ends with it (a listen stream whose client left).
 struct ExchangeGuard {
     state: Shared,
     exchange: ExchangeId,
+    session: SessionId,
+    tx: Sender<GatewayInput>,
 }
 
 impl Drop for ExchangeGuard {
     fn drop(&mut self) {
-        lock(&self.state).exchanges.remove(&self.exchange);
+        let stateless = {
+            let mut s = lock(&self.state);
+            s.exchanges.remove(&self.exchange);
+            s.stateless.remove(&self.exchange).is_some()
+        };
+        if stateless {
+            forget(&self.state, self.session);
+            let _ = self.tx.try_send(GatewayInput::Closed {
+                session: self.session,
+            });
+        }
+    }
+}
+
+/// The headers the stateless revision checks, as sent.
+fn request_headers<B>(req: &Request<B>) -> RequestHeaders {
+    let get = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_string)
+    };
+    RequestHeaders {
+        protocol_version: get("mcp-protocol-version"),
+        method: get("mcp-method"),
+        name: get("mcp-name"),
     }
 }
 
@@ -394,6 +427,7 @@ async fn post(
         .get(hyper::header::ACCEPT)
         .and_then(|h| h.to_str().ok())
         .is_some_and(|a| a.contains("text/event-stream"));
+    let headers = request_headers(&req);
     let body = match Limited::new(req.into_body(), MAX_DOWNSTREAM_FRAME)
         .collect()
         .await
@@ -448,16 +482,28 @@ async fn post(
     let guard = ExchangeGuard {
         state: state.clone(),
         exchange,
+        session,
+        tx: tx.clone(),
     };
-    let frame = GatewayInput::Frame {
+    let frame = GatewayInput::HttpFrame {
         session,
         exchange,
         frame: body,
+        headers,
     };
     if tx.send(frame).await.is_err() {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
     }
     let with_header = |mut r: Response<Body>| {
+        if let Some(status) = lock(&state).stateless.get(&exchange).copied() {
+            // No session: the answer stands alone.
+            *r.status_mut() = match status {
+                ExchangeStatus::Ok => r.status(),
+                ExchangeStatus::BadRequest => StatusCode::BAD_REQUEST,
+                ExchangeStatus::NotFound => StatusCode::NOT_FOUND,
+            };
+            return r;
+        }
         // Only while the session lives: a session the gateway refused gets no id.
         if let Some(h) = &created {
             if lock(&state).by_header.contains_key(h) {
@@ -573,6 +619,11 @@ impl Sink for HttpSink {
             GatewayOutput::Close { session } => {
                 drop(s);
                 forget(&self.state, session);
+            }
+            GatewayOutput::Stateless {
+                exchange, status, ..
+            } => {
+                s.stateless.insert(exchange, status);
             }
             GatewayOutput::Manager(_) => {}
         }

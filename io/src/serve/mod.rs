@@ -85,6 +85,17 @@ async fn run_loop<S: Sink>(
     let mut replies: BTreeMap<PeerRequestKey, Sender<PeerAnswer>> = BTreeMap::new();
     let mut next_peer = 0u64;
     let events = sb.events();
+    let mut options = options;
+    if options.request_state_key.is_none() {
+        options.request_state_key = random_key();
+    }
+    if options.instance == 0 {
+        options.instance = random_key().map_or(1, |k| {
+            u64::from_le_bytes([
+                k.0[0], k.0[1], k.0[2], k.0[3], k.0[4], k.0[5], k.0[6], k.0[7],
+            ])
+        });
+    }
     let mut g = Gateway::new(options);
     let (internal_tx, internal_rx) = async_channel::unbounded::<Internal>();
     // The tasks of the calls and operations in flight; dropping one cancels it.
@@ -199,6 +210,16 @@ async fn run_loop<S: Sink>(
             }
         }
     }
+}
+
+/// A fresh key for the gateway's `requestState` seals, from the system's random source
+/// (`None` without one: then multi round-trip requests of stateless clients are refused).
+fn random_key() -> Option<switchboard_core::gateway::StateKey> {
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut key))
+        .ok()?;
+    Some(switchboard_core::gateway::StateKey(key))
 }
 
 /// The manager's view as the library's snapshot holds it.

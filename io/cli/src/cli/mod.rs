@@ -361,6 +361,11 @@ enum Command {
         /// hold every definition.
         #[arg(long)]
         tool_search: bool,
+        /// A file holding a secret (at least 32 bytes) to seal the state of multi round-trip
+        /// requests with. Instances that share it continue each other's requests, so a load
+        /// balancer needs no sticky sessions [default: a random key per process].
+        #[arg(long, value_name = "PATH", requires = "http")]
+        state_key_file: Option<std::path::PathBuf>,
     },
     /// Complete an argument of a prompt (--prompt) or of a resource template (--resource).
     #[command(after_help = OPERATION_HELP)]
@@ -504,6 +509,7 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
             allow_origins,
             plain_names,
             tool_search,
+            state_key_file,
         } => {
             let args = serve::ServeArgs {
                 http,
@@ -511,6 +517,7 @@ async fn run_command(cli: Cli, interrupt: &interrupt::Interrupt) -> Result<u8, F
                 allowed_origins: allow_origins,
                 plain_names,
                 tool_search,
+                state_key_file,
             };
             serve::run(&g, interrupt, args).await
         }

@@ -4,7 +4,7 @@
 
 use super::{interrupt, Fatal, Global, Session, Settle, EXIT_OK};
 use std::net::SocketAddr;
-use switchboard::core::gateway::GatewayOptions;
+use switchboard::core::gateway::{GatewayOptions, StateKey};
 use switchboard::serve::{
     discovered_files, serve_http, serve_stdio, watch_files, HttpServeOptions, PeerForwarder,
     DEFAULT_WATCH_INTERVAL,
@@ -21,6 +21,27 @@ pub(super) struct ServeArgs {
     pub allowed_origins: Vec<String>,
     pub plain_names: bool,
     pub tool_search: bool,
+    pub state_key_file: Option<std::path::PathBuf>,
+}
+
+/// The longest state key file read.
+const MAX_STATE_KEY_FILE: u64 = 4096;
+
+/// The key in `path`: the file's bytes (at least 32 of them), hashed.
+fn read_state_key(path: &std::path::Path) -> Result<StateKey, Fatal> {
+    use std::io::Read;
+    let mut secret = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_STATE_KEY_FILE + 1).read_to_end(&mut secret))
+        .map_err(|e| Fatal::usage(format!("--state-key-file {}: {e}", path.display())))?;
+    let secret = secret.trim_ascii();
+    if secret.len() < 32 || secret.len() as u64 > MAX_STATE_KEY_FILE {
+        return Err(Fatal::usage(format!(
+            "--state-key-file {}: the secret must be 32 to {MAX_STATE_KEY_FILE} bytes long",
+            path.display()
+        )));
+    }
+    Ok(StateKey::from_secret(secret))
 }
 
 pub(super) async fn run(
@@ -28,6 +49,11 @@ pub(super) async fn run(
     interrupt: &interrupt::Interrupt,
     args: ServeArgs,
 ) -> Result<u8, Fatal> {
+    let state_key = args
+        .state_key_file
+        .as_deref()
+        .map(read_state_key)
+        .transpose()?;
     let token = args
         .bearer_token
         .or_else(|| std::env::var(TOKEN_ENV).ok())
@@ -66,6 +92,7 @@ pub(super) async fn run(
             .iter()
             .map(|a| a.server.clone())
             .collect(),
+        request_state_key: state_key,
         ..GatewayOptions::default()
     };
     // Edits of the config files it read are picked up while it serves: the new set is synced
