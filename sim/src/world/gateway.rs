@@ -327,6 +327,9 @@ impl World<'_> {
                     self.send_to_client(session, frame);
                 }
                 GatewayOutput::Accepted { .. } => {}
+                // Only a request of the stateless revision that came with its HTTP headers
+                // opens such an exchange; the simulated clients speak the 2025 era.
+                GatewayOutput::Stateless { .. } => {}
                 GatewayOutput::Manager(input) => {
                     self.observe_manager_input(&input, &cause);
                     let now = self.now;
