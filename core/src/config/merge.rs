@@ -178,7 +178,8 @@ pub struct Merged {
 /// 1. Project-level sources are dropped when `options.project_configs` is off.
 /// 2. The first source naming a server wins (even when its entry is broken or disabled: a
 ///    higher layer can switch a server off); every later entry of that name is reported in
-///    [`Merged::shadowed`].
+///    [`Merged::shadowed`]. An entry of a file its client does not read at all (an untrusted
+///    Codex project or Gemini folder) is skipped at once and claims no name.
 /// 3. Winners that are disabled, match the deny list, are switched off by a client's policy
 ///    ([`ClientPolicies`](super::ClientPolicies)) or are rejected by a client's approval
 ///    state are reported in [`Merged::skipped`].
@@ -223,6 +224,23 @@ pub fn merge(sources: Vec<Source>, options: &FilterOptions) -> Merged {
             });
         }
         for (name, config) in source.servers {
+            // A file its own client does not read (Codex in an untrusted project, Gemini in
+            // an untrusted folder) claims no name: the next source of that name wins, as it
+            // does in that client, which never sees the project's entry.
+            if let TrustDecision::Rejected { by } =
+                options
+                    .approvals
+                    .decide(&name, &source.meta, &config_hash(&config))
+            {
+                if by.file_unread() {
+                    merged.skipped.push(Skipped {
+                        server: name,
+                        source: source.meta.clone(),
+                        reason: SkipReason::Rejected { by },
+                    });
+                    continue;
+                }
+            }
             claim(&mut merged, &name, &source.meta, Some(config));
         }
     }

@@ -159,6 +159,16 @@ pub enum RejectedBy {
 }
 
 impl RejectedBy {
+    /// Whether the rejection means the client does not read the entry's file at all (so a
+    /// lower source of the same name is what that client uses), rather than switching one
+    /// server off.
+    pub fn file_unread(self) -> bool {
+        matches!(
+            self,
+            RejectedBy::CodexUntrustedProject | RejectedBy::GeminiUntrustedFolder
+        )
+    }
+
     /// How a report names it.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -313,3 +313,39 @@ fn each_clients_timeout_means_what_that_client_makes_of_it() {
         r#"Server "s": the call timeout must be a positive number of milliseconds, got 0"#
     );
 }
+
+#[test]
+fn an_untrusted_codex_or_gemini_project_entry_leaves_the_users_server_of_that_name_running() {
+    for (provider, untrusted) in [("codex", true), ("gemini", false)] {
+        let mut approvals = Approvals::default();
+        if untrusted {
+            approvals.codex = Some(FolderTrust::Untrusted);
+        } else {
+            approvals.gemini = Some(FolderTrust::Untrusted);
+        }
+        let merged = merge(
+            vec![
+                Source::new(
+                    meta(provider, SourceLevel::Project),
+                    vec![("s".into(), ServerConfig::stdio("project-one", &[]))],
+                ),
+                Source::new(
+                    meta(provider, SourceLevel::User),
+                    vec![("s".into(), ServerConfig::stdio("users-own", &[]))],
+                ),
+            ],
+            &FilterOptions {
+                approvals,
+                ..Default::default()
+            },
+        );
+        // The client never reads the project's file: the user's entry is the one it runs.
+        assert_eq!(merged.servers.len(), 1, "{provider}");
+        assert_eq!(merged.servers[0].source.level, SourceLevel::User);
+        assert!(merged.shadowed.is_empty(), "{provider}");
+        assert!(matches!(
+            merged.skipped[0].reason,
+            SkipReason::Rejected { by } if by.file_unread()
+        ));
+    }
+}
