@@ -74,6 +74,9 @@ pub struct EdgeServer {
     pub hung_closed: Arc<AtomicUsize>,
     /// Connections accepted so far.
     pub accepted: Arc<AtomicUsize>,
+    /// The most connections open at once so far (a connection counts until the server has
+    /// read its end).
+    pub open_peak: Arc<AtomicUsize>,
     _accept: Task<()>,
     _conns: Arc<Mutex<Vec<Task<()>>>>,
 }
@@ -86,19 +89,23 @@ impl EdgeServer {
         let hung_closed = Arc::new(AtomicUsize::new(0));
         let conns: Arc<Mutex<Vec<Task<()>>>> = Arc::new(Mutex::new(Vec::new()));
         let accepted = Arc::new(AtomicUsize::new(0));
+        let open_peak = Arc::new(AtomicUsize::new(0));
         let accept = {
             let (log, hung_closed, conns) = (log.clone(), hung_closed.clone(), conns.clone());
-            let accepted = accepted.clone();
+            let (accepted, open_peak) = (accepted.clone(), open_peak.clone());
+            let open = Arc::new(AtomicUsize::new(0));
             smol::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
                     accepted.fetch_add(1, Ordering::SeqCst);
+                    let now = open.fetch_add(1, Ordering::SeqCst) + 1;
+                    open_peak.fetch_max(now, Ordering::SeqCst);
                     let _ = stream.get_ref().set_nodelay(true);
-                    let task = smol::spawn(serve(
-                        stream,
-                        handler.clone(),
-                        log.clone(),
-                        hung_closed.clone(),
-                    ));
+                    let served = serve(stream, handler.clone(), log.clone(), hung_closed.clone());
+                    let open = open.clone();
+                    let task = smol::spawn(async move {
+                        served.await;
+                        open.fetch_sub(1, Ordering::SeqCst);
+                    });
                     let mut c = conns.lock().unwrap();
                     c.retain(|t| !t.is_finished());
                     c.push(task);
@@ -110,6 +117,7 @@ impl EdgeServer {
             log,
             hung_closed,
             accepted,
+            open_peak,
             _accept: accept,
             _conns: conns,
         }

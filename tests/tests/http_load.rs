@@ -144,14 +144,19 @@ fn two_thousand_default_calls() {
         }
         assert_eq!(ok, CALLS);
         // Busy connections are bounded (128 by default); idle ones past the 16 kept per origin
-        // are closed, so the server may accept more than 128 over the run, never at once.
+        // are closed, so the server may accept more than 128 over the run (how many depends on
+        // scheduling), never at once: the calls queued for a connection instead of each
+        // opening its own. The server counts a connection until it has read its end, a little
+        // after the client closed it, and on a loaded machine that lag can grow: the bound is
+        // the one the open-files limit sets, both ends living in this process.
         let accepted = server.accepted.load(Ordering::SeqCst);
+        let peak = server.open_peak.load(Ordering::SeqCst);
         assert!(
-            accepted < CALLS / 2,
-            "{accepted} connections for {CALLS} calls"
+            peak < 512,
+            "{peak} connections open at once ({accepted} over the run) for {CALLS} calls"
         );
         println!(
-            "{CALLS} of {CALLS} calls succeeded over {accepted} connections, open-files limit {}",
+            "{CALLS} of {CALLS} calls succeeded over {accepted} connections (at most {peak} at once), open-files limit {}",
             limit.rlim_cur
         );
         Arc::try_unwrap(sb).ok().unwrap().shutdown().await;
