@@ -18,7 +18,6 @@
 //! [`merge`](super::merge) through [`Approvals::policies`](super::Approvals::policies).
 
 use super::filter::glob_match;
-use super::jsonc::strip_jsonc;
 use super::{ConfigError, RejectedBy, ServerConfig, SourceMeta};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -169,28 +168,13 @@ impl ClientPolicies {
     }
 }
 
+/// A settings file's top-level object (`None` when the file is empty), read as the trust
+/// module reads the clients' approval files.
 fn json_object(
     path: &str,
     text: &str,
 ) -> Result<Option<serde_json::Map<String, Value>>, ConfigError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    let value: Value = serde_json::from_str(&strip_jsonc(text)).map_err(|e| {
-        let full = e.to_string();
-        let suffix = format!(" at line {} column {}", e.line(), e.column());
-        ConfigError::Syntax {
-            path: path.to_string(),
-            line: e.line().max(1),
-            column: e.column().max(1),
-            message: full.strip_suffix(&suffix).unwrap_or(&full).to_string(),
-        }
-    })?;
-    match value {
-        Value::Object(map) => Ok(Some(map)),
-        _ => Err(bad(path, "the top level", "an object")),
-    }
+    super::trust::json_root(path, text)
 }
 
 fn bad(path: &str, key: &str, want: &str) -> ConfigError {

@@ -337,7 +337,7 @@ fn bad(path: &str, key: &str, want: &str) -> ConfigError {
     }
 }
 
-fn json_root(
+pub(super) fn json_root(
     path: &str,
     text: &str,
 ) -> Result<Option<serde_json::Map<String, Value>>, ConfigError> {
