@@ -12,6 +12,7 @@
 //!
 //! Text form: `v1.<payload JSON>.<mac as 64 hex digits>`.
 
+use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -19,23 +20,12 @@ use sha2::{Digest, Sha256};
 /// earlier answers (then only the gateway holding the call can continue it).
 pub(super) const MAX_STATE: usize = 64 * 1024;
 
-const BLOCK: usize = 64;
-
-/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+/// HMAC-SHA256 of `message` under `key`.
 fn hmac(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut k = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(k.map(|b| b ^ 0x36));
-    inner.update(message);
-    let mut outer = Sha256::new();
-    outer.update(k.map(|b| b ^ 0x5c));
-    outer.update(inner.finalize());
-    outer.finalize().into()
+    let mut mac =
+        <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(message);
+    mac.finalize().into_bytes().into()
 }
 
 fn hex(bytes: &[u8]) -> String {
