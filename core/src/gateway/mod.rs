@@ -552,6 +552,15 @@ impl Gateway {
     }
 
     fn set_view(&mut self, view: View) {
+        // The very lists it serves (a shell hands the same `Arc`s while the manager's view
+        // has not moved): nothing to compare, nothing to announce.
+        if Arc::ptr_eq(&self.view.tools, &view.tools)
+            && Arc::ptr_eq(&self.view.resources, &view.resources)
+            && Arc::ptr_eq(&self.view.templates, &view.templates)
+            && Arc::ptr_eq(&self.view.prompts, &view.prompts)
+        {
+            return;
+        }
         let names = served::ServedNames::new(&view.tools, &view.prompts, self.options.plain_names);
         // With tool search the two tools served never change: searches see the new view.
         let tools = !self.options.tool_search

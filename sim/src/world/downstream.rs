@@ -85,7 +85,11 @@ impl World<'_> {
                 exchange,
                 frame,
             } => self.frame_to_gateway(session, exchange, frame),
-            DownEv::ToClient { session, frame } => self.frame_to_client(session, &frame),
+            DownEv::ToClient {
+                session,
+                frame: Some(v),
+            } => self.frame_to_client(session, &v),
+            DownEv::ToClient { frame: None, .. } => {}
             DownEv::Manager(input) => self.gateway_manager_input(input),
         }
     }
@@ -249,17 +253,14 @@ impl World<'_> {
         gw.clients.iter().position(|c| c.session == Some(session))
     }
 
-    fn frame_to_client(&mut self, session: SessionId, frame: &[u8]) {
+    fn frame_to_client(&mut self, session: SessionId, v: &Value) {
         let Some(i) = self.client_of(session) else {
-            return;
-        };
-        let Ok(v) = serde_json::from_slice::<Value>(frame) else {
             return;
         };
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
         match (v.get("id").cloned(), method) {
-            (Some(id), None) => self.client_response(i, &id, &v),
-            (Some(id), Some(method)) => self.client_asked(i, id, &method, &v),
+            (Some(id), None) => self.client_response(i, &id, v),
+            (Some(id), Some(method)) => self.client_asked(i, id, &method, v),
             (None, Some(method)) => {
                 for &k in announced_lists(&method) {
                     self.client_list(i, k, true);

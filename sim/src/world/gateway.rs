@@ -24,7 +24,7 @@ use std::time::Duration;
 use switchboard_core::gateway::{
     ExchangeId, Gateway, GatewayInput, GatewayOptions, GatewayOutput, SessionId, Target, View,
 };
-use switchboard_core::manager::{CallId, Event, Input, Output};
+use switchboard_core::manager::{CallId, Event, Input, Manager, Output};
 use switchboard_core::rng::SplitMix64;
 use switchboard_core::Instant;
 
@@ -45,7 +45,12 @@ pub(super) enum DownEv {
         frame: Bytes,
     },
     /// A frame reaches a client.
-    ToClient { session: SessionId, frame: Bytes },
+    /// A frame reaches a client: parsed once, when the gateway wrote it (`None` when it is
+    /// not JSON, which a client ignores).
+    ToClient {
+        session: SessionId,
+        frame: Option<Arc<Value>>,
+    },
     /// The gateway's input for the manager reaches it.
     Manager(Input),
 }
@@ -78,6 +83,17 @@ pub(super) struct GatewayWorld {
     pub(super) to_gateway_at: std::collections::BTreeMap<SessionId, Instant>,
     /// Calls whose cancellation the manager handled in this step.
     cancelled_now: Vec<CallId>,
+    /// The manager's view as last read, with the generations it was read at.
+    memo: Option<ViewMemo>,
+}
+
+/// The manager's view read once per change of its `view_generation()` and
+/// `catalog_generation()`: what the gateway is handed (the same `Arc`s while nothing moved, as
+/// the library's snapshot hands them) and what the judge compares the clients' lists with.
+struct ViewMemo {
+    gens: (u64, u64),
+    view: View,
+    expected: Arc<[judge::Expected; 4]>,
 }
 
 impl GatewayWorld {
@@ -100,7 +116,32 @@ impl GatewayWorld {
             to_client_at: Default::default(),
             to_gateway_at: Default::default(),
             cancelled_now: Vec::new(),
+            memo: None,
         }
+    }
+
+    /// The manager's view now: read again only when one of its generations moved (debug
+    /// builds, the tests among them, read it every time and check that promise).
+    fn view(&mut self, m: &Manager) -> &ViewMemo {
+        let gens = (m.view_generation(), m.catalog_generation());
+        match &self.memo {
+            Some(memo) if memo.gens == gens => {
+                debug_assert!(
+                    memo.view == current_view(m),
+                    "the manager's view changed but neither generation moved"
+                );
+            }
+            _ => {
+                let view = current_view(m);
+                let expected = Arc::new(expected_views(&view));
+                self.memo = Some(ViewMemo {
+                    gens,
+                    view,
+                    expected,
+                });
+            }
+        }
+        self.memo.as_ref().expect("set above")
     }
 
     pub(super) fn exchange(&mut self) -> ExchangeId {
@@ -129,7 +170,7 @@ impl World<'_> {
     /// Schedule the clients' sessions and actions (at the start of a run with a gateway).
     pub(super) fn gateway_start(&mut self) {
         let Some(gw) = self.gw.as_mut() else { return };
-        let view = current_view(&self.m);
+        let view = gw.view(&self.m).view.clone();
         gw.g.handle(GatewayInput::View(view));
         while gw.g.poll_output().is_some() {}
         let opens: Vec<(usize, u64)> = gw
@@ -229,7 +270,7 @@ impl World<'_> {
     /// After every manager step: the gateway gets the view, and the serving side is checked.
     pub(super) fn gateway_after_step(&mut self) {
         let Some(gw) = self.gw.as_mut() else { return };
-        let view = current_view(&self.m);
+        let view = gw.view(&self.m).view.clone();
         gw.g.handle(GatewayInput::View(view));
         self.gateway_drain(Cause::Other);
         // The cancellations the manager handled in this step left it.
@@ -265,7 +306,7 @@ impl World<'_> {
             return;
         }
         let plain = gw.plan.plain_names;
-        let views = expected_views(&self.m);
+        let views = Arc::clone(&gw.view(&self.m).expected);
         let checks = gw
             .obs
             .sessions
@@ -323,8 +364,8 @@ impl World<'_> {
                     target,
                     frame,
                 } => {
-                    self.observe_send(session, target, &frame, &cause);
-                    self.send_to_client(session, frame);
+                    let parsed = self.observe_send(session, target, &frame, &cause);
+                    self.send_to_client(session, parsed);
                 }
                 GatewayOutput::Accepted { .. } => {}
                 // Only a request of the stateless revision that came with its HTTP headers
@@ -347,7 +388,7 @@ impl World<'_> {
     }
 
     /// A frame for a client, delivered after a little latency, in order.
-    fn send_to_client(&mut self, session: SessionId, frame: Bytes) {
+    fn send_to_client(&mut self, session: SessionId, frame: Option<Arc<Value>>) {
         let Some(gw) = self.gw.as_mut() else { return };
         let lat = 1 + gw.rng.below(4);
         let at = self.now + Duration::from_millis(lat);
@@ -357,9 +398,15 @@ impl World<'_> {
         self.push(at, Ev::Downstream(DownEv::ToClient { session, frame }));
     }
 
-    /// What a frame the gateway writes tells about the promises.
-    fn observe_send(&mut self, session: SessionId, target: Target, frame: &[u8], cause: &Cause) {
-        let now = self.now;
+    /// What a frame the gateway writes tells about the promises; the frame parsed, for the
+    /// client that reads it.
+    fn observe_send(
+        &mut self,
+        session: SessionId,
+        target: Target,
+        frame: &[u8],
+        cause: &Cause,
+    ) -> Option<Arc<Value>> {
         if self.trace.is_some() {
             let text = String::from_utf8_lossy(frame).into_owned();
             let text: String = text.chars().take(160).collect();
@@ -367,9 +414,15 @@ impl World<'_> {
                 let _ = writeln!(t, "            ds< s{} {text}", session.0);
             });
         }
-        let Ok(v) = serde_json::from_slice::<Value>(frame) else {
-            return;
-        };
+        let v = serde_json::from_slice::<Value>(frame).ok().map(Arc::new);
+        if let Some(v) = &v {
+            self.observe_sent(session, target, v, cause);
+        }
+        v
+    }
+
+    fn observe_sent(&mut self, session: SessionId, target: Target, v: &Value, cause: &Cause) {
+        let now = self.now;
         let Some(gw) = self.gw.as_mut() else { return };
         let id = v.get("id").cloned();
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
@@ -717,7 +770,7 @@ impl World<'_> {
 }
 
 /// The manager's view, as the serving shell hands it to the gateway.
-fn current_view(m: &switchboard_core::manager::Manager) -> View {
+fn current_view(m: &Manager) -> View {
     View {
         tools: Arc::new(m.tools()),
         resources: Arc::new(m.resources()),
@@ -727,23 +780,23 @@ fn current_view(m: &switchboard_core::manager::Manager) -> View {
 }
 
 /// The core's view of each list kind, as [`judge::downstream_view_is_announced`] reads it.
-fn expected_views(m: &switchboard_core::manager::Manager) -> [judge::Expected; 4] {
+fn expected_views(v: &View) -> [judge::Expected; 4] {
     [
-        m.tools()
-            .into_iter()
-            .map(|t| (t.qualified_name, Some(t.def.name)))
+        v.tools
+            .iter()
+            .map(|t| (t.qualified_name.clone(), Some(t.def.name.clone())))
             .collect(),
-        m.resources()
-            .into_iter()
-            .map(|r| (r.def.uri, None))
+        v.resources
+            .iter()
+            .map(|r| (r.def.uri.clone(), None))
             .collect(),
-        m.resource_templates()
-            .into_iter()
-            .map(|t| (t.def.uri_template, None))
+        v.templates
+            .iter()
+            .map(|t| (t.def.uri_template.clone(), None))
             .collect(),
-        m.prompts()
-            .into_iter()
-            .map(|p| (p.qualified_name, Some(p.def.name)))
+        v.prompts
+            .iter()
+            .map(|p| (p.qualified_name.clone(), Some(p.def.name.clone())))
             .collect(),
     ]
 }
