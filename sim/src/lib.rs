@@ -11,6 +11,7 @@ pub mod coverage;
 pub mod explore;
 pub mod fuzz;
 pub mod invariants;
+mod json;
 pub mod observe;
 pub mod scenario;
 pub mod trace;

@@ -4,6 +4,7 @@
 //! `EveryCallCompletesOnce`, which holds for task calls like any other.)
 
 use super::{output_violation, Ctx};
+use crate::json::At;
 use crate::observe::{Observer, StepInfo};
 use crate::verdict::Invariant;
 use serde_json::Value;
@@ -21,7 +22,7 @@ pub fn task_request_sent(
 ) {
     let Some(task) = serde_json::from_slice::<Value>(frame)
         .ok()
-        .and_then(|v| v.pointer("/params/taskId")?.as_str().map(str::to_string))
+        .and_then(|v| v.at("/params/taskId")?.as_str().map(str::to_string))
     else {
         return;
     };

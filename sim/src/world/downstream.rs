@@ -14,6 +14,7 @@
 use super::gateway::{open_request, session_obs, Cause, DownEv};
 use super::{Ev, World};
 use crate::invariants::gateway::{announced_lists, LIST_FIELDS, LIST_METHODS};
+use crate::json::At;
 use crate::scenario::{DownstreamEra, DownstreamKind};
 use crate::verdict::Invariant;
 use bytes::Bytes;
@@ -84,7 +85,8 @@ impl World<'_> {
                 session,
                 exchange,
                 frame,
-            } => self.frame_to_gateway(session, exchange, frame),
+                message,
+            } => self.frame_to_gateway(session, exchange, frame, &message),
             DownEv::ToClient {
                 session,
                 frame: Some(v),
@@ -188,29 +190,40 @@ impl World<'_> {
         let at = at.max(*last);
         *last = at;
         let frame = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+        debug_assert_eq!(
+            serde_json::from_slice::<Value>(&frame).ok().as_ref(),
+            Some(&v),
+            "a client's message reads back as it was written"
+        );
         self.push(
             at,
             Ev::Downstream(DownEv::ToGateway {
                 session,
                 exchange,
                 frame,
+                message: std::sync::Arc::new(v),
             }),
         );
     }
 
-    fn frame_to_gateway(&mut self, session: SessionId, exchange: ExchangeId, frame: Bytes) {
+    fn frame_to_gateway(
+        &mut self,
+        session: SessionId,
+        exchange: ExchangeId,
+        frame: Bytes,
+        v: &Value,
+    ) {
         let now = self.now;
         let Some(gw) = self.gw.as_mut() else { return };
         if !gw.obs.sessions.contains_key(&session) {
             return; // The gateway ended the session while this was under way.
         }
-        let v: Value = serde_json::from_slice(&frame).unwrap_or(Value::Null);
         let method = v.get("method").and_then(Value::as_str);
         let id = v.get("id").cloned();
         let cause = match (&id, method) {
             (Some(id), Some(method)) => {
                 let key = id.to_string();
-                let first_page = v.pointer("/params/cursor").is_none();
+                let first_page = v.at("/params/cursor").is_none();
                 if let Some(s) = gw.obs.sessions.get_mut(&session) {
                     s.open
                         .insert(key.clone(), open_request(exchange, method, now, first_page));
@@ -325,7 +338,8 @@ impl World<'_> {
                 }
                 let (field, name) = LIST_FIELDS[k];
                 if let Some(items) = v
-                    .pointer(&format!("/result/{field}"))
+                    .get("result")
+                    .and_then(|r| r.get(field))
                     .and_then(Value::as_array)
                 {
                     l.so_far.extend(
@@ -335,7 +349,7 @@ impl World<'_> {
                             .map(str::to_string),
                     );
                 }
-                match v.pointer("/result/nextCursor").and_then(Value::as_str) {
+                match v.at("/result/nextCursor").and_then(Value::as_str) {
                     Some(cursor) => {
                         let cursor = cursor.to_string();
                         self.client_request(
@@ -363,7 +377,7 @@ impl World<'_> {
                 gw.clients[i].subscribed.remove(&uri);
             }
             Waiting::Call | Waiting::Other => {
-                if v.pointer("/error/code").and_then(Value::as_i64) == Some(-32000) {
+                if v.at("/error/code").and_then(Value::as_i64) == Some(-32000) {
                     self.cov.downstream_too_many += 1;
                 }
             }
@@ -374,7 +388,7 @@ impl World<'_> {
     fn client_asked(&mut self, i: usize, id: Value, method: &str, v: &Value) {
         let Some(gw) = self.gw.as_mut() else { return };
         let plan = gw.plan.clients[i].clone();
-        let url = v.pointer("/params/mode") == Some(&Value::String("url".into()));
+        let url = v.at("/params/mode") == Some(&Value::String("url".into()));
         let declared = match method {
             "sampling/createMessage" => plan.sampling,
             "elicitation/create" if url => plan.url,
@@ -393,7 +407,7 @@ impl World<'_> {
             _ if url => json!({"action": "accept"}),
             _ => {
                 let schema = v
-                    .pointer("/params/requestedSchema")
+                    .at("/params/requestedSchema")
                     .cloned()
                     .unwrap_or(Value::Null);
                 json!({"action": "accept", "content": form_defaults(&schema)})

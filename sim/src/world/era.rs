@@ -10,6 +10,7 @@
 
 use super::server::Tag;
 use super::World;
+use crate::json::At;
 use crate::scenario::{AttemptPlan, Init, SimEra};
 use crate::verdict::Invariant;
 use bytes::Bytes;
@@ -78,7 +79,7 @@ impl World<'_> {
             return;
         };
         let request = v.get("id").is_some();
-        let meta = v.pointer("/params/_meta");
+        let meta = v.at("/params/_meta");
         let era = self.sc.servers[i].era;
         if method == "server/discover" {
             self.cov.stateless_requests_checked += 1;
@@ -95,7 +96,7 @@ impl World<'_> {
             .get(&conn)
             .is_some_and(|p| p.era.discovered_delivered);
         if era.is_modern() {
-            if v.pointer("/params/_meta/io.modelcontextprotocol~1logLevel")
+            if v.at("/params/_meta/io.modelcontextprotocol~1logLevel")
                 .is_some()
             {
                 self.cov.stateless_log_levels_seen += 1;
@@ -355,7 +356,7 @@ impl World<'_> {
         v: &Value,
         frame: &[u8],
     ) -> bool {
-        if v.pointer("/params/requestState").is_some() {
+        if v.at("/params/requestState").is_some() {
             self.cov.request_states_checked += 1;
             let text = String::from_utf8_lossy(frame);
             let echoed = self.procs.get(&conn).is_some_and(|p| {
@@ -365,7 +366,7 @@ impl World<'_> {
                     .any(|s| text.contains(&format!("\"requestState\":{s}")))
             });
             let answered = v
-                .pointer("/params/inputResponses/where/roots")
+                .at("/params/inputResponses/where/roots")
                 .is_some_and(Value::is_array);
             if !echoed || !answered {
                 self.era_violation(
@@ -445,11 +446,11 @@ impl World<'_> {
             return;
         };
         let filter = v
-            .pointer("/params/notifications")
+            .at("/params/notifications")
             .cloned()
             .unwrap_or(Value::Null);
         self.cov.listens_received += 1;
-        let tools = v.pointer("/params/notifications/toolsListChanged") == Some(&json!(true));
+        let tools = v.at("/params/notifications/toolsListChanged") == Some(&json!(true));
         let offers = self
             .procs
             .get(&conn)
@@ -478,7 +479,7 @@ impl World<'_> {
         self.reply(conn, 1, ack);
         // The resources it follows changed once since.
         if let Some(uri) = v
-            .pointer("/params/notifications/resourceSubscriptions/0")
+            .at("/params/notifications/resourceSubscriptions/0")
             .cloned()
         {
             self.cov.stream_resource_updates_sent += 1;

@@ -14,6 +14,7 @@
 
 use super::server::Tag;
 use super::{Ev, World};
+use crate::json::At;
 use crate::verdict::Invariant;
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -218,7 +219,7 @@ impl World<'_> {
                 .push((Invariant::DeclaredCapabilitiesHaveHandlers, d));
             return true;
         }
-        if url && v.pointer("/result/action") == Some(&json!("accept")) {
+        if url && v.at("/result/action") == Some(&json!("accept")) {
             // The interaction is done out of band a little later (sometimes announced twice).
             let eid = format!("e-{n}");
             if let Some(p) = self.procs.get_mut(&conn) {

@@ -6,6 +6,7 @@
 
 use super::os::SessionExpiry;
 use super::{Ev, World};
+use crate::json::At;
 use crate::observe::SIM_LOG_LEVELS;
 use crate::scenario::{AttemptPlan, Init, List};
 use crate::verdict::Invariant;
@@ -370,8 +371,8 @@ impl World<'_> {
                 }
                 self.list(conn, i, &plan, id, &v);
             }
-            (Some("tools/call"), Some(id)) if v.pointer("/params/task").is_some() => {
-                let tool = v.pointer("/params/name").and_then(Value::as_str);
+            (Some("tools/call"), Some(id)) if v.at("/params/task").is_some() => {
+                let tool = v.at("/params/name").and_then(Value::as_str);
                 let tool = tool.unwrap_or("").to_string();
                 self.task_call(conn, i, id, tool);
             }
