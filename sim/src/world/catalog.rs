@@ -9,7 +9,7 @@
 //! `CatalogSettlesToServerLists` compares it with the manager's views.
 
 use super::os::Proc;
-use super::server::Tag;
+use super::server::{PageKey, Tag};
 use super::World;
 use crate::invariants::SettledCatalog;
 use crate::observe::{Observer, View};
@@ -250,29 +250,47 @@ impl World<'_> {
                 } else {
                     (items[half..].to_vec(), false)
                 };
-                let list: Vec<Value> = these.iter().map(|t| Self::item_json(kind, t)).collect();
-                let mut result = json!({ key: list });
-                if more {
-                    result["nextCursor"] = json!("c1");
-                }
-                self.add_hints(i, &mut result);
+                self.count_hinted_page(i);
+                let page = PageKey::Catalog {
+                    server: i,
+                    alt,
+                    kind,
+                    half: if more { 1 } else { 2 },
+                };
+                let frame = self.result_frame(page, &id, |w| {
+                    let list: Vec<Value> = these.iter().map(|t| Self::item_json(kind, t)).collect();
+                    let mut result = json!({ key: list });
+                    if more {
+                        result["nextCursor"] = json!("c1");
+                    }
+                    w.add_hints(i, &mut result);
+                    result
+                });
                 let outcome = if more {
                     PageOutcome::More
                 } else {
                     PageOutcome::Final
                 };
-                let r = json!({"jsonrpc": "2.0", "id": id, "result": result});
                 self.record_page(conn, n, kind, these, outcome.clone());
-                self.reply_tagged(conn, ms, r, Tag::CatalogAnswer { id: n });
+                self.reply_frame(conn, ms, frame, Tag::CatalogAnswer { id: n });
                 return;
             }
             None => {
-                let list: Vec<Value> = items.iter().map(|t| Self::item_json(kind, t)).collect();
-                let mut result = json!({ key: list });
-                self.add_hints(i, &mut result);
-                let r = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                self.count_hinted_page(i);
+                let page = PageKey::Catalog {
+                    server: i,
+                    alt,
+                    kind,
+                    half: 0,
+                };
+                let frame = self.result_frame(page, &id, |w| {
+                    let list: Vec<Value> = items.iter().map(|t| Self::item_json(kind, t)).collect();
+                    let mut result = json!({ key: list });
+                    w.add_hints(i, &mut result);
+                    result
+                });
                 self.record_page(conn, n, kind, items, PageOutcome::Final);
-                self.reply_tagged(conn, ms, r, Tag::CatalogAnswer { id: n });
+                self.reply_frame(conn, ms, frame, Tag::CatalogAnswer { id: n });
                 return;
             }
         };

@@ -258,7 +258,7 @@ impl World<'_> {
     }
 
     /// The cache hints of server `i` on a list result (a stateless server's only).
-    pub(super) fn add_hints(&mut self, i: usize, result: &mut Value) {
+    pub(super) fn add_hints(&self, i: usize, result: &mut Value) {
         let s = &self.sc.servers[i];
         if !s.era.is_modern() || !self.sc.options.probe {
             return;
@@ -270,7 +270,12 @@ impl World<'_> {
         if let Some(sc) = scope {
             result["cacheScope"] = json!(sc);
         }
-        if ttl.is_some() {
+    }
+
+    /// Whether [`World::add_hints`] gives server `i`'s list pages a TTL (counted per page).
+    pub(super) fn count_hinted_page(&mut self, i: usize) {
+        let s = &self.sc.servers[i];
+        if s.era.is_modern() && self.sc.options.probe && s.hints.members().0.is_some() {
             self.cov.list_pages_hinted += 1;
         }
     }

@@ -29,6 +29,7 @@ use crate::invariants::{self, liveness, outputs, Ctx};
 use crate::observe::{Observer, StepInfo, View};
 use crate::scenario::{CachePlan, ReconnectMode, Scenario};
 use crate::trace;
+use bytes::Bytes;
 use embedder::tool_defs;
 use os::{Proc, StoreEntry};
 use server::Tag;
@@ -145,6 +146,9 @@ pub struct World<'a> {
     peer_rng: SplitMix64,
     /// Per server: until when the last list it delivered stays fresh by its `ttlMs`.
     fresh_until: Vec<Option<Instant>>,
+    /// List pages the simulated servers answer with, serialised once (see
+    /// [`World::result_frame`]).
+    pages: BTreeMap<server::PageKey, Bytes>,
     /// The gateway and its downstream clients, when the scenario serves.
     gw: Option<Box<gateway::GatewayWorld>>,
 }
@@ -226,6 +230,7 @@ impl<'a> World<'a> {
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
             session_lost: vec![false; n],
             fresh_until: vec![None; n],
+            pages: BTreeMap::new(),
             requests: requests::Requests::default(),
             peer_rng: SplitMix64::new(sc.world_seed ^ 0x7065_6572),
             gw: sc

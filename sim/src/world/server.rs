@@ -26,6 +26,25 @@ pub(super) enum ListKind {
 }
 
 /// What a frame from a simulated server carries, for the simulator's own bookkeeping.
+/// Which list page a simulated server answers with (see [`World::result_frame`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum PageKey {
+    /// Page `page` of `pages` of server `server`'s tools (its alternative set: `alt`).
+    Tools {
+        server: usize,
+        alt: bool,
+        page: usize,
+        pages: usize,
+    },
+    /// Server `server`'s catalog list `kind`: whole (`half` 0), or its first or second half.
+    Catalog {
+        server: usize,
+        alt: bool,
+        kind: usize,
+        half: u8,
+    },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Tag {
     None,
@@ -125,6 +144,40 @@ impl World<'_> {
     /// Schedule a frame from the server `ms` from now (plus jitter), maybe with a frame fault.
     pub(super) fn reply(&mut self, conn: ConnId, ms: u64, v: Value) {
         self.reply_tagged(conn, ms, v, Tag::None);
+    }
+
+    /// The answer `{"jsonrpc": "2.0", "id": id, "result": …}` to a list request, whose result
+    /// is the same for the same `key` all run long (a pure function of the scenario): it is
+    /// built and serialised once, then only the id is written around it. Debug builds build it
+    /// again every time and check the bytes are those of the whole answer serialised.
+    pub(super) fn result_frame(
+        &mut self,
+        key: PageKey,
+        id: &Value,
+        build: impl Fn(&Self) -> Value,
+    ) -> Bytes {
+        let result = match self.pages.get(&key) {
+            Some(b) => b.clone(),
+            None => {
+                let b = Bytes::from(serde_json::to_vec(&build(self)).unwrap_or_default());
+                self.pages.insert(key, b.clone());
+                b
+            }
+        };
+        // The keys in the order `serde_json` writes an object's: sorted.
+        let mut frame = Vec::with_capacity(result.len() + 48);
+        frame.extend_from_slice(b"{\"id\":");
+        let _ = serde_json::to_writer(&mut frame, id);
+        frame.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+        frame.extend_from_slice(&result);
+        frame.push(b'}');
+        debug_assert_eq!(
+            frame,
+            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": build(self)}))
+                .unwrap_or_default(),
+            "a remembered list page differs from the page built again"
+        );
+        Bytes::from(frame)
     }
 
     pub(super) fn reply_tagged(&mut self, conn: ConnId, ms: u64, v: Value, tag: Tag) {
@@ -531,12 +584,9 @@ impl World<'_> {
             }
             None => return,
         };
-        let s = &self.sc.servers[i];
-        let tools: Vec<String> = if alt {
-            s.alt_tools.clone()
-        } else {
-            s.tools.clone()
-        };
+        let sc = self.sc;
+        let s = &sc.servers[i];
+        let tools: &[String] = if alt { &s.alt_tools } else { &s.tools };
         let cursor = req
             .get("params")
             .and_then(|p| p.get("cursor"))
@@ -613,35 +663,45 @@ impl World<'_> {
                 let per = tools.len().div_ceil(pages).max(1);
                 let lo = (k * per).min(tools.len());
                 let hi = ((k + 1) * per).min(tools.len());
-                let mut listed = page_json(&tools[lo..hi]);
                 // Under a schema mix, every fourth server lists its first tool twice (again on
                 // its last page): the client keeps the first definition and warns.
-                if self.sc.mix.schema_pct > 0 && i % 4 == 3 && k + 1 >= pages && !tools.is_empty() {
-                    let mut again = page_json(&tools[..1]);
-                    again[0]["description"] = json!("a second definition, ignored");
-                    listed.extend(again);
-                    self.cov.duplicate_tools_listed += 1;
-                }
+                let twice =
+                    sc.mix.schema_pct > 0 && i % 4 == 3 && k + 1 >= pages && !tools.is_empty();
                 // A stateless server also lists a tool whose `x-mcp-header` cannot be mirrored
                 // into a header: the client drops it, so the view never shows it.
-                if self.sc.servers[i].era.is_modern() && k + 1 >= pages {
-                    listed.push(super::era::unmirrorable_tool());
-                    self.cov.unmirrorable_tools_listed += 1;
-                }
-                let mut result = json!({ "tools": listed });
-                self.add_hints(i, &mut result);
+                let unmirrorable = s.era.is_modern() && k + 1 >= pages;
+                self.cov.duplicate_tools_listed += u64::from(twice);
+                self.cov.unmirrorable_tools_listed += u64::from(unmirrorable);
+                self.count_hinted_page(i);
+                let key = PageKey::Tools {
+                    server: i,
+                    alt,
+                    page: k,
+                    pages,
+                };
+                let frame = self.result_frame(key, &id, |w| {
+                    let mut listed = page_json(&tools[lo..hi]);
+                    if twice {
+                        let mut again = page_json(&tools[..1]);
+                        again[0]["description"] = json!("a second definition, ignored");
+                        listed.extend(again);
+                    }
+                    if unmirrorable {
+                        listed.push(super::era::unmirrorable_tool());
+                    }
+                    let mut result = json!({ "tools": listed });
+                    w.add_hints(i, &mut result);
+                    if k + 1 < pages {
+                        result["nextCursor"] = json!(format!("p{}", k + 1));
+                    }
+                    result
+                });
                 let kind = if k + 1 < pages {
-                    result["nextCursor"] = json!(format!("p{}", k + 1));
                     ListKind::Page
                 } else {
                     ListKind::Final(version)
                 };
-                self.reply_tagged(
-                    conn,
-                    ms,
-                    json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                    Tag::ListAnswer { id: list_id, kind },
-                );
+                self.reply_frame(conn, ms, frame, Tag::ListAnswer { id: list_id, kind });
                 // Now and then the tool set changes while this listing is under way.
                 let cp = self.sc.mix.chatter_pct / 3;
                 if self.pct(cp) {
