@@ -272,7 +272,7 @@ impl World<'_> {
         }
     }
 
-    /// Whether [`World::add_hints`] gives server `i`'s list pages a TTL (counted per page).
+    /// Count one list page of server `i` to which [`World::add_hints`] gives a TTL.
     pub(super) fn count_hinted_page(&mut self, i: usize) {
         let s = &self.sc.servers[i];
         if s.era.is_modern() && self.sc.options.probe && s.hints.members().0.is_some() {
