@@ -746,7 +746,7 @@ impl World<'_> {
                 if cursor.is_some() {
                     self.cov.list_repeated_cursor += 1;
                 }
-                let r = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": page_json(&tools), "nextCursor": "again"}});
+                let r = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": page_json(tools), "nextCursor": "again"}});
                 let tag = Tag::ListAnswer {
                     id: list_id,
                     kind: ListKind::Page,
