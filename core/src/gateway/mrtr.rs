@@ -3,8 +3,21 @@
 //! elicitation, however the server asked: a request of its own in the older revisions, an
 //! `InputRequiredResult` in the stateless one, both reach the gateway as the manager's
 //! `PeerRequest`) is answered to the client as an `InputRequiredResult`: the inputs asked so
-//! far, under keys of the gateway's, and a sealed `requestState` naming the call and the
-//! round. The call stays in the manager meanwhile ("parked"); the client's retry, carrying
+//! far, each under its key, and a sealed `requestState` naming the call and the round.
+//!
+//! The key: a server of the stateless revision named its input itself, and the manager hands
+//! that name over (`Event::PeerRequest::input`); the client is asked under the same name when
+//! no other input of that call waiting for the client has it (the call's round), so a client
+//! that knows the server sees the key it expects. A server request of the older revisions
+//! has no name; it, and a name already taken by another input of the call still waiting for
+//! the client or longer than [`MAX_KEY_LEN`], gets one of the gateway's (`input-<n>`,
+//! suffixed until free).
+//! Either way the key is sealed in the state with what it asks for, so the retry's answers
+//! are matched by the gateway, never by the key's words.
+//!
+//! A server's `roots/list` input (handed over when the manager's `roots_inputs` is
+//! `Embedder`) is asked of the client like sampling when the request declared `roots`;
+//! otherwise it is answered at once from the roots the gateway keeps (see `roots`). The call stays in the manager meanwhile ("parked"); the client's retry, carrying
 //! that state and its `inputResponses`, answers each input once and takes the call's answer
 //! (or the next round's `InputRequiredResult`) on its own exchange.
 //!
@@ -29,6 +42,32 @@ use std::collections::BTreeMap;
 const MAX_INPUTS: usize = 64;
 /// Most finished calls kept for a retry that has not come yet.
 const MAX_FINISHED_PARKED: usize = 64;
+/// Longest server key handed to the client as it is; a longer one gets a key of the
+/// gateway's.
+pub const MAX_KEY_LEN: usize = 256;
+
+/// The key input `request` is asked under: the server's own (`upstream`) when it is free
+/// among the call's inputs waiting now and not too long, else `input-<n>` (`n` the manager's
+/// key), suffixed with `-1`, `-2`, ... until free.
+fn input_key(
+    asked: &BTreeMap<String, Asked>,
+    upstream: Option<&str>,
+    request: PeerRequestKey,
+) -> String {
+    if let Some(k) = upstream.filter(|k| !k.is_empty() && k.len() <= MAX_KEY_LEN) {
+        if !asked.contains_key(k) {
+            return k.to_string();
+        }
+    }
+    let base = format!("input-{}", request.0);
+    let mut key = base.clone();
+    let mut n = 0u32;
+    while asked.contains_key(&key) {
+        n += 1;
+        key = format!("{base}-{n}");
+    }
+    key
+}
 
 /// A server's request for input, as the client is asked it.
 #[derive(Debug, Clone)]
@@ -128,6 +167,7 @@ impl Gateway {
 fn capability_of(kind: &PeerRequestKind) -> &'static str {
     match kind {
         PeerRequestKind::Sampling { .. } => "sampling",
+        PeerRequestKind::Roots => "roots",
         _ => "elicitation",
     }
 }
@@ -138,14 +178,16 @@ fn stale(message: &str) -> super::modern::Refusal {
 }
 
 impl Gateway {
-    /// A server asks for input: when the oldest call to that server is a stateless client's,
-    /// the client is asked through an `InputRequiredResult` (or the request refused) and this
-    /// returns `true`; else the session machinery forwards it.
+    /// A server asks for input (under `input`, the server's key for it, if it gave one):
+    /// when the oldest call to that server is a stateless client's, the client is asked
+    /// through an `InputRequiredResult` (or the request refused, or roots answered from the
+    /// gateway's) and this returns `true`; else the session machinery forwards it.
     pub(super) fn mrtr_peer_request(
         &mut self,
         server: &str,
         request: PeerRequestKey,
         kind: &PeerRequestKind,
+        input: Option<&str>,
     ) -> bool {
         // The oldest call to that server that is running (a call waiting for its client's
         // retry asks nothing new until it runs again), else the oldest waiting one.
@@ -186,6 +228,12 @@ impl Gateway {
                 }));
             return true;
         }
+        if *kind == PeerRequestKind::Roots && !m.caps.roots {
+            // The client did not offer its roots: the gateway's answer them, as for a
+            // server's own roots/list.
+            self.answer_roots(request);
+            return true;
+        }
         if !m.caps.takes(kind) && m.parked.is_none() {
             // The call needs what the client did not declare: the revision's answer is
             // MissingRequiredClientCapability, and the server's request is refused.
@@ -215,8 +263,9 @@ impl Gateway {
             );
             return true;
         }
+        let key = input_key(&m.asked, input, request);
         m.asked.insert(
-            format!("input-{}", request.0),
+            key,
             Asked {
                 request,
                 kind: kind.clone(),

@@ -113,7 +113,9 @@ impl Manager {
 
     /// The `roots` capability is declared (at `initialize`, for every connection alike).
     fn roots_declared(&self) -> bool {
-        self.opts.client_features.roots || !self.opts.roots.is_empty()
+        self.opts.client_features.roots
+            || !self.opts.roots.is_empty()
+            || self.opts.roots_inputs == super::RootsInputs::Embedder
     }
 
     /// The capabilities `initialize` declares.
@@ -210,6 +212,7 @@ impl Manager {
             server: server.to_string(),
             request: key,
             kind,
+            input: None,
         });
     }
 
