@@ -21,9 +21,10 @@ pub struct PeerRequest {
     pub server: String,
     /// The request, parsed.
     pub kind: PeerRequestKind,
-    /// The server's key for it when it is an input a stateless server asked for in the
-    /// middle of a request (`None` for a request of the server's own, the older revisions).
-    pub input: Option<String>,
+    /// Which input it is when a stateless server asked for it in the middle of a request
+    /// (its key, and how many inputs that answer handed over); `None` for a request of the
+    /// server's own (the older revisions).
+    pub input: Option<switchboard_core::manager::RoundInput>,
 }
 
 /// Answers elicitation requests (form mode, URL mode, or both). With a form, answer

@@ -716,7 +716,7 @@ impl Gateway {
                 request,
                 kind,
                 input,
-            } if !self.mrtr_peer_request(server, *request, kind, input.as_deref()) => {
+            } if !self.mrtr_peer_request(server, *request, kind, input.as_ref()) => {
                 self.peer_request(server, *request, kind)
             }
             Event::PeerRequestWithdrawn { request, .. } => self.peer_withdrawn(*request),

@@ -3,7 +3,7 @@
 //! declared them or answered from the gateway's.
 
 use super::*;
-use crate::manager::{CallOutcome, PeerRequestKey};
+use crate::manager::{CallOutcome, PeerRequestKey, RoundInput};
 use crate::protocol::{PeerAnswer, PeerRequestKind, Root};
 use crate::tool::{ToolDef, ToolResult};
 use serde_json::json;
@@ -99,12 +99,17 @@ fn call_id(outs: &[GatewayOutput]) -> CallId {
         .expect("the call goes to the manager")
 }
 
-fn ask(g: &mut Gateway, request: u64, kind: PeerRequestKind, input: Option<&str>) {
+/// Input `request` of the server's, the input `key` of a round of `of` (none: a request of
+/// the server's own).
+fn ask(g: &mut Gateway, request: u64, kind: PeerRequestKind, input: Option<(&str, usize)>) {
     g.handle_event(&Event::PeerRequest {
         server: "up".into(),
         request: PeerRequestKey(request),
         kind,
-        input: input.map(str::to_string),
+        input: input.map(|(key, of)| RoundInput {
+            key: key.to_string(),
+            of,
+        }),
     });
 }
 
@@ -130,7 +135,10 @@ fn asked(frame: &Value) -> (BTreeMap<String, String>, String) {
         .iter()
         .map(|(k, v)| (k.clone(), v["method"].as_str().unwrap().to_string()))
         .collect();
-    let state = frame["result"]["requestState"].as_str().unwrap().to_string();
+    let state = frame["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
     (keys, state)
 }
 
@@ -139,7 +147,7 @@ fn the_client_is_asked_under_the_servers_own_key_and_its_answer_reaches_that_inp
     let mut g = gateway();
     let caps = json!({"elicitation": {}});
     let c = call_id(&call(&mut g, 1, caps.clone(), json!({})));
-    ask(&mut g, 7, name(), Some("user_name"));
+    ask(&mut g, 7, name(), Some(("user_name", 1)));
     let (keys, state) = asked(&frames(&drain(&mut g))[0]);
     assert_eq!(keys.keys().collect::<Vec<_>>(), vec!["user_name"]);
     let retry = json!({
@@ -170,19 +178,19 @@ fn a_key_taken_in_the_round_or_too_long_gets_a_gateway_key_and_each_answer_its_i
     let mut g = gateway();
     let caps = json!({"elicitation": {}, "sampling": {}});
     call(&mut g, 1, caps.clone(), json!({}));
-    // The first takes the server's key; a second under the same key, a request of the older
-    // revisions (no key) whose gateway key the server already used, and an overlong key
-    // get keys of the gateway's.
-    ask(&mut g, 7, name(), Some("input-9"));
-    ask(&mut g, 8, sampling(), Some("input-9"));
-    ask(&mut g, 9, name(), None);
+    // One round of three: the first takes the server's key; the second, under the same key,
+    // gets the gateway's (whose plain form the first already holds); an overlong key too.
+    ask(&mut g, 7, name(), Some(("input-8", 3)));
+    assert!(frames(&drain(&mut g)).is_empty(), "the round is not in yet");
+    ask(&mut g, 8, sampling(), Some(("input-8", 3)));
     let long = "k".repeat(mrtr::MAX_KEY_LEN + 1);
-    ask(&mut g, 10, sampling(), Some(&long));
-    let (keys, state) = asked(&frames(&drain(&mut g))[0]);
+    ask(&mut g, 10, sampling(), Some((&long, 3)));
+    let f = frames(&drain(&mut g));
+    assert_eq!(f.len(), 1, "one answer for the whole round");
+    let (keys, state) = asked(&f[0]);
     let expected: BTreeMap<String, String> = [
-        ("input-9", "elicitation/create"),
-        ("input-8", "sampling/createMessage"),
-        ("input-9-1", "elicitation/create"),
+        ("input-8", "elicitation/create"),
+        ("input-8-1", "sampling/createMessage"),
         ("input-10", "sampling/createMessage"),
     ]
     .into_iter()
@@ -193,9 +201,8 @@ fn a_key_taken_in_the_round_or_too_long_gets_a_gateway_key_and_each_answer_its_i
     let retry = json!({
         "requestState": state,
         "inputResponses": {
-            "input-9": {"action": "accept", "content": {"name": "first"}},
-            "input-8": sampled,
-            "input-9-1": {"action": "decline"},
+            "input-8": {"action": "accept", "content": {"name": "first"}},
+            "input-8-1": sampled,
             "input-10": sampled,
         }
     });
@@ -216,10 +223,64 @@ fn a_key_taken_in_the_round_or_too_long_gets_a_gateway_key_and_each_answer_its_i
                     result: sampled.clone()
                 }
             ),
-            (PeerRequestKey(9), PeerAnswer::Decline),
             (PeerRequestKey(10), PeerAnswer::Result { result: sampled }),
         ]
     );
+}
+
+#[test]
+fn a_round_is_asked_whole_and_what_the_client_did_not_declare_is_declined_or_answered() {
+    // The client declared everything: one InputRequiredResult with all three.
+    let mut g = gateway();
+    call(
+        &mut g,
+        1,
+        json!({"elicitation": {}, "sampling": {}, "roots": {}}),
+        json!({}),
+    );
+    ask(&mut g, 1, name(), Some(("user_name", 3)));
+    ask(&mut g, 2, sampling(), Some(("greeting", 3)));
+    ask(&mut g, 3, PeerRequestKind::Roots, Some(("client_roots", 3)));
+    let (keys, _) = asked(&frames(&drain(&mut g))[0]);
+    assert_eq!(
+        keys.values().map(String::as_str).collect::<Vec<_>>(),
+        vec!["roots/list", "sampling/createMessage", "elicitation/create"]
+    );
+
+    // Sampling only (the upstream asked for what switchboard declared to it): the client is
+    // asked for sampling alone, the elicitation is refused naming why, the roots are the
+    // gateway's.
+    let mut g = gateway();
+    call(&mut g, 1, json!({"sampling": {}}), json!({}));
+    ask(&mut g, 1, sampling(), Some(("a_completion", 3)));
+    ask(&mut g, 2, name(), Some(("a_name", 3)));
+    ask(&mut g, 3, PeerRequestKind::Roots, Some(("the_roots", 3)));
+    let outs = drain(&mut g);
+    let (keys, _) = asked(&frames(&outs)[0]);
+    assert_eq!(keys.keys().collect::<Vec<_>>(), vec!["a_completion"]);
+    let got: BTreeMap<PeerRequestKey, PeerAnswer> = answers(&outs).into_iter().collect();
+    assert!(matches!(
+        &got[&PeerRequestKey(2)],
+        PeerAnswer::Error { message, .. }
+            if message.contains("did not declare the elicitation capability")
+    ));
+    assert_eq!(
+        got[&PeerRequestKey(3)],
+        PeerAnswer::Result {
+            result: json!({"roots": [{"uri": "file:///configured"}]})
+        }
+    );
+    assert_eq!(got.len(), 2);
+
+    // Nothing the client declared: MissingRequiredClientCapability, and the call cancelled.
+    let mut g = gateway();
+    let c = call_id(&call(&mut g, 1, json!({}), json!({})));
+    ask(&mut g, 1, name(), Some(("a_name", 1)));
+    let outs = drain(&mut g);
+    assert_eq!(frames(&outs)[0]["error"]["code"], -32021);
+    assert!(outs
+        .iter()
+        .any(|o| matches!(o, GatewayOutput::Manager(Input::CancelCall { call }) if *call == c)));
 }
 
 #[test]
@@ -227,7 +288,7 @@ fn roots_go_to_a_stateless_client_that_declared_them_and_come_back_as_its_list()
     let mut g = gateway();
     let caps = json!({"roots": {}});
     call(&mut g, 1, caps.clone(), json!({}));
-    ask(&mut g, 4, PeerRequestKind::Roots, Some("client_roots"));
+    ask(&mut g, 4, PeerRequestKind::Roots, Some(("client_roots", 1)));
     let f = frames(&drain(&mut g));
     let (keys, state) = asked(&f[0]);
     assert_eq!(keys["client_roots"], "roots/list");
@@ -249,20 +310,26 @@ fn roots_of_a_client_that_did_not_declare_them_or_of_no_stateless_call_are_the_g
     // asked and its call goes on.
     let mut g = gateway();
     call(&mut g, 1, json!({"sampling": {}}), json!({}));
-    ask(&mut g, 4, PeerRequestKind::Roots, Some("client_roots"));
+    ask(&mut g, 4, PeerRequestKind::Roots, Some(("client_roots", 1)));
     let outs = drain(&mut g);
     assert!(frames(&outs).is_empty(), "the client is not asked");
-    assert_eq!(answers(&outs), vec![(PeerRequestKey(4), configured.clone())]);
+    assert_eq!(
+        answers(&outs),
+        vec![(PeerRequestKey(4), configured.clone())]
+    );
     // The same call asks for sampling next: that still reaches the client.
-    ask(&mut g, 5, sampling(), Some("greeting"));
+    ask(&mut g, 5, sampling(), Some(("greeting", 1)));
     let (keys, _) = asked(&frames(&drain(&mut g))[0]);
     assert_eq!(keys.keys().collect::<Vec<_>>(), vec!["greeting"]);
     assert_eq!(g.counters().roots_answered, 1);
 
     // No call in flight at all, or a call of a session of the older revisions.
     let mut g = gateway();
-    ask(&mut g, 6, PeerRequestKind::Roots, Some("r"));
-    assert_eq!(answers(&drain(&mut g)), vec![(PeerRequestKey(6), configured)]);
+    ask(&mut g, 6, PeerRequestKind::Roots, Some(("r", 1)));
+    assert_eq!(
+        answers(&drain(&mut g)),
+        vec![(PeerRequestKey(6), configured)]
+    );
     g.handle(GatewayInput::Opened {
         session: SessionId(9),
         strict: false,
@@ -296,9 +363,12 @@ fn roots_of_a_client_that_did_not_declare_them_or_of_no_stateless_call_are_the_g
         ),
     });
     drain(&mut g);
-    ask(&mut g, 7, PeerRequestKind::Roots, Some("r"));
+    ask(&mut g, 7, PeerRequestKind::Roots, Some(("r", 1)));
     let outs = drain(&mut g);
-    assert!(frames(&outs).is_empty(), "a session is never asked per input");
+    assert!(
+        frames(&outs).is_empty(),
+        "a session is never asked per input"
+    );
     assert_eq!(
         answers(&outs),
         vec![(

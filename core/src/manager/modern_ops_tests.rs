@@ -183,7 +183,7 @@ fn with_roots_inputs_for_the_embedder_a_roots_input_is_asked_under_the_servers_k
     let requests = format!(r#"{ELICIT},"where":{{"method":"roots/list"}}"#);
     let outs = frame(&mut m, 11, conn, input_required(first, &requests, "1"));
     // Both inputs go to the embedder, each with the server's key for it.
-    let asked: Vec<(PeerRequestKey, PeerRequestKind, Option<String>)> = outs
+    let asked: Vec<(PeerRequestKey, PeerRequestKind, Option<RoundInput>)> = outs
         .iter()
         .filter_map(|o| match o {
             Output::Event(Event::PeerRequest {
@@ -200,12 +200,18 @@ fn with_roots_inputs_for_the_embedder_a_roots_input_is_asked_under_the_servers_k
         .iter()
         .find(|(_, k, _)| *k == PeerRequestKind::Roots)
         .expect("the roots are asked of the embedder");
-    assert_eq!(roots.2.as_deref(), Some("where"));
+    let of = |key: &str| {
+        Some(RoundInput {
+            key: key.into(),
+            of: 2,
+        })
+    };
+    assert_eq!(roots.2, of("where"));
     let form = asked
         .iter()
         .find(|(_, k, _)| k.is_elicitation())
         .expect("the elicitation is asked");
-    assert_eq!(form.2.as_deref(), Some("ok"));
+    assert_eq!(form.2, of("ok"));
     m.handle(
         Instant::from_millis(12),
         Input::AnswerPeerRequest {

@@ -13,7 +13,7 @@
 use super::calls::CallState;
 use super::errors::CallError;
 use super::operations::OpState;
-use super::peer::{Origin, PeerRequestKey, Pending, WithdrawReason};
+use super::peer::{Origin, PeerRequestKey, Pending, RoundInput, WithdrawReason};
 use super::{CallId, CallOutcome, ConnId, Event, Manager, TimerReason};
 use crate::catalog::OperationOutcome;
 use crate::protocol::{self, PeerRequestKind};
@@ -173,8 +173,18 @@ impl Manager {
                 reason,
             });
         }
+        let of = kinds.len();
         for (key, kind) in kinds {
-            let pkey = self.issue_input(conn, server, call, key.clone(), kind);
+            let pkey = self.issue_input(
+                conn,
+                server,
+                call,
+                RoundInput {
+                    key: key.clone(),
+                    of,
+                },
+                kind,
+            );
             round.waiting.insert(key, pkey);
         }
         if round.waiting.is_empty() {
@@ -193,7 +203,7 @@ impl Manager {
         conn: ConnId,
         server: &str,
         call: CallId,
-        key: String,
+        input: RoundInput,
         kind: PeerRequestKind,
     ) -> PeerRequestKey {
         let pkey = PeerRequestKey(self.peer.next);
@@ -209,7 +219,7 @@ impl Manager {
                 server: server.to_string(),
                 origin: Origin::Input {
                     call,
-                    key: key.clone(),
+                    key: input.key.clone(),
                 },
                 kind: kind.clone(),
                 deadline,
@@ -219,7 +229,7 @@ impl Manager {
             server: server.to_string(),
             request: pkey,
             kind,
-            input: Some(key),
+            input: Some(input),
         });
         pkey
     }

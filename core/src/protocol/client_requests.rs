@@ -339,7 +339,10 @@ pub fn peer_answer_result(
             (Ok(json!({ "action": action })), AnswerClass::Declined)
         }
         PeerAnswer::Decline | PeerAnswer::Cancel if *kind == PeerRequestKind::Roots => (
-            Err((USER_REJECTED, "the client declined to list its roots".into())),
+            Err((
+                USER_REJECTED,
+                "the client declined to list its roots".into(),
+            )),
             AnswerClass::Declined,
         ),
         PeerAnswer::Decline | PeerAnswer::Cancel => (

@@ -41,7 +41,7 @@ impl Driver {
         key: PeerRequestKey,
         server: &str,
         kind: &PeerRequestKind,
-        input: Option<String>,
+        input: Option<switchboard_core::manager::RoundInput>,
     ) {
         let request = PeerRequest {
             server: server.to_string(),
@@ -49,12 +49,7 @@ impl Driver {
             input,
         };
         let future = match kind {
-            PeerRequestKind::Roots => self
-                .cfg
-                .peer
-                .roots
-                .as_ref()
-                .map(|h| h.list_roots(request)),
+            PeerRequestKind::Roots => self.cfg.peer.roots.as_ref().map(|h| h.list_roots(request)),
             PeerRequestKind::Sampling { .. } => self
                 .cfg
                 .peer
