@@ -216,6 +216,16 @@ impl Builder {
         self
     }
 
+    /// Answer the roots a stateless server asks for as an input of one request with
+    /// `handler` instead of from [`roots`](Self::roots) (a gateway asks the client whose
+    /// request it is): declares the `roots` capability. A server's own `roots/list` request
+    /// is still answered from the roots.
+    pub fn roots_handler(mut self, handler: Arc<dyn crate::RootsHandler>) -> Self {
+        self.options.roots_inputs = switchboard_core::manager::RootsInputs::Embedder;
+        self.peer.roots = Some(handler);
+        self
+    }
+
     /// Supplies bearer tokens for servers whose config has an `auth` section (see
     /// [`CredentialProvider`]).
     pub fn credential_provider(mut self, p: Arc<dyn CredentialProvider>) -> Self {

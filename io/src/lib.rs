@@ -90,7 +90,7 @@ pub use events::{Events, RecvError, EVENT_QUEUE_LEN};
 pub use http::HttpOptions;
 pub use peer::{
     form_defaults, ElicitationHandler, PeerAnswer, PeerFuture, PeerRequest, PeerRequestKind,
-    SamplingHandler,
+    RootsHandler, SamplingHandler,
 };
 pub use rt::TaskFuture;
 pub use schema::JsonSchemaValidator;

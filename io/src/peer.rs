@@ -1,5 +1,6 @@
-//! Answering what servers ask of the client: sampling (`sampling/createMessage`) and
-//! elicitation (`elicitation/create`, form and URL mode). The embedder installs a handler on
+//! Answering what servers ask of the client: sampling (`sampling/createMessage`),
+//! elicitation (`elicitation/create`, form and URL mode) and, when asked for, the roots a
+//! stateless server asks for as an input. The embedder installs a handler on
 //! the [`Builder`](crate::Builder); its presence turns the feature on (and so the capability
 //! `initialize` declares). The driver runs each request's handler in a task of its own, so a
 //! slow handler (a person filling a form) never holds up the switchboard; the core bounds how
@@ -20,6 +21,10 @@ pub struct PeerRequest {
     pub server: String,
     /// The request, parsed.
     pub kind: PeerRequestKind,
+    /// Which input it is when a stateless server asked for it in the middle of a request
+    /// (its key, and how many inputs that answer handed over); `None` for a request of the
+    /// server's own (the older revisions).
+    pub input: Option<switchboard_core::manager::RoundInput>,
 }
 
 /// Answers elicitation requests (form mode, URL mode, or both). With a form, answer
@@ -43,6 +48,18 @@ pub trait ElicitationHandler: Send + Sync + 'static {
 pub trait SamplingHandler: Send + Sync + 'static {
     /// Answer one request (`request.kind` is `Sampling`).
     fn create_message(&self, request: PeerRequest) -> PeerFuture;
+}
+
+/// Answers the roots a stateless server asks for as an input of one request (`roots/list`
+/// in an `InputRequiredResult`): [`PeerAnswer::Result`] with a `ListRootsResult`
+/// (`{"roots": [...]}`). Installing one (`Builder::roots_handler`) declares the `roots`
+/// capability; without one the library answers them from its roots ([`Builder::roots`]), as
+/// it always answers a server's own `roots/list` request.
+///
+/// [`Builder::roots`]: crate::Builder::roots
+pub trait RootsHandler: Send + Sync + 'static {
+    /// Answer one request (`request.kind` is `Roots`).
+    fn list_roots(&self, request: PeerRequest) -> PeerFuture;
 }
 
 impl<F> ElicitationHandler for F

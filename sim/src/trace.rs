@@ -221,6 +221,7 @@ pub fn output(o: &Output) -> String {
             server,
             request,
             kind,
+            ..
         }) => format!("PeerRequest {server} p{} {}", request.0, json_text(kind)),
         Output::Event(Event::PeerRequestWithdrawn {
             server,

@@ -7,7 +7,9 @@
 // call, so the suite can be run against it alone and against `switchboard serve` in front of
 // it (tests/conformance/serve), and the two sets of verdicts compared.
 //
-//   node conformance_fixture.mjs            serve over stdio (both protocol eras)
+//   node conformance_fixture.mjs            serve over stdio (both protocol eras: the 2025
+//                                           tools that ask for sampling or elicitation ask
+//                                           with an InputRequiredResult on 2026-07-28)
 //   node conformance_fixture.mjs --legacy   serve over stdio, 2025 revisions only (a
 //                                           hand-wired stdio server, as most servers are)
 //   node conformance_fixture.mjs --http P   serve Streamable HTTP on 127.0.0.1:P (0: any port)
@@ -64,6 +66,28 @@ const envelope = (ctx, name) => {
 };
 /** The client capabilities a 2026-07-28 request declared. */
 const declared = (ctx) => envelope(ctx, 'clientCapabilities');
+
+/** A request on the 2026-07-28 revision (its `_meta` envelope names the version). */
+const stateless = (ctx) => envelope(ctx, 'protocolVersion') !== undefined;
+
+// The 2025 tools that ask the client for sampling or an elicitation in the middle of a call
+// ask on either revision: a request of the server's own on a 2025 connection, an
+// InputRequiredResult on a 2026-07-28 request (the answer comes with the retry, under the
+// key given here). Each returns `{ result }` (the client's answer) or `{ ask }` (the
+// InputRequiredResult to return).
+async function sampled(ctx, params) {
+  if (!stateless(ctx)) return { result: await ctx.mcpReq.requestSampling(params) };
+  const r = inputResponse(ctx.mcpReq.inputResponses, 'sampling');
+  if (r.kind === 'sampling') return { result: r.result };
+  return { ask: inputRequired({ inputRequests: { sampling: inputRequired.createMessage(params) } }) };
+}
+async function elicited(ctx, params) {
+  if (!stateless(ctx)) return { result: await ctx.mcpReq.elicitInput(params) };
+  const r = inputResponse(ctx.mcpReq.inputResponses, 'elicitation');
+  if (r.kind === 'elicit') return { result: { action: r.action, content: r.content } };
+  const { mode: _mode, ...form } = params;
+  return { ask: inputRequired({ inputRequests: { elicitation: inputRequired.elicit(form) } }) };
+}
 
 /** The `name` field of an accepted elicitation in `inputResponses[key]`, if any. */
 const acceptedField = (ctx, key, field) => {
@@ -394,10 +418,12 @@ function factory() {
     'test_sampling',
     { description: 'Asks the client for a completion', inputSchema: z.object({ prompt: z.string() }) },
     async ({ prompt }, ctx) => {
-      const r = await ctx.mcpReq.requestSampling({
+      const asked = await sampled(ctx, {
         messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
         maxTokens: 100,
       });
+      if (asked.ask) return asked.ask;
+      const r = asked.result;
       const reply = r.content?.text ?? 'No response';
       return text(`LLM response: ${reply}`);
     },
@@ -406,7 +432,7 @@ function factory() {
     'test_elicitation',
     { description: 'Asks the user for a response', inputSchema: z.object({ message: z.string() }) },
     async ({ message }, ctx) => {
-      const r = await ctx.mcpReq.elicitInput({
+      const asked = await elicited(ctx, {
         mode: 'form',
         message,
         requestedSchema: {
@@ -415,6 +441,8 @@ function factory() {
           required: ['response'],
         },
       });
+      if (asked.ask) return asked.ask;
+      const r = asked.result;
       return text(`User response: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
     },
   );
@@ -422,7 +450,7 @@ function factory() {
     'test_elicitation_sep1034_defaults',
     { description: 'Asks for a form whose every field has a default', inputSchema: z.object({}) },
     async (_args, ctx) => {
-      const r = await ctx.mcpReq.elicitInput({
+      const asked = await elicited(ctx, {
         mode: 'form',
         message: 'Please review and update the form fields with defaults',
         requestedSchema: {
@@ -437,6 +465,8 @@ function factory() {
           required: [],
         },
       });
+      if (asked.ask) return asked.ask;
+      const r = asked.result;
       return text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
     },
   );
@@ -445,7 +475,7 @@ function factory() {
     { description: 'Asks for a form with every kind of enum field', inputSchema: z.object({}) },
     async (_args, ctx) => {
       const options = (prefix, titles) => titles.map((title, i) => ({ const: `${prefix}${i + 1}`, title }));
-      const r = await ctx.mcpReq.elicitInput({
+      const asked = await elicited(ctx, {
         mode: 'form',
         message: 'Please select options from the enum fields',
         requestedSchema: {
@@ -481,6 +511,8 @@ function factory() {
           required: [],
         },
       });
+      if (asked.ask) return asked.ask;
+      const r = asked.result;
       return text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`);
     },
   );

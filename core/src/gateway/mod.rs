@@ -44,6 +44,8 @@ mod templates;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_inputs;
+#[cfg(test)]
 mod tests_roots;
 #[cfg(test)]
 mod tests_unavailable;
@@ -337,6 +339,9 @@ pub struct GatewayCounters {
     pub peer_refused: u64,
     /// Retries of stateless clients whose call was not here, run again.
     pub replayed: u64,
+    /// Servers' roots inputs answered from the roots the gateway keeps (no stateless
+    /// client's request that declared `roots` asked for them).
+    pub roots_answered: u64,
 }
 
 /// The serving side's state machine. See the module documentation for the contract.
@@ -719,7 +724,8 @@ impl Gateway {
                 server,
                 request,
                 kind,
-            } if !self.mrtr_peer_request(server, *request, kind) => {
+                input,
+            } if !self.mrtr_peer_request(server, *request, kind, input.as_ref()) => {
                 self.peer_request(server, *request, kind)
             }
             Event::PeerRequestWithdrawn { request, .. } => self.peer_withdrawn(*request),

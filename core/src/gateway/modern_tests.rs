@@ -314,6 +314,7 @@ fn a_servers_input_request_becomes_an_input_required_result_and_the_retry_answer
         server: "llm".into(),
         request: PeerRequestKey(7),
         kind: elicit(),
+        input: None,
     });
     let outs = drain(&mut g);
     let r = &frames(&outs)[0];
@@ -379,6 +380,7 @@ fn a_servers_input_request_becomes_an_input_required_result_and_the_retry_answer
         server: "llm".into(),
         request: PeerRequestKey(8),
         kind: elicit(),
+        input: None,
     });
     let outs = drain(&mut g);
     assert!(frames(&outs).is_empty(), "the client is not asked again");
@@ -410,6 +412,7 @@ fn a_retry_that_lands_on_another_gateway_with_the_key_runs_the_call_there_with_i
         server: "llm".into(),
         request: PeerRequestKey(1),
         kind: elicit(),
+        input: None,
     });
     let r = frames(&drain(&mut a))[0]["result"].clone();
     let key = r["inputRequests"]
@@ -432,6 +435,7 @@ fn a_retry_that_lands_on_another_gateway_with_the_key_runs_the_call_there_with_i
         server: "llm".into(),
         request: PeerRequestKey(1),
         kind: elicit(),
+        input: None,
     });
     let outs = drain(&mut b);
     assert!(frames(&outs).is_empty());
@@ -471,6 +475,7 @@ fn a_retry_without_an_answer_is_asked_again_and_a_call_that_ended_meanwhile_is_a
         server: "llm".into(),
         request: PeerRequestKey(1),
         kind: elicit(),
+        input: None,
     });
     let first = frames(&drain(&mut g))[0]["result"].clone();
     let retry = |n: u64, state: &Value, responses: Value| {
@@ -518,6 +523,7 @@ fn an_input_the_client_did_not_declare_is_missing_client_capability() {
         kind: PeerRequestKind::Sampling {
             params: json!({ "messages": [], "maxTokens": 5 }),
         },
+        input: None,
     });
     let outs = drain(&mut g);
     let e = &frames(&outs)[0];
@@ -551,6 +557,7 @@ fn without_a_key_inputs_are_refused_and_states_are_not_taken() {
         server: "llm".into(),
         request: PeerRequestKey(1),
         kind: elicit(),
+        input: None,
     });
     let inputs = manager_inputs(&drain(&mut g));
     assert!(matches!(

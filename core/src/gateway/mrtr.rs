@@ -3,8 +3,21 @@
 //! elicitation, however the server asked: a request of its own in the older revisions, an
 //! `InputRequiredResult` in the stateless one, both reach the gateway as the manager's
 //! `PeerRequest`) is answered to the client as an `InputRequiredResult`: the inputs asked so
-//! far, under keys of the gateway's, and a sealed `requestState` naming the call and the
-//! round. The call stays in the manager meanwhile ("parked"); the client's retry, carrying
+//! far, each under its key, and a sealed `requestState` naming the call and the round.
+//!
+//! The key: a server of the stateless revision named its input itself, and the manager hands
+//! that name over (`Event::PeerRequest::input`); the client is asked under the same name when
+//! no other input of that call waiting for the client has it (the call's round), so a client
+//! that knows the server sees the key it expects. A server request of the older revisions
+//! has no name; it, and a name already taken by another input of the call still waiting for
+//! the client or longer than [`MAX_KEY_LEN`], gets one of the gateway's (`input-<n>`,
+//! suffixed until free).
+//! Either way the key is sealed in the state with what it asks for, so the retry's answers
+//! are matched by the gateway, never by the key's words.
+//!
+//! A server's `roots/list` input (handed over when the manager's `roots_inputs` is
+//! `Embedder`) is asked of the client like sampling when the request declared `roots`;
+//! otherwise it is answered at once from the roots the gateway keeps (see `roots`). The call stays in the manager meanwhile ("parked"); the client's retry, carrying
 //! that state and its `inputResponses`, answers each input once and takes the call's answer
 //! (or the next round's `InputRequiredResult`) on its own exchange.
 //!
@@ -20,7 +33,7 @@ use super::peer::{answer_of, method_and_params, ClientCaps};
 use super::seal;
 use super::{id_key, wire, ExchangeId, Gateway, GatewayOutput, Pending, PendingKind, SessionId};
 use crate::catalog::OperationOutcome;
-use crate::manager::{CallError, CallId, CallOutcome, Event, Input, PeerRequestKey};
+use crate::manager::{CallError, CallId, CallOutcome, Event, Input, PeerRequestKey, RoundInput};
 use crate::protocol::PeerRequestKind;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -29,6 +42,32 @@ use std::collections::BTreeMap;
 const MAX_INPUTS: usize = 64;
 /// Most finished calls kept for a retry that has not come yet.
 const MAX_FINISHED_PARKED: usize = 64;
+/// Longest server key handed to the client as it is; a longer one gets a key of the
+/// gateway's.
+pub const MAX_KEY_LEN: usize = 256;
+
+/// The key input `request` is asked under: the server's own (`upstream`) when it is free
+/// among the call's inputs waiting now and not too long, else `input-<n>` (`n` the manager's
+/// key), suffixed with `-1`, `-2`, ... until free.
+fn input_key(
+    asked: &BTreeMap<String, Asked>,
+    upstream: Option<&str>,
+    request: PeerRequestKey,
+) -> String {
+    if let Some(k) = upstream.filter(|k| !k.is_empty() && k.len() <= MAX_KEY_LEN) {
+        if !asked.contains_key(k) {
+            return k.to_string();
+        }
+    }
+    let base = format!("input-{}", request.0);
+    let mut key = base.clone();
+    let mut n = 0u32;
+    while asked.contains_key(&key) {
+        n += 1;
+        key = format!("{base}-{n}");
+    }
+    key
+}
 
 /// A server's request for input, as the client is asked it.
 #[derive(Debug, Clone)]
@@ -70,6 +109,11 @@ pub(super) struct ModernCall {
     /// the same again (a call run again by another gateway) is answered from here.
     answers: BTreeMap<String, Value>,
     parked: Option<Parked>,
+    /// Inputs of the server's current `InputRequiredResult` still to arrive.
+    arriving: usize,
+    /// Inputs of that round the client did not declare it can give, refused once the round
+    /// is in.
+    undeclared: Vec<(PeerRequestKey, PeerRequestKind)>,
 }
 
 impl ModernCall {
@@ -82,6 +126,8 @@ impl ModernCall {
             asked: BTreeMap::new(),
             answers: BTreeMap::new(),
             parked: None,
+            arriving: 0,
+            undeclared: Vec::new(),
         }
     }
 }
@@ -128,6 +174,7 @@ impl Gateway {
 fn capability_of(kind: &PeerRequestKind) -> &'static str {
     match kind {
         PeerRequestKind::Sampling { .. } => "sampling",
+        PeerRequestKind::Roots => "roots",
         _ => "elicitation",
     }
 }
@@ -138,14 +185,18 @@ fn stale(message: &str) -> super::modern::Refusal {
 }
 
 impl Gateway {
-    /// A server asks for input: when the oldest call to that server is a stateless client's,
-    /// the client is asked through an `InputRequiredResult` (or the request refused) and this
-    /// returns `true`; else the session machinery forwards it.
+    /// A server asks for input (`input`: which input of its `InputRequiredResult` it is,
+    /// if it came in one): when the oldest call to that server is a stateless client's, the
+    /// client is asked through an `InputRequiredResult` (or the request refused, or roots
+    /// answered from the gateway's) and this returns `true`; else the session machinery
+    /// forwards it. The inputs of one `InputRequiredResult` arrive one by one: the client is
+    /// answered once the last is in, with all those it can give.
     pub(super) fn mrtr_peer_request(
         &mut self,
         server: &str,
         request: PeerRequestKey,
         kind: &PeerRequestKind,
+        input: Option<&RoundInput>,
     ) -> bool {
         // The oldest call to that server that is running (a call waiting for its client's
         // retry asks nothing new until it runs again), else the oldest waiting one.
@@ -172,6 +223,35 @@ impl Gateway {
         let Some(m) = self.modern.calls.get_mut(&call) else {
             return false;
         };
+        // A request of the server's own is a round of one.
+        if let Some(i) = input {
+            if m.arriving == 0 {
+                m.arriving = i.of;
+            }
+            m.arriving = m.arriving.saturating_sub(1);
+        }
+        let last = m.arriving == 0;
+        self.take_input(server, call, request, kind, input.map(|i| i.key.as_str()));
+        if last {
+            self.round_in(server, call);
+        }
+        true
+    }
+
+    /// One input of call `call`'s server: answered from the client's earlier answers or
+    /// the gateway's roots, kept to be asked of the client, kept to be refused once its
+    /// round is in (the client did not declare what it needs), or refused now.
+    fn take_input(
+        &mut self,
+        server: &str,
+        call: CallId,
+        request: PeerRequestKey,
+        kind: &PeerRequestKind,
+        key: Option<&str>,
+    ) {
+        let Some(m) = self.modern.calls.get_mut(&call) else {
+            return;
+        };
         let (method, params) = method_and_params(kind);
         let fingerprint = seal::fingerprint(method, &params);
         if let Some(given) = m.answers.get(&fingerprint) {
@@ -184,25 +264,20 @@ impl Gateway {
                     request,
                     answer,
                 }));
-            return true;
+            return;
         }
-        if !m.caps.takes(kind) && m.parked.is_none() {
-            // The call needs what the client did not declare: the revision's answer is
-            // MissingRequiredClientCapability, and the server's request is refused.
-            let required = capability_of(kind);
-            self.refuse_peer(
-                request,
-                format!(
-                    "the client of switchboard serve did not declare the {required} capability"
-                ),
-            );
-            self.missing_capability(call, required);
-            return true;
+        if *kind == PeerRequestKind::Roots && !m.caps.roots {
+            // The client did not offer its roots: the gateway's answer them, as for a
+            // server's own roots/list.
+            self.answer_roots(request);
+            return;
+        }
+        if !m.caps.takes(kind) {
+            m.undeclared.push((request, kind.clone()));
+            return;
         }
         let refusal = if self.options.request_state_key.is_none() {
             Some("switchboard serve has no key to seal the state of multi round-trip requests with")
-        } else if !m.caps.takes(kind) {
-            Some("the client did not declare the capability this request needs")
         } else if m.asked.len() >= MAX_INPUTS {
             Some("too many inputs are waiting for the client")
         } else {
@@ -213,10 +288,11 @@ impl Gateway {
                 request,
                 format!("switchboard serve cannot ask its client for server \"{server}\": {why}"),
             );
-            return true;
+            return;
         }
+        let key = input_key(&m.asked, key, request);
         m.asked.insert(
-            format!("input-{}", request.0),
+            key,
             Asked {
                 request,
                 kind: kind.clone(),
@@ -225,10 +301,37 @@ impl Gateway {
             },
         );
         self.counters.peer_forwarded += 1;
-        if m.parked.is_none() {
+    }
+
+    /// Every input of the server's round is in: the client is asked those it can give. The
+    /// ones it cannot (it did not declare what they need) are refused; when it can give none
+    /// and was asked nothing yet, the call ends with MissingRequiredClientCapability.
+    fn round_in(&mut self, server: &str, call: CallId) {
+        let Some(m) = self.modern.calls.get_mut(&call) else {
+            return;
+        };
+        let undeclared = std::mem::take(&mut m.undeclared);
+        let (asked, parked) = (!m.asked.is_empty(), m.parked.is_some());
+        if asked && !parked {
             self.park(call);
         }
-        true
+        for (request, kind) in &undeclared {
+            let required = capability_of(kind);
+            self.refuse_peer(
+                *request,
+                format!(
+                    "switchboard serve cannot ask its client for server \"{server}\": the \
+                     client did not declare the {required} capability"
+                ),
+            );
+        }
+        if !asked && !parked {
+            if let Some((_, kind)) = undeclared.first() {
+                // The call needs what the client did not declare: the revision's answer is
+                // MissingRequiredClientCapability.
+                self.missing_capability(call, capability_of(kind));
+            }
+        }
     }
 
     /// Answer call `call`'s client with MissingRequiredClientCapability, and cancel the call.

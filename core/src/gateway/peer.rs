@@ -1,5 +1,6 @@
 //! Requests of upstream servers for the client (sampling, elicitation), forwarded to the
-//! downstream client that can answer them.
+//! downstream client that can answer them; a roots input that no stateless client's request
+//! takes is answered from the roots the gateway keeps.
 //!
 //! The manager hands each such request over as [`Event::PeerRequest`](crate::manager::Event)
 //! under its key; the gateway picks the session to ask: the one with the oldest tool call in
@@ -24,6 +25,9 @@ pub(super) struct ClientCaps {
     pub sampling: bool,
     pub elicit_form: bool,
     pub elicit_url: bool,
+    /// `roots`: a stateless client's request that declared it is asked the roots a server
+    /// asks for as an input (a session's roots are mirrored instead, see `roots`).
+    pub roots: bool,
 }
 
 impl ClientCaps {
@@ -46,6 +50,7 @@ impl ClientCaps {
             sampling,
             elicit_form,
             elicit_url,
+            roots: super::roots::declares_roots(params),
         }
     }
 
@@ -54,6 +59,7 @@ impl ClientCaps {
             PeerRequestKind::Sampling { .. } => self.sampling,
             PeerRequestKind::ElicitForm { .. } => self.elicit_form,
             PeerRequestKind::ElicitUrl { .. } => self.elicit_url,
+            PeerRequestKind::Roots => self.roots,
             #[allow(unreachable_patterns)]
             _ => false,
         }
@@ -92,6 +98,7 @@ pub(super) fn method_and_params(kind: &PeerRequestKind) -> (&'static str, Value)
                 "mode": "url", "message": message, "url": url, "elicitationId": elicitation_id
             }),
         ),
+        PeerRequestKind::Roots => ("roots/list", serde_json::json!({})),
         #[allow(unreachable_patterns)]
         _ => ("", Value::Null),
     }
@@ -101,6 +108,7 @@ fn what(kind: &PeerRequestKind) -> &'static str {
     match kind {
         PeerRequestKind::Sampling { .. } => "sampling",
         PeerRequestKind::ElicitUrl { .. } => "URL-mode elicitation",
+        PeerRequestKind::Roots => "roots",
         _ => "elicitation",
     }
 }
@@ -135,6 +143,11 @@ impl Gateway {
         request: PeerRequestKey,
         kind: &PeerRequestKind,
     ) {
+        if *kind == PeerRequestKind::Roots {
+            // Not a call of a stateless client that declared roots: the roots this gateway
+            // keeps (mirrored from its sessions, else the configured ones) answer it.
+            return self.answer_roots(request);
+        }
         // The oldest call in flight to this server (call ids grow with time).
         let call = self
             .pending
@@ -186,6 +199,18 @@ impl Gateway {
             },
             frame,
         );
+    }
+
+    /// Answer a server's roots input with the roots that apply (see `roots`).
+    pub(super) fn answer_roots(&mut self, request: PeerRequestKey) {
+        let roots = self.roots_applied.as_ref().unwrap_or(&self.options.roots);
+        let result = crate::protocol::roots_result(roots);
+        self.counters.roots_answered += 1;
+        self.outputs
+            .push_back(GatewayOutput::Manager(Input::AnswerPeerRequest {
+                request,
+                answer: PeerAnswer::Result { result },
+            }));
     }
 
     /// Answer a server's request with an error saying why nobody downstream can take it.
@@ -279,7 +304,8 @@ mod tests {
             ClientCaps {
                 sampling: true,
                 elicit_form: true,
-                elicit_url: false
+                elicit_url: false,
+                roots: false
             }
         );
         assert_eq!(
@@ -287,7 +313,8 @@ mod tests {
             ClientCaps {
                 sampling: false,
                 elicit_form: false,
-                elicit_url: true
+                elicit_url: true,
+                roots: false
             }
         );
         assert_eq!(caps(serde_json::json!({})), ClientCaps::default());

@@ -533,6 +533,7 @@ fn a_servers_sampling_request_is_forwarded_on_the_calls_exchange_and_answered_on
         server: "llm".into(),
         request: key,
         kind: sampling(),
+        input: None,
     });
     let f = frames(&drain(&mut g));
     assert_eq!(f.len(), 1);
@@ -584,6 +585,7 @@ fn a_servers_request_nobody_can_answer_is_refused_naming_the_server() {
         server: "llm".into(),
         request: PeerRequestKey(1),
         kind: sampling(),
+        input: None,
     });
     match manager_input(&drain(&mut g)) {
         Input::AnswerPeerRequest {
@@ -605,6 +607,7 @@ fn a_servers_request_nobody_can_answer_is_refused_naming_the_server() {
         server: "other".into(),
         request: PeerRequestKey(2),
         kind: sampling(),
+        input: None,
     });
     match manager_input(&drain(&mut g)) {
         Input::AnswerPeerRequest {
@@ -631,6 +634,7 @@ fn a_session_that_ends_answers_what_it_was_asked_and_a_withdrawn_request_is_canc
             server: "llm".into(),
             request: PeerRequestKey(k),
             kind: sampling(),
+            input: None,
         });
     }
     let asked = frames(&drain(&mut g));

@@ -173,6 +173,11 @@ pub enum Event {
         request: super::PeerRequestKey,
         /// What it asks for.
         kind: crate::protocol::PeerRequestKind,
+        /// The input of a stateless server's `InputRequiredResult` this is (its key, and
+        /// how many of that answer's inputs the embedder is handed); `None` for a request a
+        /// server sent of its own (the older revisions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input: Option<super::RoundInput>,
     },
     /// A request of a server's no longer takes an answer: the server cancelled it, its
     /// connection ended, or it timed out (the server was told). An answer now is ignored.

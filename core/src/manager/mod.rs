@@ -53,8 +53,8 @@ pub use errors::{
 pub use event::{CallOutcome, Event, RequestId};
 pub use freshness::Freshness;
 pub use listing::MAX_TOOLS;
-pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy};
-pub use peer::{PeerRequestKey, WithdrawReason, MAX_ROOTS};
+pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy, RootsInputs};
+pub use peer::{PeerRequestKey, RoundInput, WithdrawReason, MAX_ROOTS};
 pub use servers::{Phase, ServerState, ServerStatus};
 pub use tasks::{TASK_POLL_DEFAULT, TASK_POLL_MAX, TASK_POLL_MIN};
 pub use timers::TimerReason;

@@ -8,6 +8,7 @@
 use super::era_tests::{answer, drain, has_full_meta, open, probing, sent};
 use super::*;
 use crate::catalog::{Operation, OperationOutcome, OperationResult};
+use crate::protocol::{PeerAnswer, PeerRequestKind};
 use crate::time::Instant;
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -161,6 +162,108 @@ fn a_read_that_asks_for_input_is_retried_with_the_answers_and_the_state_as_writt
         other => panic!("{other:?}"),
     }
     assert_eq!(m.counters().input_retries, 1);
+}
+
+#[test]
+fn with_roots_inputs_for_the_embedder_a_roots_input_is_asked_under_the_servers_key() {
+    let mut o = probing();
+    o.client_features.elicitation_form = true;
+    o.roots_inputs = RootsInputs::Embedder;
+    let (mut m, conn) = connected(o);
+    let (first, outs) = read(&mut m, 10, None);
+    let params = &sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "resources/read")
+        .unwrap()
+        .3;
+    assert!(
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["roots"].is_object(),
+        "the roots capability is declared: {params}"
+    );
+    let requests = format!(r#"{ELICIT},"where":{{"method":"roots/list"}}"#);
+    let outs = frame(&mut m, 11, conn, input_required(first, &requests, "1"));
+    // Both inputs go to the embedder, each with the server's key for it.
+    let asked: Vec<(PeerRequestKey, PeerRequestKind, Option<RoundInput>)> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Event(Event::PeerRequest {
+                request,
+                kind,
+                input,
+                ..
+            }) => Some((*request, kind.clone(), input.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    let roots = asked
+        .iter()
+        .find(|(_, k, _)| *k == PeerRequestKind::Roots)
+        .expect("the roots are asked of the embedder");
+    let of = |key: &str| {
+        Some(RoundInput {
+            key: key.into(),
+            of: 2,
+        })
+    };
+    assert_eq!(roots.2, of("where"));
+    let form = asked
+        .iter()
+        .find(|(_, k, _)| k.is_elicitation())
+        .expect("the elicitation is asked");
+    assert_eq!(form.2, of("ok"));
+    m.handle(
+        Instant::from_millis(12),
+        Input::AnswerPeerRequest {
+            request: form.0,
+            answer: PeerAnswer::Accept { content: None },
+        },
+    );
+    assert!(sent(&drain(&mut m)).is_empty(), "the roots are still out");
+    m.handle(
+        Instant::from_millis(13),
+        Input::AnswerPeerRequest {
+            request: roots.0,
+            answer: PeerAnswer::Result {
+                result: json!({"roots": [{"uri": "file:///downstream"}]}),
+            },
+        },
+    );
+    let retry = sent(&drain(&mut m))
+        .into_iter()
+        .find(|r| r.2 == "resources/read")
+        .expect("the read is sent again");
+    let responses = &retry.3["inputResponses"];
+    assert_eq!(responses["where"]["roots"][0]["uri"], "file:///downstream");
+    assert_eq!(responses["ok"]["action"], "accept");
+}
+
+#[test]
+fn by_default_a_roots_input_is_answered_from_the_managers_roots_without_the_embedder() {
+    let mut o = probing();
+    o.roots = vec![crate::protocol::Root {
+        uri: "file:///configured".into(),
+        name: None,
+    }];
+    let (mut m, conn) = connected(o);
+    let (first, _) = read(&mut m, 10, None);
+    let outs = frame(
+        &mut m,
+        11,
+        conn,
+        input_required(first, r#""where":{"method":"roots/list"}"#, "1"),
+    );
+    assert!(!outs
+        .iter()
+        .any(|o| matches!(o, Output::Event(Event::PeerRequest { .. }))));
+    let retry = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "resources/read")
+        .expect("retried at once");
+    assert_eq!(
+        retry.3["inputResponses"]["where"]["roots"][0]["uri"],
+        "file:///configured"
+    );
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Multi round-trip requests: a stateless server answers a `tools/call`, `resources/read` or
 //! `prompts/get` with an `InputRequiredResult` instead of sending requests of its own. Each
 //! input it asks for goes to the embedder's handler like a server's request would
-//! (`Event::PeerRequest`, answered with `AnswerPeerRequest`); `roots/list` is answered from the
-//! roots the core holds. Once every input is in, the request is sent again — a new JSON-RPC id
+//! (`Event::PeerRequest`, answered with `AnswerPeerRequest`, naming the server's key for it);
+//! `roots/list` is answered from the roots the core holds, or handed to the embedder the same
+//! way when `ManagerOptions::roots_inputs` says so (a gateway asks its own client). Once every input is in, the request is sent again — a new JSON-RPC id
 //! — with `inputResponses` and the server's `requestState` echoed exactly as it was written
 //! (never read). A server may ask again, round after round, within the request's deadline and
 //! at most [`MAX_INPUT_ROUNDS`] times. An input the client cannot give (no handler, malformed)
@@ -12,7 +13,7 @@
 use super::calls::CallState;
 use super::errors::CallError;
 use super::operations::OpState;
-use super::peer::{Origin, PeerRequestKey, Pending, WithdrawReason};
+use super::peer::{Origin, PeerRequestKey, Pending, RoundInput, WithdrawReason};
 use super::{CallId, CallOutcome, ConnId, Event, Manager, TimerReason};
 use crate::catalog::OperationOutcome;
 use crate::protocol::{self, PeerRequestKind};
@@ -149,9 +150,13 @@ impl Manager {
         let mut kinds = Vec::new();
         for r in ir.requests {
             if r.method == "roots/list" {
-                round
-                    .responses
-                    .insert(r.key, protocol::roots_result(self.roots()));
+                if self.opts.roots_inputs == super::RootsInputs::Embedder {
+                    kinds.push((r.key, PeerRequestKind::Roots));
+                } else {
+                    round
+                        .responses
+                        .insert(r.key, protocol::roots_result(self.roots()));
+                }
                 continue;
             }
             let reason = match protocol::parse_client_request(&r.method, &r.params, &features) {
@@ -168,8 +173,18 @@ impl Manager {
                 reason,
             });
         }
+        let of = kinds.len();
         for (key, kind) in kinds {
-            let pkey = self.issue_input(conn, server, call, key.clone(), kind);
+            let pkey = self.issue_input(
+                conn,
+                server,
+                call,
+                RoundInput {
+                    key: key.clone(),
+                    of,
+                },
+                kind,
+            );
             round.waiting.insert(key, pkey);
         }
         if round.waiting.is_empty() {
@@ -188,7 +203,7 @@ impl Manager {
         conn: ConnId,
         server: &str,
         call: CallId,
-        key: String,
+        input: RoundInput,
         kind: PeerRequestKind,
     ) -> PeerRequestKey {
         let pkey = PeerRequestKey(self.peer.next);
@@ -202,7 +217,10 @@ impl Manager {
             Pending {
                 conn,
                 server: server.to_string(),
-                origin: Origin::Input { call, key },
+                origin: Origin::Input {
+                    call,
+                    key: input.key.clone(),
+                },
                 kind: kind.clone(),
                 deadline,
             },
@@ -211,6 +229,7 @@ impl Manager {
             server: server.to_string(),
             request: pkey,
             kind,
+            input: Some(input),
         });
         pkey
     }
@@ -254,7 +273,7 @@ impl Manager {
             Err((_, message)) => {
                 self.counters.inputs_unavailable += 1;
                 let error = CallError::InputUnavailable {
-                    method: kind_method(kind).into(),
+                    method: kind.method().into(),
                     reason: message,
                 };
                 self.fail_request(call, error);
@@ -281,7 +300,7 @@ impl Manager {
     pub(super) fn on_input_timeout(&mut self, call: CallId, kind: &PeerRequestKind, why: String) {
         self.counters.inputs_unavailable += 1;
         let error = CallError::InputUnavailable {
-            method: kind_method(kind).into(),
+            method: kind.method().into(),
             reason: why,
         };
         self.fail_request(call, error);
@@ -358,13 +377,5 @@ impl Manager {
                 });
             }
         }
-    }
-}
-
-fn kind_method(kind: &PeerRequestKind) -> &'static str {
-    if kind.is_elicitation() {
-        "elicitation/create"
-    } else {
-        "sampling/createMessage"
     }
 }

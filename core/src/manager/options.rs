@@ -51,6 +51,11 @@ pub struct ManagerOptions {
     /// The requests of a server's the client takes (sampling, elicitation, roots), and so the
     /// capabilities `initialize` declares (all off by default).
     pub client_features: ClientFeatures,
+    /// Who answers a stateless server's `roots/list` input (asked in an
+    /// `InputRequiredResult`, so it belongs to one request): the manager from its roots (the
+    /// default), or the embedder (`RootsInputs::Embedder`). A server's own `roots/list`
+    /// request (the older revisions) is always answered by the manager.
+    pub roots_inputs: RootsInputs,
     /// How long a server's sampling or elicitation request waits for the embedder's answer
     /// before the server is answered with a timeout error (default 10 min: a person answers).
     pub peer_request_timeout: Duration,
@@ -143,6 +148,20 @@ impl Default for HealthPolicy {
     }
 }
 
+/// Who answers a stateless server's `roots/list` input (see
+/// [`ManagerOptions::roots_inputs`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RootsInputs {
+    /// The manager, from its roots (`ManagerOptions::roots`, `Input::SetRoots`).
+    #[default]
+    Manager,
+    /// The embedder: each becomes an `Event::PeerRequest` of kind `Roots`, answered with a
+    /// `ListRootsResult` like any input (a gateway passes it to the client whose request
+    /// asked, or answers it from the roots it keeps). It also declares the `roots`
+    /// capability.
+    Embedder,
+}
+
 impl Default for ManagerOptions {
     fn default() -> Self {
         ManagerOptions {
@@ -163,6 +182,7 @@ impl Default for ManagerOptions {
             max_call_time: Duration::from_secs(600),
             default_connect_timeout: crate::config::DEFAULT_CONNECT_TIMEOUT,
             client_features: ClientFeatures::default(),
+            roots_inputs: RootsInputs::Manager,
             peer_request_timeout: Duration::from_secs(600),
             max_peer_requests: 16,
             protocol: super::ProtocolPolicy::default(),

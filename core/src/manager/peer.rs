@@ -23,6 +23,19 @@ use std::collections::{BTreeMap, VecDeque};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct PeerRequestKey(pub u64);
 
+/// One input of a stateless server's `InputRequiredResult`, as the embedder is handed it
+/// (`Event::PeerRequest::input`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RoundInput {
+    /// The server's key for it. An embedder that asks a client of its own for the inputs may
+    /// ask under the same keys.
+    pub key: String,
+    /// How many inputs of that answer the embedder is handed, this one included: they come
+    /// one event after the other, so an embedder that asks for them all at once knows when
+    /// it has them all.
+    pub of: usize,
+}
+
 /// Why a request of a server's no longer waits for the embedder's answer (other than the
 /// answer itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -113,7 +126,9 @@ impl Manager {
 
     /// The `roots` capability is declared (at `initialize`, for every connection alike).
     fn roots_declared(&self) -> bool {
-        self.opts.client_features.roots || !self.opts.roots.is_empty()
+        self.opts.client_features.roots
+            || !self.opts.roots.is_empty()
+            || self.opts.roots_inputs == super::RootsInputs::Embedder
     }
 
     /// The capabilities `initialize` declares.
@@ -210,6 +225,7 @@ impl Manager {
             server: server.to_string(),
             request: key,
             kind,
+            input: None,
         });
     }
 

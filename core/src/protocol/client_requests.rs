@@ -87,12 +87,31 @@ pub enum PeerRequestKind {
         /// The server's id for this elicitation (named again by its completion notice).
         elicitation_id: String,
     },
+    /// `roots/list` asked as an input of a stateless server's request, handed to the embedder
+    /// only when the manager was told to (`ManagerOptions::roots_inputs`); the answer is a
+    /// `ListRootsResult` (`{"roots": [...]}`). A server's own `roots/list` request, and
+    /// every roots input otherwise, is answered by the manager from its roots.
+    Roots,
 }
 
 impl PeerRequestKind {
     /// Whether it is an elicitation (either mode).
     pub fn is_elicitation(&self) -> bool {
-        !matches!(self, PeerRequestKind::Sampling { .. })
+        matches!(
+            self,
+            PeerRequestKind::ElicitForm { .. } | PeerRequestKind::ElicitUrl { .. }
+        )
+    }
+
+    /// The method the server asked with.
+    pub fn method(&self) -> &'static str {
+        match self {
+            PeerRequestKind::Sampling { .. } => "sampling/createMessage",
+            PeerRequestKind::ElicitForm { .. } | PeerRequestKind::ElicitUrl { .. } => {
+                "elicitation/create"
+            }
+            PeerRequestKind::Roots => "roots/list",
+        }
     }
 }
 
@@ -319,6 +338,13 @@ pub fn peer_answer_result(
             };
             (Ok(json!({ "action": action })), AnswerClass::Declined)
         }
+        PeerAnswer::Decline | PeerAnswer::Cancel if *kind == PeerRequestKind::Roots => (
+            Err((
+                USER_REJECTED,
+                "the client declined to list its roots".into(),
+            )),
+            AnswerClass::Declined,
+        ),
         PeerAnswer::Decline | PeerAnswer::Cancel => (
             Err((USER_REJECTED, "User rejected sampling request".into())),
             AnswerClass::Declined,
@@ -326,7 +352,12 @@ pub fn peer_answer_result(
         PeerAnswer::Accept { .. } => (
             Err((
                 codes::INTERNAL_ERROR,
-                "the client answered a sampling request with an elicitation action".into(),
+                match kind {
+                    PeerRequestKind::Roots => {
+                        "the client answered a roots request with an elicitation action".into()
+                    }
+                    _ => "the client answered a sampling request with an elicitation action".into(),
+                },
             )),
             AnswerClass::Failed,
         ),

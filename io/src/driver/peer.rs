@@ -4,7 +4,7 @@
 //! core bounds how many wait per server, so the tasks are bounded too.
 
 use super::{Driver, Inbound, Internal};
-use crate::peer::{ElicitationHandler, PeerRequest, SamplingHandler};
+use crate::peer::{ElicitationHandler, PeerRequest, RootsHandler, SamplingHandler};
 use std::sync::Arc;
 use switchboard_core::manager::Event;
 use switchboard_core::protocol::{PeerAnswer, PeerRequestKind};
@@ -15,6 +15,7 @@ use switchboard_core::PeerRequestKey;
 pub(crate) struct PeerHandlers {
     pub elicitation: Option<Arc<dyn ElicitationHandler>>,
     pub sampling: Option<Arc<dyn SamplingHandler>>,
+    pub roots: Option<Arc<dyn RootsHandler>>,
 }
 
 impl Driver {
@@ -25,7 +26,8 @@ impl Driver {
                 server,
                 request,
                 kind,
-            } => self.start_peer_handler(*request, server, kind),
+                input,
+            } => self.start_peer_handler(*request, server, kind, input.clone()),
             Event::PeerRequestWithdrawn { request, .. } => {
                 // Dropping the task cancels the handler.
                 self.peer_tasks.remove(request);
@@ -34,12 +36,20 @@ impl Driver {
         }
     }
 
-    fn start_peer_handler(&mut self, key: PeerRequestKey, server: &str, kind: &PeerRequestKind) {
+    fn start_peer_handler(
+        &mut self,
+        key: PeerRequestKey,
+        server: &str,
+        kind: &PeerRequestKind,
+        input: Option<switchboard_core::manager::RoundInput>,
+    ) {
         let request = PeerRequest {
             server: server.to_string(),
             kind: kind.clone(),
+            input,
         };
         let future = match kind {
+            PeerRequestKind::Roots => self.cfg.peer.roots.as_ref().map(|h| h.list_roots(request)),
             PeerRequestKind::Sampling { .. } => self
                 .cfg
                 .peer

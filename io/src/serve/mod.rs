@@ -180,6 +180,7 @@ async fn run_loop<S: Sink>(
                     server: asked.request.server,
                     request,
                     kind: asked.request.kind,
+                    input: asked.request.input,
                 });
             }
         }

@@ -1,5 +1,5 @@
-//! Servers' requests for the client (sampling, elicitation), carried to the serving loop so the
-//! gateway can forward them to a downstream client.
+//! Servers' requests for the client (sampling, elicitation, stateless servers' roots inputs),
+//! carried to the serving loop so the gateway can forward them to a downstream client.
 //!
 //! [`PeerForwarder::install`] puts handlers on the [`Builder`] (which also declares the
 //! capabilities upstream); each request a handler is given goes to the loop with a reply
@@ -7,7 +7,7 @@
 //! whose request the library withdraws is dropped, which closes its reply channel: the loop
 //! sees that and tells the gateway the request is withdrawn.
 
-use crate::peer::{ElicitationHandler, PeerFuture, PeerRequest, SamplingHandler};
+use crate::peer::{ElicitationHandler, PeerFuture, PeerRequest, RootsHandler, SamplingHandler};
 use crate::Builder;
 use async_channel::{Receiver, Sender};
 use std::sync::Arc;
@@ -52,14 +52,17 @@ impl PeerForwarder {
         Self::default()
     }
 
-    /// Answer sampling and elicitation (both modes) through the downstream clients.
+    /// Answer sampling, elicitation (both modes) and stateless servers' roots inputs through
+    /// the downstream clients (the gateway answers the roots no client's request takes from
+    /// the roots it keeps).
     pub fn install(&self, builder: Builder) -> Builder {
         let handler = Arc::new(Forward {
             tx: self.tx.clone(),
         });
         builder
             .elicitation_handler(handler.clone())
-            .sampling_handler(handler)
+            .sampling_handler(handler.clone())
+            .roots_handler(handler)
     }
 }
 
@@ -92,6 +95,12 @@ impl ElicitationHandler for Forward {
 
 impl SamplingHandler for Forward {
     fn create_message(&self, request: PeerRequest) -> PeerFuture {
+        self.ask(request)
+    }
+}
+
+impl RootsHandler for Forward {
+    fn list_roots(&self, request: PeerRequest) -> PeerFuture {
         self.ask(request)
     }
 }

@@ -401,6 +401,7 @@ mod tests {
                 message: "m".into(),
                 requested_schema: schema,
             },
+            input: None,
         }
     }
 
@@ -450,6 +451,7 @@ mod tests {
                 url: "https://example.com".into(),
                 elicitation_id: "e".into(),
             },
+            input: None,
         };
         assert_eq!(
             answer(&request, "\n"),
