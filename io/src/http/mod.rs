@@ -266,8 +266,6 @@ enum Internal {
     Done(u64),
     /// The transport cannot go on.
     Fatal(String),
-    /// The server refused our credentials and authorization could not fix it.
-    Unauthorized(switchboard_core::auth::AuthError),
     /// The legacy SSE stream ended.
     Ended(String),
     /// `notifications/initialized` was accepted: time to open the GET stream.
