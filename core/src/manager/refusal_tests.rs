@@ -12,9 +12,10 @@ use serde_json::json;
 
 /// The `initialize`-based handshake at once (no probe).
 fn legacy() -> ManagerOptions {
-    let mut o = ManagerOptions::default();
-    o.client_version = "test".into();
-    o
+    ManagerOptions {
+        client_version: "test".into(),
+        ..ManagerOptions::default()
+    }
 }
 
 fn refuse(
