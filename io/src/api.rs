@@ -52,6 +52,7 @@ pub struct Builder {
     queues: QueueOptions,
     adopt_orphans: bool,
     peer: crate::driver::PeerHandlers,
+    discovered: Option<crate::discovery::Discovered>,
 }
 
 /// The bounds of the queues between the handle, the driver and the transports. `Default`
@@ -129,7 +130,17 @@ impl Builder {
             queues: QueueOptions::default(),
             adopt_orphans: false,
             peer: crate::driver::PeerHandlers::default(),
+            discovered: None,
         }
+    }
+
+    /// What the embedder's own discovery found, when it gives the servers it found as a
+    /// fixed list (the CLI asks for `${input:id}` answers first): reported by
+    /// [`Switchboard::discovery`] until [`Switchboard::sync_discovered`] replaces it. With
+    /// [`discover`](Self::discover), the library's own discovery wins.
+    pub fn discovered(mut self, found: crate::discovery::Discovered) -> Self {
+        self.discovered = Some(found);
+        self
     }
 
     /// The project directory: the working directory of stdio servers whose config sets none
@@ -440,7 +451,7 @@ impl Builder {
             }
         };
         let (servers, discovery) = match &self.source {
-            ServerSource::Specs(s) => (s.clone(), None),
+            ServerSource::Specs(s) => (s.clone(), self.discovered.take()),
             ServerSource::Discover(o) => {
                 let o = o.clone();
                 let d = blocking::unblock(move || crate::discovery::discover(&o)).await;
@@ -768,10 +779,24 @@ impl Switchboard {
             return Ok(None);
         };
         let d = blocking::unblock(move || crate::discovery::discover(&o)).await;
-        let servers = d.servers.clone();
-        let config = config_report(&d);
+        self.sync_discovered(d).await
+    }
+
+    /// [`sync`](Self::sync) to what a discovery found: [`discovery`](Self::discovery) reports
+    /// it from now on (what awaits approval among it), and its config problems go into the
+    /// report. The second half of [`rediscover`](Self::rediscover), for an embedder that
+    /// discovers by itself: discovered again with the same
+    /// [`DiscoveryOptions`](crate::discovery::DiscoveryOptions) — the `${input:id}` answers
+    /// given once in its `inputs`, every `${file:…}` read again — a server whose values
+    /// changed restarts and the others keep running.
+    pub async fn sync_discovered(
+        &self,
+        found: crate::discovery::Discovered,
+    ) -> Result<Option<StartupReport>, Error> {
+        let servers = found.servers.clone();
+        let config = config_report(&found);
         if let Ok(mut slot) = self.inner.discovery.lock() {
-            *slot = Some(d);
+            *slot = Some(found);
         }
         self.round(RoundKind::Sync, servers, config).await
     }

@@ -119,6 +119,12 @@ pub struct Discovered {
     /// [`Variables`]): the library adds them; an embedder that builds with
     /// `Builder::servers` adds them to `Builder::env`.
     pub variables: Variables,
+    /// The other files what discovery found depends on, found or not: the `envFile` and
+    /// `${file:…}` files the entries read, Switchboard's approvals file and every other
+    /// approval or policy file it looked for. With [`files_read`](Self::files_read) and
+    /// [`looked_at`](Self::looked_at), what a watcher watches (`serve` re-discovers when one
+    /// changes: a value file changed restarts its server, an approval starts one).
+    pub depends_on: Vec<PathBuf>,
 }
 
 /// How a candidate file is parsed.
@@ -579,6 +585,7 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
         if !done.files_needed.is_empty() {
             // `envFile` and `${file:…}`: read, bounded, then translate again with them.
             for path in &done.files_needed {
+                found.depends_on.push(PathBuf::from(path));
                 let text =
                     match crate::files::read_regular(Path::new(path), MAX_VARIABLE_FILE_BYTES) {
                         Ok(bytes) => String::from_utf8(bytes).map_err(|_| "not valid UTF-8".into()),
@@ -634,6 +641,8 @@ fn discover_files(opts: &DiscoveryOptions) -> Discovered {
     found
         .warnings
         .retain(|w| running.contains(&(w.server.as_str(), w.source.path.as_str())));
+    found.depends_on.sort();
+    found.depends_on.dedup();
     found
 }
 
@@ -662,6 +671,7 @@ fn approvals(
         })
     };
     if let Some(store) = &opts.trust_store {
+        found.depends_on.push(store.clone());
         match crate::TrustStore::new(store).approvals(project_key) {
             Ok(approved) => {
                 approvals.approved = approved
@@ -680,6 +690,7 @@ fn approvals(
     }
     // Read one approval file: its text, or `None` when absent (a read error is reported).
     let text_of = |found: &mut Discovered, path: &Path, provider: &str| -> Option<String> {
+        found.depends_on.push(path.to_path_buf());
         match read(path, false) {
             Ok(Some(text)) => {
                 found.files_read.push(path.to_path_buf());

@@ -141,6 +141,9 @@ pub struct StepInfo {
     /// A stale `Opened` of an attempt the manager issued: it must be answered with exactly
     /// one `CloseTransport` of that attempt (the shell holds a live transport nobody tracks).
     pub stale_opened: Option<ConnId>,
+    /// A request of a live attempt refused for its credentials: the attempt, and whether the
+    /// refusal needs a login.
+    pub refused: Option<(ConnId, bool)>,
     /// The attempts of every `CloseTransport` in this step, in order.
     pub closes: Vec<ConnId>,
     /// For a stale event: the manager's `stale_events` and `stale_opened_closed` counters

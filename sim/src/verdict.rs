@@ -123,11 +123,15 @@ pub enum Invariant {
     DownstreamCancelReachesUpstream,
     /// 39: no downstream request waits past its call's deadline.
     DownstreamRequestsBounded,
+    /// 40: a request whose credentials the server refused ends its attempt (the core closes
+    /// the transport) exactly when a person must log in; a refused step-up fails that
+    /// request alone and the connection goes on.
+    RefusalsDecidedByTheCore,
 }
 
 impl Invariant {
     /// The safety invariants, in the order they are checked after a step.
-    pub const SAFETY: [Invariant; 31] = [
+    pub const SAFETY: [Invariant; 32] = [
         Invariant::StatusAgreesWithRegistries,
         Invariant::ExposedToolsBelongToLiveServers,
         Invariant::QualifiedNamesAreValid,
@@ -159,6 +163,7 @@ impl Invariant {
         Invariant::RequestStateEchoed,
         Invariant::ListenStreamsResent,
         Invariant::ListsReusedOnlyWhileFresh,
+        Invariant::RefusalsDecidedByTheCore,
     ];
 
     /// How a violation names it in reports and traces (the liveness ones share one word, as
@@ -258,6 +263,9 @@ impl Invariant {
             }
             Invariant::DownstreamRequestsBounded => {
                 "39 no downstream request waits past its timeout"
+            }
+            Invariant::RefusalsDecidedByTheCore => {
+                "40 a refused request ends its attempt exactly when a login is needed"
             }
         }
     }

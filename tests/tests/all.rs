@@ -49,6 +49,7 @@ mod script;
 mod sdk_examples;
 mod secrets;
 mod serve;
+mod serve_live;
 mod serve_scaling;
 mod shell;
 mod shell_policies;

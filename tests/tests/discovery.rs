@@ -345,9 +345,13 @@ fn explicit_files_replace_discovery() {
 fn missing_files_and_home_are_silently_skipped() {
     let d = dirs();
     let mut found = discover(&options(&d));
-    // Every place is looked at, and nothing is there.
+    // Every place is looked at, and nothing is there; the approval and policy files looked
+    // for are listed too, for a watcher (one that appears changes what is found).
     assert!(found.looked_at.len() > 20 && found.looked_at.iter().all(|l| !l.found));
+    assert!(!found.depends_on.is_empty());
+    assert!(found.depends_on.iter().all(|p| !p.exists()));
     found.looked_at.clear();
+    found.depends_on.clear();
     assert_eq!(found, Discovered::default());
     let mut found = discover(&DiscoveryOptions {
         home_dir: None,
@@ -364,6 +368,7 @@ fn missing_files_and_home_are_silently_skipped() {
         .iter()
         .any(|l| l.source.level == SourceLevel::Project));
     found.looked_at.clear();
+    found.depends_on.clear();
     assert_eq!(found, Discovered::default());
 }
 
@@ -645,6 +650,8 @@ mod with_the_shell {
             assert!(pid_of(&sb, "one").is_some() && pid_of(&sb, "fixed").is_some());
             // The value never reaches a report.
             assert!(!format!("{:?}", sb.discovery()).contains("\"one\""));
+            // The file is one a watcher watches.
+            assert!(sb.discovery().unwrap().depends_on.contains(&tag));
 
             // A reload reads the file again (and restarts every server, as reloads do; old
             // processes may still be closing, so only what runs now is checked).

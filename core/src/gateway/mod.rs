@@ -104,10 +104,6 @@ pub struct GatewayOptions {
     /// The roots the manager was configured with: they apply while no downstream client
     /// that declared `roots` has given its own (see `roots`).
     pub roots: Vec<crate::protocol::Root>,
-    /// The project servers awaiting approval when serving started (the manager never sees
-    /// them): a call that needs one is answered with the fix, as if the shell had told
-    /// [`Unavailable::AwaitingApproval`] of each.
-    pub awaiting_approval: Vec<String>,
     /// The key the `requestState` of multi round-trip requests is sealed with (clients of
     /// the stateless revision). Without one, a server's request for input in the middle of
     /// such a client's call is refused. Gateways that share a key accept each other's state.
@@ -148,7 +144,6 @@ impl Default for GatewayOptions {
             plain_names: false,
             tool_search: false,
             roots: Vec::new(),
-            awaiting_approval: Vec::new(),
             request_state_key: None,
             instance: 0,
         }
@@ -539,14 +534,9 @@ impl Gateway {
         // Nobody waits for its answer: the completion finds no pending entry and is dropped.
     }
 
-    /// What the shell says of the servers that serve nothing, with the ones that awaited
-    /// approval at start.
-    fn set_unavailable(&mut self, mut servers: UnavailableServers) {
-        for name in &self.options.awaiting_approval {
-            servers
-                .entry(name.clone())
-                .or_insert(Unavailable::AwaitingApproval);
-        }
+    /// What the shell says of the servers that serve nothing: its latest word replaces the
+    /// last (an approval given, or a config edited, since then changes what awaits).
+    fn set_unavailable(&mut self, servers: UnavailableServers) {
         self.unavailable = servers;
     }
 

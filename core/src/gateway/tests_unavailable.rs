@@ -176,3 +176,29 @@ fn an_unknown_tool_while_servers_await_approval_says_so_and_otherwise_is_invalid
     assert!(text.contains("project_db"), "{text}");
     assert!(text.contains("`switchboard trust`"), "{text}");
 }
+
+#[test]
+fn the_shells_latest_word_on_what_awaits_approval_replaces_the_last() {
+    let mut g = serving();
+    let unknown = || {
+        CallOutcome::Err(CallError::UnknownTool {
+            tool: "mcp_project_db_query".into(),
+        })
+    };
+    g.handle(GatewayInput::Unavailable(UnavailableServers::from([(
+        "project_db".to_string(),
+        Unavailable::AwaitingApproval,
+    )])));
+    let text = tool_error_text(&call_fails_with(&mut g, "mcp_project_db_query", unknown()));
+    assert!(text.contains("approved: project_db;"), "{text}");
+    // Approved since (or gone from the config): no longer named; another one now awaits.
+    g.handle(GatewayInput::Unavailable(UnavailableServers::from([(
+        "fresh".to_string(),
+        Unavailable::AwaitingApproval,
+    )])));
+    let text = tool_error_text(&call_fails_with(&mut g, "mcp_project_db_query", unknown()));
+    assert!(text.contains("approved: fresh;"), "{text}");
+    g.handle(GatewayInput::Unavailable(UnavailableServers::new()));
+    let plain = call_fails_with(&mut g, "mcp_project_db_query", unknown());
+    assert_eq!(plain["error"]["code"], wire::INVALID_PARAMS, "{plain}");
+}

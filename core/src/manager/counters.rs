@@ -120,6 +120,12 @@ pub struct Counters {
     pub calls_to_retired_tools: u64,
     /// Requests the transport could not deliver (`TransportEvent::RequestFailed`), failed.
     pub requests_failed_by_transport: u64,
+    /// Requests whose credentials the server refused (`TransportEvent::Unauthorized`) that
+    /// failed alone: their connection went on.
+    pub refusals_failed_request: u64,
+    /// Attempts ended because the server refused our credentials (during the handshake, or
+    /// until a person logs in).
+    pub refusals_ended_attempt: u64,
     /// HTTP sessions renewed by the transport (`TransportEvent::SessionRenewed`).
     pub sessions_renewed: u64,
     /// Refreshes asked while another was under way, queued behind it.

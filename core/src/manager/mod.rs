@@ -35,6 +35,8 @@ mod outputs;
 mod peer;
 mod reconcile;
 mod recovery;
+#[cfg(test)]
+mod refusal_tests;
 mod rounds;
 mod servers;
 mod sessions;

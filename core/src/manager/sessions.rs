@@ -285,33 +285,47 @@ impl Manager {
                 self.on_request_failed(conn, &server, id, error)
             }
             TransportEvent::SessionRenewed => self.on_session_renewed(&server),
-            // A refusal while the attempt's revision is still probed is the attempt's, like a
-            // refused `initialize` (falling back to `initialize` would only be refused again):
-            // the transport is still open, so the core closes it.
-            TransportEvent::Unauthorized {
-                id: Some(id),
-                error,
-            } if self.servers.get(&server).is_some_and(|s| s.era.is_none()) => {
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.tracker.complete(id);
-                }
-                self.counters.requests_failed_by_transport += 1;
-                let error = Self::refusal(&server, error);
-                self.fail_server(&server, error, true);
+            TransportEvent::Unauthorized { id, error } => self.on_refused(conn, &server, id, error),
+        }
+    }
+
+    /// The server refused our credentials for one frame (`id`: the request, `None`: a frame
+    /// that is no request). The attempt ends, and the core closes its transport, when nothing
+    /// more can be sent: the refusal is `NeedsLogin` (about the server, not this request: a
+    /// `server/discover` probe that meets it must not pass for an old server's answer), the
+    /// handshake is still under way (a refused probe falling back to `initialize` would only
+    /// be refused again), or the frame was no request. Otherwise only that request fails (a
+    /// step-up the user did not grant), in the words of a transport failure.
+    fn on_refused(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        id: Option<u64>,
+        error: crate::auth::AuthError,
+    ) {
+        let handshake = self.servers.get(server).is_some_and(|s| s.era.is_none())
+            || id.is_some_and(|id| {
+                matches!(
+                    self.conns.get(&conn).and_then(|c| c.tracker.get(id)),
+                    Some(Req::Probe | Req::Initialize)
+                )
+            });
+        match id {
+            Some(id) if !handshake && error != crate::auth::AuthError::NeedsLogin => {
+                self.counters.refusals_failed_request += 1;
+                self.on_request_failed(conn, server, id, format!("authorization failed: {error}"))
             }
-            // A refused request of an established connection fails that request only (a
-            // step-up the user did not grant).
-            TransportEvent::Unauthorized {
-                id: Some(id),
-                error,
-            } => {
-                self.on_request_failed(conn, &server, id, format!("authorization failed: {error}"))
-            }
-            // The transport ended the attempt itself: nothing can be sent without logging in.
-            TransportEvent::Unauthorized { id: None, error } => {
-                let error = Self::refusal(&server, error);
-                let (kind, message) = (error.kind, error.message);
-                self.transport_gone(conn, &server, kind, message);
+            _ => {
+                // The refused request goes with its connection (`fail_server` drains it).
+                let tracked = id.is_some_and(|id| {
+                    self.conns
+                        .get(&conn)
+                        .is_some_and(|c| c.tracker.get(id).is_some())
+                });
+                self.counters.requests_failed_by_transport += u64::from(tracked);
+                self.counters.refusals_ended_attempt += 1;
+                let error = Self::refusal(server, error);
+                self.fail_server(server, error, true);
             }
         }
     }

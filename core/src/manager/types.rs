@@ -73,11 +73,13 @@ pub enum TransportEvent {
     /// The HTTP session expired and the transport opened a new one (it replayed
     /// `initialize`): the core re-lists the server's tools.
     SessionRenewed,
-    /// The server refused our credentials (HTTP `401`/`403`) and authorization could not fix
-    /// it: for request `id` only (a step-up was refused), or for the whole attempt when `id`
-    /// is `None` (nothing can be sent without logging in).
+    /// The server refused our credentials (HTTP `401`/`403`) for one frame and authorization
+    /// could not fix it. The transport reports the refusal and stays open; the core decides
+    /// what ends: the whole attempt (the handshake was refused, nothing can be sent until a
+    /// person logs in, or the frame was no request) or that request only (a refused step-up).
     Unauthorized {
-        /// The request refused, or `None` for the attempt.
+        /// The refused request, or `None` for a frame that is not a request (a notification
+        /// or a response).
         id: Option<u64>,
         /// Why authorization did not succeed (never holds a token).
         error: crate::auth::AuthError,

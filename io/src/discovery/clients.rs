@@ -222,6 +222,7 @@ pub(super) fn policies(
 ) -> ClientPolicies {
     let mut policies = ClientPolicies::default();
     let text_of = |found: &mut Discovered, path: &Path, provider: &str| -> Option<String> {
+        found.depends_on.push(path.to_path_buf());
         match read(path, false) {
             Ok(Some(text)) => {
                 if !found.files_read.contains(&path.to_path_buf()) {

@@ -410,9 +410,7 @@ impl Driver {
     fn on_transport(&mut self, conn: ConnId, event: TransportEvent) {
         if matches!(
             event,
-            TransportEvent::Closed { .. }
-                | TransportEvent::Failed { .. }
-                | TransportEvent::Unauthorized { id: None, .. }
+            TransportEvent::Closed { .. } | TransportEvent::Failed { .. }
         ) {
             // The transport reaped itself; forget the handle without closing it again.
             if let Some(t) = self.transports.remove(&conn) {

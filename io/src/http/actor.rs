@@ -138,13 +138,6 @@ pub(super) async fn run(
                 tasks.remove(&n);
                 by_request.retain(|_, v| *v != n);
             }
-            Wake::Internal(Internal::Unauthorized(error)) => {
-                inner
-                    .emit
-                    .end(TransportEvent::Unauthorized { id: None, error })
-                    .await;
-                break;
-            }
             Wake::Internal(Internal::Fatal(error)) => {
                 inner
                     .emit
@@ -312,8 +305,7 @@ async fn flush(inner: &Inner, internal: &Receiver<Internal>, tasks: &mut BTreeMa
                 Ok(Internal::Done(n)) => {
                     tasks.remove(&n);
                 }
-                Ok(Internal::Fatal(_) | Internal::Unauthorized(_) | Internal::Ended(_))
-                | Err(_) => {
+                Ok(Internal::Fatal(_) | Internal::Ended(_)) | Err(_) => {
                     return false;
                 }
                 Ok(Internal::Initialized | Internal::Fallback { .. }) => {}
@@ -389,25 +381,17 @@ pub(super) fn spawn_post(
             Err(PostError::Fatal(e)) => {
                 let _ = inner.internal.send(Internal::Fatal(e)).await;
             }
-            // Refused credentials end the attempt when nothing can be sent (the
-            // `initialize`), or when no request can be until a person logs in (`NeedsLogin`
-            // is about the server, not this request: the `server/discover` probe that meets
-            // it must not pass for an old server's answer); otherwise only the request fails
-            // (a refused step-up).
-            Err(PostError::Auth(error)) => match info.request_id {
-                Some(id)
-                    if !info.is_initialize()
-                        && error != switchboard_core::auth::AuthError::NeedsLogin =>
-                {
-                    inner
-                        .emit
-                        .emit(TransportEvent::Unauthorized { id: Some(id), error })
-                        .await
-                }
-                _ => {
-                    let _ = inner.internal.send(Internal::Unauthorized(error)).await;
-                }
-            },
+            // Refused credentials: the transport reports the refused frame and goes on; the
+            // core decides whether that request or the whole attempt ends.
+            Err(PostError::Auth(error)) => {
+                inner
+                    .emit
+                    .emit(TransportEvent::Unauthorized {
+                        id: info.request_id,
+                        error,
+                    })
+                    .await
+            }
             Err(PostError::Fallback(why)) => {
                 let _ = inner
                     .internal

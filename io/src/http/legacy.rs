@@ -95,7 +95,7 @@ impl Inner {
             .client
             .request(Method::POST, endpoint, &headers, frame.clone())
             .await
-            .map_err(|e| exchange_error(e, false))?;
+            .map_err(exchange_error)?;
         if !resp.status.is_success() {
             let msg = status_error(&mut resp).await;
             return Err(

@@ -65,14 +65,17 @@
 //!
 //! # Errors
 //!
-//! - Unreachable server (DNS, refused, TLS, connect timeout) or `401`/`403`: `Failed` with the
-//!   reason (`HTTP 401: <body> (authentication required; WWW-Authenticate: ...)`); the core
-//!   decides about reconnecting.
+//! - Unreachable server (DNS, refused, TLS, connect timeout) or `401`/`403` with no
+//!   authorization layer: `Failed` with the reason (`HTTP 401: <body> (authentication
+//!   required; WWW-Authenticate: ...)`); the core decides about reconnecting.
 //! - Any other error status, an exchange that broke after the connection was made, or a
 //!   response larger than `max_message_len`, for one request: `RequestFailed` for that
 //!   request (`HTTP 500: <first 200 characters>`), which the core fails in those words —
-//!   never as a server's JSON-RPC error; the transport stays. For the `initialize` it is
-//!   `Failed`.
+//!   never as a server's JSON-RPC error; the transport stays. The `initialize` too: the
+//!   core decides that its failure ends the attempt, and closes the transport.
+//! - Refused credentials the authorization layer could not fix: `Unauthorized` for that
+//!   frame; the transport stays, and the core decides whether the request or the attempt
+//!   ends.
 //! - Outgoing frames come with the core's `FrameMeta` (request id, method, the request a
 //!   cancellation names): the transport never parses what it sends.
 //! - Legacy: the SSE stream ending is `Closed`.
@@ -266,8 +269,6 @@ enum Internal {
     Done(u64),
     /// The transport cannot go on.
     Fatal(String),
-    /// The server refused our credentials and authorization could not fix it.
-    Unauthorized(switchboard_core::auth::AuthError),
     /// The legacy SSE stream ended.
     Ended(String),
     /// `notifications/initialized` was accepted: time to open the GET stream.

@@ -24,7 +24,8 @@ const AFTER_RESPONSE_WAIT: Duration = Duration::from_secs(5);
 
 /// How one POST went wrong.
 pub(super) enum PostError {
-    /// The transport cannot go on (unreachable, authentication, the `initialize` failed).
+    /// The transport cannot go on (unreachable, refused without an authorization layer, a
+    /// session that could not be renewed).
     Fatal(String),
     /// Only this request failed; the core is told (`TransportEvent::RequestFailed`).
     Request(String),
@@ -35,11 +36,11 @@ pub(super) enum PostError {
 }
 
 /// An unreachable server ends the transport; an exchange that broke after the connection was
-/// made fails only its request (unless it was the `initialize`).
-pub(super) fn exchange_error(e: HttpError, initialize: bool) -> PostError {
+/// made fails only its request (the core decides what that ends: the attempt, for the
+/// `initialize`).
+pub(super) fn exchange_error(e: HttpError) -> PostError {
     match e {
         HttpError::Connect(m) => PostError::Fatal(m),
-        other if initialize => PostError::Fatal(other.to_string()),
         other => PostError::Request(other.to_string()),
     }
 }
@@ -208,7 +209,7 @@ impl Inner {
                 .client
                 .request(Method::POST, &self.url, &headers, frame.clone())
                 .await
-                .map_err(|e| exchange_error(e, false))?;
+                .map_err(exchange_error)?;
             let status = resp.status;
             let Some(auth) = self
                 .auth
@@ -278,7 +279,7 @@ impl Inner {
             let mut resp = self
                 .post(&self.url, frame, &session)
                 .await
-                .map_err(|e| exchange_error(e, info.is_initialize()))?;
+                .map_err(exchange_error)?;
             let status = resp.status;
             if status == StatusCode::NOT_FOUND && !renewed {
                 if let Some(stale) = &session.0 {
@@ -332,7 +333,7 @@ impl Inner {
                 return Err(if first {
                     PostError::Fallback(msg)
                 } else {
-                    PostError::Fatal(msg)
+                    PostError::Request(msg)
                 });
             }
             if !status.is_success() {
@@ -353,11 +354,11 @@ impl Inner {
                 {
                     return Err(PostError::Fallback(msg));
                 }
+                // Refused without an authorization layer to ask: nothing will get through.
+                // Any other status fails this request alone; the core decides what that ends
+                // (a failed `initialize` ends the attempt).
                 return Err(
-                    if info.is_initialize()
-                        || status == StatusCode::UNAUTHORIZED
-                        || status == StatusCode::FORBIDDEN
-                    {
+                    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
                         PostError::Fatal(msg)
                     } else {
                         PostError::Request(msg)

@@ -160,7 +160,11 @@ async fn run_loop<S: Sink>(
                 | Event::OperationCompleted { .. }
                 | Event::Progress { .. } => {}
                 Event::ServerLog { .. } | Event::ResourceUpdated { .. } => g.handle_event(&event),
-                Event::StatusChanged { .. } | Event::StartupComplete { .. } => {
+                // A status changed, or a round ended (a sync after a re-discovery, which may
+                // have started nothing: an approval withdrawn, a new server awaiting one).
+                Event::StatusChanged { .. }
+                | Event::StartupComplete { .. }
+                | Event::SyncCompleted { .. } => {
                     g.handle(GatewayInput::View(view(sb)));
                     g.handle(GatewayInput::Unavailable(unavailable(sb)));
                 }

@@ -1,5 +1,6 @@
-//! Config watching for `serve`: the config files discovery read, and the ones it looked for
-//! and did not find, are polled on an interval — each one's presence, length, modification
+//! Config watching for `serve`: the config files discovery read, the ones it looked for
+//! and did not find, and the files its findings depend on (`${file:…}` values, approvals)
+//! are polled on an interval — each one's presence, length, modification
 //! time and a hash of its contents (read with a bound) — and when any changed, the library
 //! re-discovers and syncs to what the files say now ([`Switchboard::rediscover`]): new
 //! servers start, changed ones restart, removed ones stop, the others keep running. The
@@ -58,13 +59,15 @@ fn fingerprint(path: &PathBuf) -> Fingerprint {
     }
 }
 
-/// The files to watch: those discovery read and those it looked for.
+/// The files to watch: those discovery read, those it looked for, and those its findings
+/// depend on (value files, approval and policy files).
 pub fn discovered_files(d: &crate::discovery::Discovered) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = d
         .files_read
         .iter()
         .cloned()
         .chain(d.looked_at.iter().map(|l| PathBuf::from(&l.source.path)))
+        .chain(d.depends_on.iter().cloned())
         .filter(|p| !p.as_os_str().is_empty())
         .collect();
     paths.sort();

@@ -381,3 +381,25 @@ pub fn disconnect_withdraws_by_identity(ctx: &Ctx) -> Result<(), String> {
 pub fn client_speaks_valid_json_rpc(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, Invariant::ClientSpeaksValidJsonRpc)
 }
+
+/// 40: a request refused for its credentials (on a live attempt) ends that attempt — the
+/// core closes the transport, which stayed open — when the refusal says a person must log
+/// in; a refused step-up fails that request alone and leaves the connection open.
+pub fn refusals_decided_by_the_core(ctx: &Ctx) -> Result<(), String> {
+    let Some((conn, login)) = ctx.step.refused else {
+        return Ok(());
+    };
+    let closed = ctx.step.closes.contains(&conn);
+    let open = ctx.m.open_conns().contains(&conn);
+    match (login, closed, open) {
+        (true, true, false) | (false, false, true) => Ok(()),
+        (true, ..) => Err(format!(
+            "a refusal that needs a login left attempt #{} going (closed: {closed}, open: {open})",
+            conn.0
+        )),
+        (false, ..) => Err(format!(
+            "a refused step-up ended attempt #{} (closed: {closed}, open: {open})",
+            conn.0
+        )),
+    }
+}

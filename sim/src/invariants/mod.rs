@@ -88,7 +88,7 @@ pub struct SettledCatalog<'a> {
 pub type Check = fn(&Ctx) -> Result<(), String>;
 
 /// Every safety invariant with its check, in the order they are checked.
-pub const SAFETY: [(Invariant, Check); 31] = [
+pub const SAFETY: [(Invariant, Check); 32] = [
     (
         Invariant::StatusAgreesWithRegistries,
         status_agrees_with_registries,
@@ -188,6 +188,10 @@ pub const SAFETY: [(Invariant, Check); 31] = [
     (
         Invariant::ListsReusedOnlyWhileFresh,
         lists_reused_only_while_fresh,
+    ),
+    (
+        Invariant::RefusalsDecidedByTheCore,
+        lifecycle::refusals_decided_by_the_core,
     ),
 ];
 

@@ -9,6 +9,7 @@ use crate::observe::{ConnObs, View};
 use crate::scenario::{AttemptPlan, Init, List, Scenario, Spawn};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
+use switchboard_core::auth::AuthError;
 use switchboard_core::catalog::Catalog;
 use switchboard_core::manager::{CacheKey, ConnId, Input, ServerStatus, TransportEvent};
 use switchboard_core::protocol::CacheScope;
@@ -341,7 +342,14 @@ impl<'a> World<'a> {
             && matches!(&event, TransportEvent::Frame(f)
                 if f.len() > self.sc.options.max_frame_len || f.as_ref() == GARBAGE_FRAME);
         let bad_before = c.bad_frames;
+        let refused = match &event {
+            TransportEvent::Unauthorized { id: Some(_), error } if !stale => {
+                Some((conn, *error == AuthError::NeedsLogin))
+            }
+            _ => None,
+        };
         self.input(Input::Transport { conn, event }, |s| {
+            s.refused = refused;
             s.scope = Some(server);
             s.stale = stale;
             s.stale_opened = stale_opened;
@@ -480,7 +488,10 @@ impl World<'_> {
     /// The HTTP session-expiry fault as the core sees it. A Streamable HTTP server that
     /// forgot the session answers this `tools/call` with 404; the transport then replays
     /// `initialize` once and retries (io/src/http/mod.rs). If that works, the core sees only
-    /// a later answer; if it fails, the transport ends with `Failed`, like the shell's.
+    /// a later answer; if it fails, the transport ends with `Failed`, like the shell's. Or
+    /// the POST of this call fails alone: undelivered (`RequestFailed`), or refused for its
+    /// credentials (`Unauthorized`: a step-up not granted, or a login that lapsed), which the
+    /// transport reports for the request only, as the shell's does.
     pub(super) fn http_session_expiry(
         &mut self,
         conn: ConnId,
@@ -493,17 +504,41 @@ impl World<'_> {
             return SessionExpiry::None;
         }
         let draw = self.http_rng.below(3);
-        if draw == 1 && id.is_some() && self.http_rng.below(2) == 0 {
-            // The POST itself failed: the transport gives up on this one request only.
+        if draw == 1 && id.is_some() {
+            // The POST itself failed: the transport reports this one request; a refusal of
+            // its credentials (a step-up not granted, or a login that lapsed) is reported
+            // the same way, and the core decides what ends.
             let id = id.unwrap_or_default();
             let ms = 1 + self.http_rng.below(10);
             let at = self.after_ms(ms);
-            let error = "HTTP POST failed: connection reset".to_string();
+            let event = match self.http_rng.below(4) {
+                2 => {
+                    self.cov.http_calls_refused += 1;
+                    TransportEvent::Unauthorized {
+                        id: Some(id),
+                        error: AuthError::Rejected {
+                            status: 403,
+                            attempts: 1,
+                        },
+                    }
+                }
+                3 => {
+                    self.cov.http_logins_lapsed += 1;
+                    TransportEvent::Unauthorized {
+                        id: Some(id),
+                        error: AuthError::NeedsLogin,
+                    }
+                }
+                _ => TransportEvent::RequestFailed {
+                    id,
+                    error: "HTTP POST failed: connection reset".to_string(),
+                },
+            };
             self.push(
                 at,
                 Ev::Deliver {
                     conn,
-                    event: TransportEvent::RequestFailed { id, error },
+                    event,
                     exit: false,
                     tag: Tag::None,
                 },

@@ -11,20 +11,29 @@ use switchboard::{discover, Discovered, DiscoveryOptions};
 /// Discover; when servers need `${input:id}` answers and stdin is a terminal, ask for them
 /// (on stderr) and discover again with the answers. Without a terminal those servers stay
 /// errors that say how to answer.
-pub(super) fn discover_answered(mut options: DiscoveryOptions, quiet: bool) -> Discovered {
+pub(super) fn discover_answered(options: DiscoveryOptions, quiet: bool) -> Discovered {
+    answered(options, quiet).0
+}
+
+/// [`discover_answered`], and the options with the answers given (in `inputs`): what a
+/// discovery later in the run uses, so each input is asked once per run.
+pub(super) fn answered(
+    mut options: DiscoveryOptions,
+    quiet: bool,
+) -> (Discovered, DiscoveryOptions) {
     let found = discover(&options);
     if found.inputs_needed.is_empty() || !std::io::stdin().is_terminal() {
-        return found;
+        return (found, options);
     }
     for input in &found.inputs_needed {
         match ask(input, quiet) {
             Some(answer) => {
                 options.inputs.insert(input.id.clone(), answer);
             }
-            None => return found,
+            None => return (found, options),
         }
     }
-    discover(&options)
+    (discover(&options), options)
 }
 
 /// One answer from the terminal; `None` at end of input.

@@ -740,6 +740,9 @@ struct Session {
     sb: Switchboard,
     report: StartupReport,
     discovered: Discovered,
+    /// The discovery options with the `${input:id}` answers given at start: what a later
+    /// discovery in this run uses (`serve`'s config watch), so nothing is asked twice.
+    answered: DiscoveryOptions,
     /// The command that approves a server, without its name (`switchboard trust`, with
     /// `--project DIR` when the project was given).
     approve_command: String,
@@ -779,7 +782,8 @@ impl Session {
         let started = Instant::now();
         let (project, options) = discovery_options(g)?;
         let quiet = g.quiet;
-        let discovered = blocking::unblock(move || config::discover_answered(options, quiet)).await;
+        let (discovered, answered) =
+            blocking::unblock(move || config::answered(options, quiet)).await;
         // A file the user named that does not parse or cannot be read is a usage error;
         // a broken file found by discovery is reported with the rest.
         if !g.configs.is_empty() {
@@ -817,6 +821,7 @@ impl Session {
         let mut env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
         env.extend(discovered.variables.0.clone());
         let mut builder = Builder::servers(servers)
+            .discovered(discovered.clone())
             .env(env)
             .minimal_env(g.minimal_env)
             .adopt_orphans(!g.login)
@@ -858,6 +863,7 @@ impl Session {
                 sb,
                 report,
                 discovered,
+                answered,
                 approve_command: trust::approve_command(g),
                 clock_origin,
             });
@@ -901,6 +907,7 @@ impl Session {
             sb,
             report,
             discovered,
+            answered,
             approve_command: trust::approve_command(g),
             events: None,
             clock_origin,

@@ -86,34 +86,29 @@ pub(super) async fn run(
         plain_names: args.plain_names,
         tool_search: args.tool_search,
         roots: super::peer::project_roots(&project),
-        awaiting_approval: session
-            .discovered
-            .awaiting
-            .iter()
-            .map(|a| a.server.clone())
-            .collect(),
         request_state_key: state_key,
         ..GatewayOptions::default()
     };
-    // Edits of the config files it read are picked up while it serves: the new set is synced
-    // (unchanged servers keep running) and the client told of the new view.
+    // Edits of the config files it read (and of the files their values come from, and of
+    // the approvals) are picked up while it serves: discovered again with the answers given
+    // at start, and synced through the library (unchanged servers keep running, a server
+    // whose values changed restarts); the client is told of the new view, and of what awaits
+    // approval now.
     let watching = async {
         let quiet = g.quiet;
         let files = discovered_files(&session.discovered);
+        let answered = session.answered.clone();
         watch_files(files, DEFAULT_WATCH_INTERVAL, || {
             let sb = sb.clone();
-            let options = super::discovery_options(g).map(|(_, o)| o);
+            let options = answered.clone();
             async move {
-                let Ok(options) = options else {
-                    return Vec::new();
-                };
-                let d = blocking::unblock(move || super::config::discover_answered(options, quiet))
-                    .await;
+                let d = blocking::unblock(move || switchboard::discover(&options)).await;
                 if !quiet {
                     eprintln!("switchboard: a config file changed; syncing the servers");
                 }
-                let _ = sb.sync(d.servers.clone()).await;
-                discovered_files(&d)
+                let files = discovered_files(&d);
+                let _ = sb.sync_discovered(d).await;
+                files
             }
         })
         .await;
