@@ -249,6 +249,7 @@ fn a_log_level_on_a_stateless_server_rides_in_every_requests_meta() {
         "{params}"
     );
     assert!(has_full_meta(params));
+    assert_eq!(m.counters().log_levels_per_request, 1);
     let _ = conn;
 }
 
@@ -378,4 +379,82 @@ fn a_refused_stream_is_not_asked_again() {
         !later.iter().any(|r| r.2 == "subscriptions/listen"),
         "{later:?}"
     );
+}
+
+#[test]
+fn each_first_list_of_the_catalog_is_applied_once() {
+    let (m, _) = connected(probing());
+    let c = m.counters();
+    assert_eq!(
+        (
+            c.resource_lists_applied,
+            c.template_lists_applied,
+            c.prompt_lists_applied
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(m.resources().len(), 1);
+    assert_eq!(m.prompts().len(), 1);
+    assert_eq!(m.resolve_prompt("mcp_s_p"), Some(("s", "p")));
+    assert_eq!(m.resolve_prompt("mcp_s_q"), None);
+}
+
+#[test]
+fn a_lost_connection_leaves_the_last_listed_catalog_shown_deferred() {
+    let (mut m, conn) = connected(probing());
+    m.handle(
+        Instant::from_millis(10),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    assert_eq!(m.server_state("s").unwrap().phase, Phase::Backoff);
+    let resources = m.resources();
+    assert_eq!(resources.len(), 1, "{resources:?}");
+    assert_eq!(resources[0].def.uri, "sim://s/a");
+    assert!(resources[0].deferred);
+    let prompts = m.prompts();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert!(prompts[0].deferred);
+}
+
+#[test]
+fn an_unanswered_catalog_list_is_cancelled_and_counted_as_a_request_timeout() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    let discover = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}, "resources": {}},
+        "serverInfo": {"name": "s", "version": "1"}}});
+    let reqs = sent(&answer(&mut m, 1, conn, discover));
+    let find = |method: &str| reqs.iter().find(|r| r.2 == method).map(|r| r.1).unwrap();
+    let tools = find("tools/list");
+    let lists = [find("resources/list"), find("resources/templates/list")];
+    answer(
+        &mut m,
+        2,
+        conn,
+        json!({"jsonrpc": "2.0", "id": tools, "result": {"tools": [{"name": "t"}]}}),
+    );
+    m.handle_timeout(Instant::from_millis(1) + Duration::from_secs(30));
+    let outs = drain(&mut m);
+    let cancelled: Vec<u64> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send { meta, .. } => match meta.kind {
+                FrameKind::Notification { cancels } => cancels,
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    // Each list unanswered is cancelled once and counted once.
+    assert_eq!(cancelled, lists);
+    assert_eq!(m.counters().request_timeouts, 2);
+    assert_eq!(m.counters().resource_lists_applied, 0);
 }
