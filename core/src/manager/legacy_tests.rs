@@ -44,6 +44,16 @@ fn connected(o: ManagerOptions, caps: Value, t: Value) -> (Manager, ConnId) {
 }
 
 fn call(m: &mut Manager, at: u64, id: u64, timeout: Option<Duration>) -> Vec<Output> {
+    call_with(m, at, id, timeout, false)
+}
+
+fn call_with(
+    m: &mut Manager,
+    at: u64,
+    id: u64,
+    timeout: Option<Duration>,
+    progress: bool,
+) -> Vec<Output> {
     m.handle(
         Instant::from_millis(at),
         Input::CallTool {
@@ -51,7 +61,7 @@ fn call(m: &mut Manager, at: u64, id: u64, timeout: Option<Duration>) -> Vec<Out
             tool: "mcp_s_t".into(),
             arguments: None,
             timeout,
-            progress: false,
+            progress,
             meta: None,
         },
     );
@@ -133,6 +143,49 @@ fn a_call_past_its_deadline_fails_with_a_timeout_counted_once() {
     );
     assert_eq!(cancelled_ids(&outs), vec![id]);
     assert_eq!(m.counters().call_timeouts, 1);
+}
+
+#[test]
+fn progress_moves_a_calls_deadline_out_up_to_its_ceiling_and_no_further() {
+    let mut o = ManagerOptions::default();
+    o.reset_timeout_on_progress = true;
+    o.max_call_time = Duration::from_millis(1500);
+    let (mut m, conn) = connected(
+        o,
+        json!({"tools": {}}),
+        json!([{"name": "t", "inputSchema": {"type": "object"}}]),
+    );
+    let outs = call_with(&mut m, 10, 1, Some(Duration::from_secs(1)), true);
+    let params = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "tools/call")
+        .unwrap()
+        .3;
+    let token = params["_meta"]["progressToken"].clone();
+    assert!(!token.is_null(), "{params}");
+    let progress = |m: &mut Manager, at: u64| {
+        answer(
+            m,
+            at,
+            conn,
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": at}}),
+        );
+    };
+    // Due at 1,010 ms; progress at 600 ms moves it to the ceiling, 1,510 ms...
+    progress(&mut m, 600);
+    assert_eq!(m.counters().progress_resets, 1);
+    // ...where later progress leaves it.
+    progress(&mut m, 700);
+    progress(&mut m, 900);
+    assert_eq!(m.counters().progress_resets, 1);
+    m.handle_timeout(Instant::from_millis(1509));
+    assert!(call_outcome(&drain(&mut m)).is_none());
+    m.handle_timeout(Instant::from_millis(1510));
+    assert!(matches!(
+        call_outcome(&drain(&mut m)),
+        Some(CallOutcome::Err(CallError::Timeout { .. }))
+    ));
 }
 
 #[test]
