@@ -458,3 +458,39 @@ fn an_unanswered_catalog_list_is_cancelled_and_counted_as_a_request_timeout() {
     assert_eq!(m.counters().request_timeouts, 2);
     assert_eq!(m.counters().resource_lists_applied, 0);
 }
+
+#[test]
+fn a_catalog_list_that_repeats_a_cursor_ends_there() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    let discover = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"resources": {}}, "serverInfo": {"name": "s", "version": "1"}}});
+    let outs = answer(&mut m, 1, conn, discover);
+    let page = |m: &mut Manager, id: u64, uri: &str| {
+        let result = json!({"resources": [{"uri": uri, "name": uri}], "nextCursor": "c"});
+        let outs = answer(
+            m,
+            2,
+            conn,
+            json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+        sent(&outs)
+            .into_iter()
+            .filter(|r| r.2 == "resources/list")
+            .collect::<Vec<_>>()
+    };
+    let first = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "resources/list")
+        .unwrap()
+        .1;
+    let next = page(&mut m, first, "sim://s/a");
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].3["cursor"], "c");
+    // The same cursor again: the list fails instead of asking for it a second time.
+    assert!(page(&mut m, next[0].1, "sim://s/b").is_empty());
+    assert_eq!(m.counters().repeated_cursors, 1);
+    assert_eq!(m.counters().resource_lists_applied, 0);
+}
