@@ -26,7 +26,14 @@ fn a_short_exploration_keeps_every_invariant() {
     let failures: Vec<String> = report
         .failures
         .iter()
-        .map(|f| format!("seed {}: {}\n  rerun: {}", f.seed, f.violation, replay_command(f.seed)))
+        .map(|f| {
+            format!(
+                "seed {}: {}\n  rerun: {}",
+                f.seed,
+                f.violation,
+                replay_command(f.seed)
+            )
+        })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(report.seeds, seeds());

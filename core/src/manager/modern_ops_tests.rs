@@ -30,15 +30,33 @@ fn connected_with(o: ManagerOptions, caps: Value) -> (Manager, ConnId, Option<(u
     let discover = json!({"jsonrpc": "2.0", "id": id, "result": {
         "resultType": "complete", "supportedVersions": ["2026-07-28"],
         "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}});
-    let mut pending = sent(&answer(&mut m, 1, conn, discover));
+    let outs = answer(&mut m, 1, conn, discover);
+    let (_, listen) = answer_lists(&mut m, 2, conn, outs);
+    (m, conn, listen)
+}
+
+/// Answer every listing `outs` asks for, and those that follow, until none is left: what
+/// the answers produced, and the `subscriptions/listen` request, if one went out.
+fn answer_lists(
+    m: &mut Manager,
+    at: u64,
+    conn: ConnId,
+    outs: Vec<Output>,
+) -> (Vec<Output>, Option<(u64, Value)>) {
+    let mut pending = sent(&outs);
+    let mut all = outs;
     let mut listen = None;
-    // Answer every listing until none is left.
     while let Some((_, id, method, params, _)) = pending.pop() {
         let result = match method.as_str() {
             "subscriptions/listen" => {
                 listen = Some((id, params));
                 continue;
             }
+            // A reconnect may probe again: the same server answers.
+            "server/discover" => json!({
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}},
+                "serverInfo": {"name": "s", "version": "1"}}),
             "tools/list" => json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
             "resources/list" => json!({"resources": [{"uri": "sim://s/a", "name": "a"}]}),
             "resources/templates/list" => json!({"resourceTemplates": []}),
@@ -46,14 +64,15 @@ fn connected_with(o: ManagerOptions, caps: Value) -> (Manager, ConnId, Option<(u
             other => panic!("unexpected {other}"),
         };
         let more = answer(
-            &mut m,
-            2,
+            m,
+            at,
             conn,
             json!({"jsonrpc": "2.0", "id": id, "result": result}),
         );
         pending.extend(sent(&more));
+        all.extend(more);
     }
-    (m, conn, listen)
+    (all, listen)
 }
 
 fn input_required(id: u64, requests: &str, state: &str) -> Bytes {
@@ -493,4 +512,46 @@ fn a_catalog_list_that_repeats_a_cursor_ends_there() {
     assert!(page(&mut m, next[0].1, "sim://s/b").is_empty());
     assert_eq!(m.counters().repeated_cursors, 1);
     assert_eq!(m.counters().resource_lists_applied, 0);
+}
+
+#[test]
+fn a_reconnect_outside_a_round_announces_the_catalog_once_it_is_live_again() {
+    let (mut m, conn) = connected(probing());
+    m.handle(
+        Instant::from_millis(10),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    let at = m.poll_timeout().expect("a reconnect is due");
+    m.handle_timeout(at);
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("the reconnect opens a transport");
+    m.handle(
+        at,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let outs = drain(&mut m);
+    let (outs, _) = answer_lists(&mut m, at.as_millis(), conn, outs);
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let count = |f: fn(&Event) -> bool| {
+        outs.iter()
+            .filter(|o| matches!(o, Output::Event(e) if f(e)))
+            .count()
+    };
+    assert_eq!(count(|e| matches!(e, Event::ResourcesChanged { .. })), 1);
+    assert_eq!(count(|e| matches!(e, Event::PromptsChanged { .. })), 1);
+    assert!(!m.prompts()[0].deferred);
 }
