@@ -147,9 +147,11 @@ fn a_call_past_its_deadline_fails_with_a_timeout_counted_once() {
 
 #[test]
 fn progress_moves_a_calls_deadline_out_up_to_its_ceiling_and_no_further() {
-    let mut o = ManagerOptions::default();
-    o.reset_timeout_on_progress = true;
-    o.max_call_time = Duration::from_millis(1500);
+    let o = ManagerOptions {
+        reset_timeout_on_progress: true,
+        max_call_time: Duration::from_millis(1500),
+        ..ManagerOptions::default()
+    };
     let (mut m, conn) = connected(
         o,
         json!({"tools": {}}),
