@@ -342,6 +342,8 @@ fn an_unsupported_version_error_naming_ours_asks_again_once() {
         m.server_state("s").unwrap().last_error.unwrap().kind,
         ServerErrorKind::UnsupportedVersion
     );
+    assert_eq!(m.counters().probe_version_retries, 1);
+    assert_eq!(m.counters().unsupported_versions, 1);
 }
 
 #[test]

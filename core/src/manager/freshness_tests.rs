@@ -202,7 +202,14 @@ fn a_fresh_private_entry_serves_a_warm_start_under_the_same_credentials_only() {
     );
     let f = stored.freshness.clone().expect("fresh");
     assert_eq!(f.scope, CacheScope::Private);
-    assert!(f.identity.is_some());
+    // Bound to the fingerprint of the resolved config (16 bytes of its SHA-256, in hex),
+    // never to an empty one every config would share.
+    let identity = f.identity.clone().unwrap_or_default();
+    assert_eq!(identity.len(), 32, "{identity:?}");
+    assert!(
+        identity.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{identity}"
+    );
     // A warm start under the same config: ready at once, no probe, no list.
     let (m, outs) = warm_start(stored.clone());
     assert!(methods(&outs).is_empty(), "{:?}", methods(&outs));

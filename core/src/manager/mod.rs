@@ -25,6 +25,8 @@ mod freshness;
 #[cfg(test)]
 mod freshness_tests;
 mod health;
+#[cfg(test)]
+mod legacy_tests;
 mod listing;
 #[cfg(test)]
 mod modern_ops_tests;

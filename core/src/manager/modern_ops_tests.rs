@@ -31,15 +31,33 @@ fn connected_with(o: ManagerOptions, caps: Value) -> (Manager, ConnId, Option<(u
     let discover = json!({"jsonrpc": "2.0", "id": id, "result": {
         "resultType": "complete", "supportedVersions": ["2026-07-28"],
         "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}});
-    let mut pending = sent(&answer(&mut m, 1, conn, discover));
+    let outs = answer(&mut m, 1, conn, discover);
+    let (_, listen) = answer_lists(&mut m, 2, conn, outs);
+    (m, conn, listen)
+}
+
+/// Answer every listing `outs` asks for, and those that follow, until none is left: what
+/// the answers produced, and the `subscriptions/listen` request, if one went out.
+fn answer_lists(
+    m: &mut Manager,
+    at: u64,
+    conn: ConnId,
+    outs: Vec<Output>,
+) -> (Vec<Output>, Option<(u64, Value)>) {
+    let mut pending = sent(&outs);
+    let mut all = outs;
     let mut listen = None;
-    // Answer every listing until none is left.
     while let Some((_, id, method, params, _)) = pending.pop() {
         let result = match method.as_str() {
             "subscriptions/listen" => {
                 listen = Some((id, params));
                 continue;
             }
+            // A reconnect may probe again: the same server answers.
+            "server/discover" => json!({
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}},
+                "serverInfo": {"name": "s", "version": "1"}}),
             "tools/list" => json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
             "resources/list" => json!({"resources": [{"uri": "sim://s/a", "name": "a"}]}),
             "resources/templates/list" => json!({"resourceTemplates": []}),
@@ -47,14 +65,15 @@ fn connected_with(o: ManagerOptions, caps: Value) -> (Manager, ConnId, Option<(u
             other => panic!("unexpected {other}"),
         };
         let more = answer(
-            &mut m,
-            2,
+            m,
+            at,
             conn,
             json!({"jsonrpc": "2.0", "id": id, "result": result}),
         );
         pending.extend(sent(&more));
+        all.extend(more);
     }
-    (m, conn, listen)
+    (all, listen)
 }
 
 fn input_required(id: u64, requests: &str, state: &str) -> Bytes {
@@ -352,6 +371,7 @@ fn a_log_level_on_a_stateless_server_rides_in_every_requests_meta() {
         "{params}"
     );
     assert!(has_full_meta(params));
+    assert_eq!(m.counters().log_levels_per_request, 1);
     let _ = conn;
 }
 
@@ -481,4 +501,160 @@ fn a_refused_stream_is_not_asked_again() {
         !later.iter().any(|r| r.2 == "subscriptions/listen"),
         "{later:?}"
     );
+}
+
+#[test]
+fn each_first_list_of_the_catalog_is_applied_once() {
+    let (m, _) = connected(probing());
+    let c = m.counters();
+    assert_eq!(
+        (
+            c.resource_lists_applied,
+            c.template_lists_applied,
+            c.prompt_lists_applied
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(m.resources().len(), 1);
+    assert_eq!(m.prompts().len(), 1);
+    assert_eq!(m.resolve_prompt("mcp_s_p"), Some(("s", "p")));
+    assert_eq!(m.resolve_prompt("mcp_s_q"), None);
+}
+
+#[test]
+fn a_lost_connection_leaves_the_last_listed_catalog_shown_deferred() {
+    let (mut m, conn) = connected(probing());
+    m.handle(
+        Instant::from_millis(10),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    assert_eq!(m.server_state("s").unwrap().phase, Phase::Backoff);
+    let resources = m.resources();
+    assert_eq!(resources.len(), 1, "{resources:?}");
+    assert_eq!(resources[0].def.uri, "sim://s/a");
+    assert!(resources[0].deferred);
+    let prompts = m.prompts();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert!(prompts[0].deferred);
+}
+
+#[test]
+fn an_unanswered_catalog_list_is_cancelled_and_counted_as_a_request_timeout() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    let discover = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}, "resources": {}},
+        "serverInfo": {"name": "s", "version": "1"}}});
+    let reqs = sent(&answer(&mut m, 1, conn, discover));
+    let find = |method: &str| reqs.iter().find(|r| r.2 == method).map(|r| r.1).unwrap();
+    let tools = find("tools/list");
+    let lists = [find("resources/list"), find("resources/templates/list")];
+    answer(
+        &mut m,
+        2,
+        conn,
+        json!({"jsonrpc": "2.0", "id": tools, "result": {"tools": [{"name": "t"}]}}),
+    );
+    m.handle_timeout(Instant::from_millis(1) + Duration::from_secs(30));
+    let outs = drain(&mut m);
+    let cancelled: Vec<u64> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send { meta, .. } => match meta.kind {
+                FrameKind::Notification { cancels } => cancels,
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    // Each list unanswered is cancelled once and counted once.
+    assert_eq!(cancelled, lists);
+    assert_eq!(m.counters().request_timeouts, 2);
+    assert_eq!(m.counters().resource_lists_applied, 0);
+}
+
+#[test]
+fn a_catalog_list_that_repeats_a_cursor_ends_there() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let id = sent(&outs)[0].1;
+    let discover = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"resources": {}}, "serverInfo": {"name": "s", "version": "1"}}});
+    let outs = answer(&mut m, 1, conn, discover);
+    let page = |m: &mut Manager, id: u64, uri: &str| {
+        let result = json!({"resources": [{"uri": uri, "name": uri}], "nextCursor": "c"});
+        let outs = answer(
+            m,
+            2,
+            conn,
+            json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+        sent(&outs)
+            .into_iter()
+            .filter(|r| r.2 == "resources/list")
+            .collect::<Vec<_>>()
+    };
+    let first = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "resources/list")
+        .unwrap()
+        .1;
+    let next = page(&mut m, first, "sim://s/a");
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].3["cursor"], "c");
+    // The same cursor again: the list fails instead of asking for it a second time.
+    assert!(page(&mut m, next[0].1, "sim://s/b").is_empty());
+    assert_eq!(m.counters().repeated_cursors, 1);
+    assert_eq!(m.counters().resource_lists_applied, 0);
+}
+
+#[test]
+fn a_reconnect_outside_a_round_announces_the_catalog_once_it_is_live_again() {
+    let (mut m, conn) = connected(probing());
+    m.handle(
+        Instant::from_millis(10),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    let at = m.poll_timeout().expect("a reconnect is due");
+    m.handle_timeout(at);
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("the reconnect opens a transport");
+    m.handle(
+        at,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let outs = drain(&mut m);
+    let (outs, _) = answer_lists(&mut m, at.as_millis(), conn, outs);
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let count = |f: fn(&Event) -> bool| {
+        outs.iter()
+            .filter(|o| matches!(o, Output::Event(e) if f(e)))
+            .count()
+    };
+    assert_eq!(count(|e| matches!(e, Event::ResourcesChanged { .. })), 1);
+    assert_eq!(count(|e| matches!(e, Event::PromptsChanged { .. })), 1);
+    assert!(!m.prompts()[0].deferred);
 }

@@ -1,0 +1,369 @@
+//! A server of the initialize-based revisions, driven through the manager's inputs: what a
+//! refused version, an unanswered request, a repeated tool name, a list too long, a re-list
+//! and a refresh lost with its connection are reported as, and the counters that count each.
+
+use super::era_tests::{answer, drain, open, sent};
+use super::*;
+use crate::time::Instant;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn initialize_ok(id: u64, caps: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
+        "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}})
+}
+
+fn tools(id: u64, tools: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
+}
+
+/// The request of `method` among `outs`: its id.
+fn request_of(outs: &[Output], method: &str) -> u64 {
+    sent(outs)
+        .iter()
+        .find(|r| r.2 == method)
+        .map(|r| r.1)
+        .unwrap_or_else(|| panic!("no {method} in {outs:?}"))
+}
+
+/// Opened and initialized with `caps`: the connection and the `tools/list` request's id.
+fn initialized(m: &mut Manager, caps: Value) -> (ConnId, u64) {
+    let (conn, outs) = open(m, 0);
+    let init = request_of(&outs, "initialize");
+    let outs = answer(m, 1, conn, initialize_ok(init, caps));
+    (conn, request_of(&outs, "tools/list"))
+}
+
+/// A server listing the tools `t`, connected.
+fn connected(o: ManagerOptions, caps: Value, t: Value) -> (Manager, ConnId) {
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, list) = initialized(&mut m, caps);
+    answer(&mut m, 2, conn, tools(list, t));
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    (m, conn)
+}
+
+fn call(m: &mut Manager, at: u64, id: u64, timeout: Option<Duration>) -> Vec<Output> {
+    call_with(m, at, id, timeout, false)
+}
+
+fn call_with(
+    m: &mut Manager,
+    at: u64,
+    id: u64,
+    timeout: Option<Duration>,
+    progress: bool,
+) -> Vec<Output> {
+    m.handle(
+        Instant::from_millis(at),
+        Input::CallTool {
+            call: CallId(id),
+            tool: "mcp_s_t".into(),
+            arguments: None,
+            timeout,
+            progress,
+            meta: None,
+        },
+    );
+    drain(m)
+}
+
+fn call_outcome(outs: &[Output]) -> Option<CallOutcome> {
+    outs.iter().find_map(|o| match o {
+        Output::Event(Event::CallCompleted { outcome, .. }) => Some(outcome.clone()),
+        _ => None,
+    })
+}
+
+fn cancelled_ids(outs: &[Output]) -> Vec<u64> {
+    outs.iter()
+        .filter_map(|o| match o {
+            Output::Send { meta, .. } => match meta.kind {
+                FrameKind::Notification { cancels: Some(id) } => Some(id),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_version_refused_by_initialize_fails_the_server_as_unsupported_version() {
+    for (code, kind, counted) in [
+        (-32022, ServerErrorKind::UnsupportedVersion, 1),
+        (-32603, ServerErrorKind::InitializeFailed, 0),
+    ] {
+        let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+        let (conn, outs) = open(&mut m, 0);
+        let init = request_of(&outs, "initialize");
+        let refusal = json!({"jsonrpc": "2.0", "id": init, "error": {"code": code,
+            "message": "no", "data": {"supported": ["2026-07-28"]}}});
+        answer(&mut m, 1, conn, refusal);
+        let state = m.server_state("s").unwrap();
+        assert_eq!(state.last_error.map(|e| e.kind), Some(kind), "code {code}");
+        assert_eq!(m.counters().unsupported_versions, counted, "code {code}");
+    }
+}
+
+#[test]
+fn an_unanswered_first_list_fails_the_server_and_cancels_the_request_once() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (_, list) = initialized(&mut m, json!({"tools": {}}));
+    m.handle_timeout(Instant::from_millis(1) + Duration::from_secs(30));
+    let outs = drain(&mut m);
+    assert_eq!(cancelled_ids(&outs), vec![list]);
+    let state = m.server_state("s").unwrap();
+    assert_eq!(
+        state.last_error.map(|e| e.kind),
+        Some(ServerErrorKind::ListFailed)
+    );
+    assert_eq!(m.counters().request_timeouts, 1);
+}
+
+#[test]
+fn a_call_past_its_deadline_fails_with_a_timeout_counted_once() {
+    let (mut m, _) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t", "inputSchema": {"type": "object"}}]),
+    );
+    let outs = call(&mut m, 10, 1, Some(Duration::from_secs(1)));
+    let id = request_of(&outs, "tools/call");
+    m.handle_timeout(Instant::from_millis(1010));
+    let outs = drain(&mut m);
+    assert!(
+        matches!(
+            call_outcome(&outs),
+            Some(CallOutcome::Err(CallError::Timeout {
+                waiting_for: None,
+                ..
+            }))
+        ),
+        "{outs:?}"
+    );
+    assert_eq!(cancelled_ids(&outs), vec![id]);
+    assert_eq!(m.counters().call_timeouts, 1);
+}
+
+#[test]
+fn progress_moves_a_calls_deadline_out_up_to_its_ceiling_and_no_further() {
+    let o = ManagerOptions {
+        reset_timeout_on_progress: true,
+        max_call_time: Duration::from_millis(1500),
+        ..ManagerOptions::default()
+    };
+    let (mut m, conn) = connected(
+        o,
+        json!({"tools": {}}),
+        json!([{"name": "t", "inputSchema": {"type": "object"}}]),
+    );
+    let outs = call_with(&mut m, 10, 1, Some(Duration::from_secs(1)), true);
+    let params = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "tools/call")
+        .unwrap()
+        .3;
+    let token = params["_meta"]["progressToken"].clone();
+    assert!(!token.is_null(), "{params}");
+    let progress = |m: &mut Manager, at: u64| {
+        answer(
+            m,
+            at,
+            conn,
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": at}}),
+        );
+    };
+    // Due at 1,010 ms; progress at 600 ms moves it to the ceiling, 1,510 ms...
+    progress(&mut m, 600);
+    assert_eq!(m.counters().progress_resets, 1);
+    // ...where later progress leaves it.
+    progress(&mut m, 700);
+    progress(&mut m, 900);
+    assert_eq!(m.counters().progress_resets, 1);
+    m.handle_timeout(Instant::from_millis(1509));
+    assert!(call_outcome(&drain(&mut m)).is_none());
+    m.handle_timeout(Instant::from_millis(1510));
+    assert!(matches!(
+        call_outcome(&drain(&mut m)),
+        Some(CallOutcome::Err(CallError::Timeout { .. }))
+    ));
+}
+
+#[test]
+fn a_result_of_an_unknown_type_fails_the_call_as_a_protocol_error() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t", "inputSchema": {"type": "object"}}]),
+    );
+    let id = request_of(&call(&mut m, 10, 1, None), "tools/call");
+    let outs = answer(
+        &mut m,
+        11,
+        conn,
+        json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "later", "content": []}}),
+    );
+    assert!(
+        matches!(
+            call_outcome(&outs),
+            Some(CallOutcome::Err(CallError::Protocol(_)))
+        ),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().unknown_result_types, 1);
+}
+
+#[test]
+fn a_repeated_tool_name_keeps_the_first_definition_and_is_counted() {
+    let (m, _) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([
+            {"name": "a", "description": "first", "inputSchema": {"type": "object"}},
+            {"name": "a", "description": "second", "inputSchema": {"type": "object"}},
+            {"name": "a", "description": "third", "inputSchema": {"type": "object"}},
+            {"name": "b", "inputSchema": {"type": "object"}},
+            {"name": "b", "inputSchema": {"type": "object"}}
+        ]),
+    );
+    assert_eq!(m.tool_count(), 2);
+    let a = m
+        .tools()
+        .into_iter()
+        .find(|t| t.qualified_name == "mcp_s_a")
+        .unwrap();
+    assert_eq!(a.def.description.as_deref(), Some("first"));
+    // One for each name listed more than once.
+    assert_eq!(m.counters().duplicate_tool_names, 2);
+}
+
+/// `n` distinct tools, as a `tools/list` result's array.
+fn many_tools(n: usize) -> Value {
+    Value::Array((0..n).map(|i| json!({"name": format!("t{i}")})).collect())
+}
+
+#[test]
+fn a_list_of_exactly_the_most_tools_is_taken_and_one_more_fails_the_server() {
+    for (n, ok) in [(MAX_TOOLS, true), (MAX_TOOLS + 1, false)] {
+        let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+        let (conn, list) = initialized(&mut m, json!({"tools": {}}));
+        answer(&mut m, 2, conn, tools(list, many_tools(n)));
+        let state = m.server_state("s").unwrap();
+        if ok {
+            assert_eq!(state.status, ServerStatus::Connected);
+            assert_eq!(m.tool_count(), MAX_TOOLS);
+        } else {
+            assert_eq!(
+                state.last_error.map(|e| e.kind),
+                Some(ServerErrorKind::ListFailed)
+            );
+            assert_eq!(m.tool_count(), 0);
+        }
+    }
+}
+
+#[test]
+fn a_list_changed_notification_relists_and_the_new_list_is_applied_once() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {"listChanged": true}}),
+        json!([{"name": "t"}]),
+    );
+    let outs = answer(
+        &mut m,
+        10,
+        conn,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    );
+    let list = request_of(&outs, "tools/list");
+    answer(
+        &mut m,
+        11,
+        conn,
+        tools(list, json!([{"name": "t"}, {"name": "u"}])),
+    );
+    assert_eq!(m.tool_count(), 2);
+    assert_eq!(m.counters().list_changed_applied, 1);
+}
+
+#[test]
+fn a_refresh_waiting_when_its_connection_closes_is_answered_as_lost() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t"}]),
+    );
+    m.handle(
+        Instant::from_millis(10),
+        Input::RefreshTools {
+            request: RequestId(5),
+            server: "s".into(),
+        },
+    );
+    request_of(&drain(&mut m), "tools/list");
+    m.handle(
+        Instant::from_millis(11),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    let outs = drain(&mut m);
+    let result = outs.iter().find_map(|o| match o {
+        Output::Event(Event::RefreshCompleted {
+            request: RequestId(5),
+            result,
+            ..
+        }) => Some(result.clone()),
+        _ => None,
+    });
+    assert!(
+        matches!(result, Some(Err(RefreshError::Lost(_)))),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().refreshes_lost, 1);
+}
+
+/// The stderr tail the failure of an attempt that wrote `lines` carries.
+fn tail_after(lines: &[String]) -> Option<String> {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, _) = open(&mut m, 0);
+    for line in lines {
+        m.handle(
+            Instant::from_millis(1),
+            Input::Transport {
+                conn,
+                event: TransportEvent::Stderr { line: line.clone() },
+            },
+        );
+        drain(&mut m);
+    }
+    m.handle(
+        Instant::from_millis(2),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    m.server_state("s").unwrap().last_error.unwrap().stderr_tail
+}
+
+#[test]
+fn a_failed_attempt_carries_the_last_stderr_lines_within_their_bounds() {
+    assert_eq!(tail_after(&[]), None);
+    // The last 20 lines, one per line.
+    let lines: Vec<String> = (0..25).map(|i| format!("line {i}")).collect();
+    assert_eq!(tail_after(&lines), Some(lines[5..].join("\n")));
+    // At most 4,096 bytes: older lines go first...
+    let long = vec!["a".repeat(3000), "b".repeat(3000)];
+    assert_eq!(tail_after(&long), Some("b".repeat(3000)));
+    // ...and a longer line keeps its first 4,096 bytes, cut on a character boundary.
+    let line = format!("{}{}", "c".repeat(4095), "é".repeat(10));
+    assert_eq!(tail_after(&[line]), Some("c".repeat(4095)));
+}
