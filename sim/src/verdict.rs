@@ -123,6 +123,9 @@ pub enum Invariant {
     DownstreamCancelReachesUpstream,
     /// 39: no downstream request waits past its call's deadline.
     DownstreamRequestsBounded,
+    /// 40: an input asked of a stateless downstream client is answered once, by a retry
+    /// of its call's current round; a `requestState` the gateway never issued gets -32602.
+    InputRoundsHonoured,
 }
 
 impl Invariant {
@@ -258,6 +261,9 @@ impl Invariant {
             }
             Invariant::DownstreamRequestsBounded => {
                 "39 no downstream request waits past its timeout"
+            }
+            Invariant::InputRoundsHonoured => {
+                "40 a stateless client's input is answered once, by its round's retry"
             }
         }
     }

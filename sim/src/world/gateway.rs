@@ -22,7 +22,8 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::gateway::{
-    ExchangeId, Gateway, GatewayInput, GatewayOptions, GatewayOutput, SessionId, Target, View,
+    ExchangeId, Gateway, GatewayInput, GatewayOptions, GatewayOutput, RequestHeaders, SessionId,
+    StateKey, Target, View,
 };
 use switchboard_core::manager::{CallId, Event, Input, Output};
 use switchboard_core::rng::SplitMix64;
@@ -38,12 +39,15 @@ pub(super) enum DownEv {
     Open(usize),
     /// The `k`-th downstream action of the plan.
     Action(usize),
-    /// A frame reaches the gateway.
+    /// A frame reaches the gateway (with its HTTP headers when a stateless client sent it).
     ToGateway {
         session: SessionId,
         exchange: ExchangeId,
         frame: Bytes,
+        headers: Option<RequestHeaders>,
     },
+    /// A stateless client does what it put off (a late retry, re-opening its stream).
+    Later { client: usize, token: u64 },
     /// A frame reaches a client.
     ToClient { session: SessionId, frame: Bytes },
     /// The gateway's input for the manager reaches it.
@@ -87,6 +91,7 @@ impl GatewayWorld {
             page_size: plan.page_size,
             max_in_flight: plan.max_in_flight,
             plain_names: plan.plain_names,
+            request_state_key: Some(StateKey::from_secret(&seed.to_le_bytes())),
             ..GatewayOptions::default()
         };
         GatewayWorld {
@@ -274,6 +279,13 @@ impl World<'_> {
             .filter(|l| l.listed.is_some() && !l.stale)
             .count() as u64;
         self.cov.downstream_view_checks += checks;
+        self.cov.modern_view_checks += gw
+            .obs
+            .modern
+            .values()
+            .flat_map(|m| m.lists.iter())
+            .filter(|l| l.listed.is_some() && !l.stale)
+            .count() as u64;
         let o = &self.sc.options;
         let mut bound = Duration::from_millis(o.call_timeout_ms);
         if o.reset_timeout_on_progress {
@@ -327,13 +339,15 @@ impl World<'_> {
                     self.send_to_client(session, frame);
                 }
                 GatewayOutput::Accepted { .. } => {}
-                // Only a request of the stateless revision that came with its HTTP headers
-                // opens such an exchange; the simulated clients speak the 2025 era.
+                // The HTTP status of a stateless client's exchange: the frames say the rest.
                 GatewayOutput::Stateless { .. } => {}
                 GatewayOutput::Manager(input) => {
                     self.observe_manager_input(&input, &cause);
                     let now = self.now;
                     self.push(now, Ev::Downstream(DownEv::Manager(input)));
+                }
+                GatewayOutput::Close { session } if self.is_modern_exchange(session) => {
+                    self.modern_exchange_closed(session);
                 }
                 GatewayOutput::Close { session } => {
                     self.cov.downstream_sessions_refused += 1;
@@ -378,6 +392,7 @@ impl World<'_> {
             (Some(id), None) => {
                 // An answer.
                 let key = id.to_string();
+                let modern_client = gw.obs.exchanges.get(&session).copied();
                 let Some(s) = gw.obs.sessions.get_mut(&session) else {
                     found.push(format!(
                         "an answer to session {} that is not open",
@@ -428,6 +443,10 @@ impl World<'_> {
                 }
                 if let Some(call) = r.call {
                     gw.obs.calls.remove(&call);
+                }
+                if let Some(client) = modern_client {
+                    self.modern_answered(client, &r, &v);
+                    return;
                 }
                 let error = v.get("error").is_some();
                 match r.method.as_str() {
@@ -551,6 +570,9 @@ impl World<'_> {
                 );
                 self.cov.downstream_peer_forwarded += 1;
             }
+            (None, Some(method)) if gw.obs.exchanges.contains_key(&session) => {
+                self.modern_notified(session, &method);
+            }
             (None, Some(method)) => {
                 let lists = announced_lists(&method);
                 if let Some(s) = gw.obs.sessions.get_mut(&session) {
@@ -605,6 +627,12 @@ impl World<'_> {
                     }
                 }
             }
+            // The gateway ends a stateless client's call itself (it needs a capability the
+            // client did not declare) and answers it in the same step.
+            Input::CancelCall { call } if matches!(cause, Cause::Peer(_)) => {
+                gw.obs.calls.remove(call);
+                gw.obs.cancelling.insert(*call);
+            }
             Input::CancelCall { call } => {
                 let linked = gw.obs.calls.remove(call);
                 if let Some((session, id)) = linked {
@@ -642,6 +670,22 @@ impl World<'_> {
                         if session == s =>
                     {
                         self.cov.downstream_peer_refused += 1;
+                        true
+                    }
+                    (
+                        Some(PeerObs::Handed { server }),
+                        Cause::Frame {
+                            session,
+                            request: Some((id, _)),
+                            ..
+                        },
+                    ) => {
+                        let peer = *request;
+                        if let Err(d) = judge::retry_may_answer(&mut gw.obs, *session, id, peer, server)
+                        {
+                            gw.obs.found.push((Invariant::InputRoundsHonoured, d));
+                        }
+                        self.cov.modern_inputs_answered += 1;
                         true
                     }
                     _ => false,
@@ -770,5 +814,6 @@ pub(super) fn open_request(
         call: None,
         server: None,
         first_page,
+        state: None,
     }
 }
