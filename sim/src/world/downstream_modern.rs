@@ -565,6 +565,12 @@ impl World<'_> {
             if m.listen == Some(session) {
                 m.listen = None;
             }
+            let working = gw
+                .obs
+                .sessions
+                .get(&session)
+                .is_some_and(|s| s.open.values().any(|r| r.call.is_some()));
+            self.cov.modern_exchanges_abandoned += u64::from(working);
         }
         self.gateway_input(GatewayInput::Closed { session }, Cause::Closed(session));
         let Some(gw) = self.gw.as_mut() else { return };

@@ -609,12 +609,17 @@ impl World<'_> {
                     }
                     _ => None,
                 };
+                // A listen stream's resources are watched upstream by operations of the
+                // gateway's own: the stream is not answered by them.
                 if let Cause::Frame {
                     session,
-                    request: Some((id, _)),
+                    request: Some((id, method)),
                     ..
                 } = cause
                 {
+                    if method == "subscriptions/listen" {
+                        return;
+                    }
                     if let Some(r) = gw
                         .obs
                         .sessions
