@@ -110,8 +110,9 @@ pub struct SessionObs {
 /// A server's request handed to the gateway.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PeerObs {
-    /// Handed over, not yet forwarded or answered.
-    Handed { server: String },
+    /// Handed over at `at`, not yet forwarded or answered (for a stateless client's call:
+    /// waiting in its input round for the client's retry).
+    Handed { server: String, at: Instant },
     /// Forwarded to `session` under `id`, at `at`.
     Forwarded {
         session: SessionId,
@@ -298,7 +299,11 @@ pub fn retry_may_answer(
 
 /// [`Invariant::InputRoundsHonoured`], when a stateless client's retry is answered: one whose
 /// `requestState` the gateway never issued gets `-32602`.
-pub fn forged_state_refused(obs: &GatewayObs, r: &OpenRequest, answer: &Value) -> Result<(), String> {
+pub fn forged_state_refused(
+    obs: &GatewayObs,
+    r: &OpenRequest,
+    answer: &Value,
+) -> Result<(), String> {
     let Some(state) = &r.state else { return Ok(()) };
     if obs.states.contains_key(state) {
         return Ok(());
@@ -382,7 +387,14 @@ pub fn gateway_settled(
     answer_within: Duration,
 ) -> Result<(), String> {
     for (k, p) in &obs.peers {
-        let waiting = matches!(p, PeerObs::Forwarded { at, .. } if *at + answer_within > now);
+        // An input asked of a stateless client waits for its retry, or for the manager's
+        // timeout, as a forwarded request does; with only sessions, handing over is decided
+        // at once.
+        let waiting = match p {
+            PeerObs::Forwarded { at, .. } => *at + answer_within > now,
+            PeerObs::Handed { at, .. } => !obs.modern.is_empty() && *at + answer_within > now,
+            PeerObs::Done => false,
+        };
         if *p != PeerObs::Done && !waiting {
             return Err(format!(
                 "server request p{} handed to the gateway is still {p:?}",

@@ -16,7 +16,9 @@
 use super::downstream::Client;
 use super::gateway::{session_obs, Cause, DownEv};
 use super::{Ev, World};
-use crate::invariants::gateway::{announced_lists, IssuedState, OpenRequest, LIST_FIELDS, LIST_METHODS};
+use crate::invariants::gateway::{
+    announced_lists, IssuedState, OpenRequest, LIST_FIELDS, LIST_METHODS,
+};
 use crate::verdict::Invariant;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
@@ -39,7 +41,10 @@ enum Req {
     Listen,
     List(usize),
     /// A call, read or prompt (or a retry of one): its method and params (no envelope).
-    Call { method: String, params: Value },
+    Call {
+        method: String,
+        params: Value,
+    },
 }
 
 /// What a stateless client put off.
@@ -365,7 +370,9 @@ impl World<'_> {
         let Some(gw) = self.gw.as_mut() else { return };
         let plan = gw.plan.clients[i].clone();
         let Some(state) = v.pointer("/result/requestState").and_then(Value::as_str) else {
-            let d = format!("stateless client {i} got an InputRequiredResult without requestState: {v}");
+            let d = format!(
+                "stateless client {i} got an InputRequiredResult without requestState: {v}"
+            );
             return self.fail(Invariant::InputRoundsHonoured, d);
         };
         let mut responses = Map::new();
@@ -492,13 +499,12 @@ impl World<'_> {
                 call("tools/call", params)
             }
             K::Cancel(pick) => {
-                let calls: Vec<SessionId> = c
-                    .m
-                    .exchanges
-                    .iter()
-                    .filter(|(_, (_, r))| matches!(r, Req::Call { .. }))
-                    .map(|(s, _)| *s)
-                    .collect();
+                let calls: Vec<SessionId> =
+                    c.m.exchanges
+                        .iter()
+                        .filter(|(_, (_, r))| matches!(r, Req::Call { .. }))
+                        .map(|(s, _)| *s)
+                        .collect();
                 if let Some(&session) = calls.get(pick % calls.len().max(1)) {
                     self.modern_abandon(i, session);
                 }
@@ -557,7 +563,11 @@ impl World<'_> {
     /// shell closes its session, and what it carried must be cancelled upstream.
     fn modern_abandon(&mut self, i: usize, session: SessionId) {
         self.tr(|t| {
-            let _ = writeln!(t, "            ds: stateless client {i} abandons s{}", session.0);
+            let _ = writeln!(
+                t,
+                "            ds: stateless client {i} abandons s{}",
+                session.0
+            );
         });
         if let Some(gw) = self.gw.as_mut() {
             let m = &mut gw.clients[i].m;
@@ -708,8 +718,7 @@ impl World<'_> {
         }
         match v.pointer("/result/resultType").and_then(Value::as_str) {
             Some("input_required") => {
-                let Some(state) = v.pointer("/result/requestState").and_then(Value::as_str)
-                else {
+                let Some(state) = v.pointer("/result/requestState").and_then(Value::as_str) else {
                     return; // the client says so
                 };
                 let Some(call) = r.call else {
@@ -760,9 +769,7 @@ impl World<'_> {
                 "the gateway sent {method} on s{}, which is not stateless client {i}'s stream",
                 session.0
             );
-            gw.obs
-                .found
-                .push((Invariant::DownstreamViewIsAnnounced, d));
+            gw.obs.found.push((Invariant::DownstreamViewIsAnnounced, d));
         }
     }
 }

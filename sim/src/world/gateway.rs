@@ -167,6 +167,7 @@ impl World<'_> {
 
     /// The manager's event, handed to the gateway.
     pub(super) fn gateway_event(&mut self, e: Event) {
+        let now = self.now;
         let owned = |gw: &GatewayWorld, call: &CallId| gw.g.owns(*call);
         let Some(gw) = self.gw.as_ref() else { return };
         let cause = match &e {
@@ -184,6 +185,7 @@ impl World<'_> {
                     *request,
                     PeerObs::Handed {
                         server: server.clone(),
+                        at: now,
                     },
                 );
                 Cause::Peer(*request)
@@ -524,7 +526,7 @@ impl World<'_> {
                     return;
                 };
                 let server = match gw.obs.peers.get(key) {
-                    Some(PeerObs::Handed { server }) => server.clone(),
+                    Some(PeerObs::Handed { server, .. }) => server.clone(),
                     other => {
                         let d = format!("server request p{} forwarded while {other:?}", key.0);
                         gw.obs
@@ -678,7 +680,7 @@ impl World<'_> {
                         true
                     }
                     (
-                        Some(PeerObs::Handed { server }),
+                        Some(PeerObs::Handed { server, .. }),
                         Cause::Frame {
                             session,
                             request: Some((id, _)),
@@ -686,7 +688,8 @@ impl World<'_> {
                         },
                     ) => {
                         let peer = *request;
-                        if let Err(d) = judge::retry_may_answer(&mut gw.obs, *session, id, peer, server)
+                        if let Err(d) =
+                            judge::retry_may_answer(&mut gw.obs, *session, id, peer, server)
                         {
                             gw.obs.found.push((Invariant::InputRoundsHonoured, d));
                         }
