@@ -428,6 +428,65 @@ mod tests {
             .collect()
     }
 
+    fn retry(state: &str) -> OpenRequest {
+        OpenRequest {
+            exchange: ExchangeId(9),
+            method: "tools/call".into(),
+            at: Instant::from_millis(0),
+            call: None,
+            server: None,
+            first_page: true,
+            state: Some(state.into()),
+        }
+    }
+
+    #[test]
+    fn an_input_is_answered_by_one_retry_of_its_calls_newest_round() {
+        let mut obs = GatewayObs::default();
+        let issue = |obs: &mut GatewayObs, state: &str| {
+            obs.states.insert(
+                state.into(),
+                IssuedState {
+                    call: CallId(7),
+                    server: Some("db".into()),
+                    taken: None,
+                },
+            );
+            obs.latest.insert(CallId(7), state.into());
+        };
+        issue(&mut obs, "s1");
+        for (session, id) in [(1, "1"), (2, "2")] {
+            let mut s = SessionObs::default();
+            s.open.insert(id.into(), retry("s1"));
+            obs.sessions.insert(SessionId(session), s);
+        }
+        let p = PeerRequestKey(3);
+        assert!(retry_may_answer(&mut obs, SessionId(1), "1", p, "db").is_ok());
+        // The same retry may answer several inputs of its round; another may not.
+        assert!(retry_may_answer(&mut obs, SessionId(1), "1", p, "db").is_ok());
+        assert!(retry_may_answer(&mut obs, SessionId(2), "2", p, "db").is_err());
+        // A server the call does not go to.
+        issue(&mut obs, "s2");
+        obs.sessions
+            .get_mut(&SessionId(2))
+            .unwrap()
+            .open
+            .insert("2".into(), retry("s2"));
+        assert!(retry_may_answer(&mut obs, SessionId(2), "2", p, "mail").is_err());
+        // A round that ended: s1 is no longer the call's newest state.
+        obs.states.get_mut("s1").unwrap().taken = None;
+        assert!(retry_may_answer(&mut obs, SessionId(1), "1", p, "db").is_err());
+    }
+
+    #[test]
+    fn a_state_never_issued_is_refused_with_invalid_params() {
+        let obs = GatewayObs::default();
+        let refused = serde_json::json!({"error": {"code": -32602, "message": "m"}});
+        let served = serde_json::json!({"result": {"content": []}});
+        assert!(forged_state_refused(&obs, &retry("x"), &refused).is_ok());
+        assert!(forged_state_refused(&obs, &retry("x"), &served).is_err());
+    }
+
     #[test]
     fn a_listing_matches_by_key_or_by_a_unique_plain_name() {
         let v = view(&[
