@@ -713,8 +713,10 @@ fn sim_gateway_serves_stateless_clients_through_listen_streams_and_input_rounds(
     // whose list changes and one that crashes once ready and comes back; the servers ask for
     // sampling and forms in the middle of calls. A stateless client (2026-07-28) discovers,
     // listens, lists page by page on exchanges of its own, lists again when its stream says
-    // so, answers input rounds (at once, with a forged requestState first, or twice), ends
-    // its stream and opens another, and abandons a call; a legacy client works beside it.
+    // so, ends its stream and opens another (and again to follow a resource), reads a
+    // resource no server lists, and abandons a call; a legacy client works beside it. (The
+    // servers here ask only for URL elicitation, which the manager does not offer, so no
+    // input round reaches the client in this trace; the explored worlds have them.)
     let docs = cached(
         with(server("docs", &["search", "fetch"]), |a| {
             a.init = Init::Ok { ms: 600 }

@@ -217,15 +217,13 @@ pub fn downstream_view_is_announced(
     views: &[Expected; 4],
     plain: bool,
 ) -> Result<(), String> {
-    let sessions = obs
-        .sessions
-        .iter()
-        .map(|(s, o)| (format!("session {}", s.0), &o.lists));
+    // Who holds the list: a session (its number), or a stateless client (its index).
+    let sessions = obs.sessions.iter().map(|(s, o)| ((true, s.0), &o.lists));
     let clients = obs
         .modern
         .iter()
-        .map(|(i, o)| (format!("stateless client {i}"), &o.lists));
-    for (who, lists) in sessions.chain(clients) {
+        .map(|(i, o)| ((false, *i as u64), &o.lists));
+    for ((session, n), lists) in sessions.chain(clients) {
         for (k, l) in lists.iter().enumerate() {
             let Some(listed) = &l.listed else { continue };
             if l.stale {
@@ -234,8 +232,13 @@ pub fn downstream_view_is_announced(
             let plain = plain && (k == 0 || k == 3);
             if !same_list(listed, &views[k], plain) {
                 let keys: Vec<&str> = views[k].iter().map(|(k, _)| k.as_str()).collect();
+                let who = if session {
+                    "session"
+                } else {
+                    "stateless client"
+                };
                 return Err(format!(
-                    "{who} holds {} {listed:?}, the core's view is {keys:?}, and no list_changed told it",
+                    "{who} {n} holds {} {listed:?}, the core's view is {keys:?}, and no list_changed told it",
                     LIST_METHODS[k]
                 ));
             }
