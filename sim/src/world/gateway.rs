@@ -443,8 +443,12 @@ impl World<'_> {
                         .found
                         .push((Invariant::ForwardedRequestsAnsweredOnce, d));
                 }
+                // The call's link goes with the request it answers (a stateless client's
+                // refused second retry names the call its first retry carries on).
                 if let Some(call) = r.call {
-                    gw.obs.calls.remove(&call);
+                    if gw.obs.calls.get(&call) == Some(&(session, key.clone())) {
+                        gw.obs.calls.remove(&call);
+                    }
                 }
                 if let Some(client) = modern_client {
                     self.modern_answered(client, &r, &v);
