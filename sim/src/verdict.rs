@@ -127,6 +127,9 @@ pub enum Invariant {
     /// the transport) exactly when a person must log in; a refused step-up fails that
     /// request alone and the connection goes on.
     RefusalsDecidedByTheCore,
+    /// 41: an input asked of a stateless downstream client is answered once, by a retry
+    /// of its call's current round; a `requestState` the gateway never issued gets -32602.
+    InputRoundsHonoured,
 }
 
 impl Invariant {
@@ -266,6 +269,9 @@ impl Invariant {
             }
             Invariant::RefusalsDecidedByTheCore => {
                 "40 a refused request ends its attempt exactly when a login is needed"
+            }
+            Invariant::InputRoundsHonoured => {
+                "41 a stateless client's input is answered once, by its round's retry"
             }
         }
     }

@@ -18,6 +18,17 @@
 //!   the same step, and the manager no longer runs it once asked), and is never answered.
 //! - [`Invariant::DownstreamRequestsBounded`]: no downstream request waits past its timeout:
 //!   one handed to the manager is answered by its call's deadline at the latest.
+//! - [`Invariant::InputRoundsHonoured`]: an input asked of a stateless client (an
+//!   `InputRequiredResult`) is answered to the manager only by a retry carrying the newest
+//!   `requestState` the gateway issued for that call, by one retry of that round at most,
+//!   for a server that call goes to; a retry whose `requestState` the gateway never issued
+//!   is refused with `-32602`.
+//!
+//! A stateless client has no session: each of its requests is an exchange of its own (a
+//! one-request session here), so what it was served is kept per client ([`ModernObs`]): its
+//! lists (pages of several exchanges) and its listen stream. A list is held to the core's
+//! view from the moment it was served whole, unless the stream told a change since (or the
+//! list began while the client had no stream: nothing would have told it).
 //!
 //! The world records what it saw in a [`GatewayObs`] while the gateway's outputs are
 //! drained; checks that need the output order report into `found`, the rest are the
@@ -69,6 +80,8 @@ pub struct OpenRequest {
     pub server: Option<String>,
     /// For a list: it asked for the first page.
     pub first_page: bool,
+    /// A stateless client's retry: the `requestState` it sent.
+    pub state: Option<String>,
 }
 
 /// What a session was served of one list.
@@ -97,8 +110,9 @@ pub struct SessionObs {
 /// A server's request handed to the gateway.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PeerObs {
-    /// Handed over, not yet forwarded or answered.
-    Handed { server: String },
+    /// Handed over at `at`, not yet forwarded or answered (for a stateless client's call:
+    /// waiting in its input round for the client's retry).
+    Handed { server: String, at: Instant },
     /// Forwarded to `session` under `id`, at `at`.
     Forwarded {
         session: SessionId,
@@ -109,9 +123,48 @@ pub enum PeerObs {
     Done,
 }
 
+/// A stateless client, as the gateway served it across its exchanges.
+#[derive(Debug, Clone, Default)]
+pub struct ModernObs {
+    pub lists: [ListObs; 4],
+    /// Its acknowledged listen stream, while open.
+    pub listen: Option<SessionId>,
+}
+
+impl ModernObs {
+    /// Its stream ended (or a change was told on it): what it holds may be stale.
+    pub fn all_stale(&mut self, kinds: &[usize]) {
+        for &k in kinds {
+            let l = &mut self.lists[k];
+            l.stale = true;
+            if let Some((_, stale)) = l.building.as_mut() {
+                *stale = true;
+            }
+        }
+    }
+}
+
+/// A `requestState` the gateway issued in an `InputRequiredResult`.
+#[derive(Debug, Clone)]
+pub struct IssuedState {
+    pub call: CallId,
+    /// The server the call goes to, when the view named one.
+    pub server: Option<String>,
+    /// The retry (session, id) that answered the round's inputs, once one did.
+    pub taken: Option<(SessionId, String)>,
+}
+
 /// Everything the world saw of the gateway.
 #[derive(Debug, Default)]
 pub struct GatewayObs {
+    /// Stateless clients, by their index in the plan.
+    pub modern: BTreeMap<usize, ModernObs>,
+    /// The exchanges (one-request sessions) of stateless clients: whose they are.
+    pub exchanges: BTreeMap<SessionId, usize>,
+    /// Every `requestState` issued, by its text.
+    pub states: BTreeMap<String, IssuedState>,
+    /// The newest state issued for each call.
+    pub latest: BTreeMap<CallId, String>,
     pub sessions: BTreeMap<SessionId, SessionObs>,
     pub peers: BTreeMap<PeerRequestKey, PeerObs>,
     /// The gateway's calls and operations: the session and request id they answer.
@@ -158,14 +211,20 @@ fn same_list(listed: &[String], view: &Expected, plain: bool) -> bool {
     true
 }
 
-/// [`Invariant::DownstreamViewIsAnnounced`].
+/// [`Invariant::DownstreamViewIsAnnounced`], for sessions and stateless clients alike.
 pub fn downstream_view_is_announced(
     obs: &GatewayObs,
     views: &[Expected; 4],
     plain: bool,
 ) -> Result<(), String> {
-    for (session, s) in &obs.sessions {
-        for (k, l) in s.lists.iter().enumerate() {
+    // Who holds the list: a session (its number), or a stateless client (its index).
+    let sessions = obs.sessions.iter().map(|(s, o)| ((true, s.0), &o.lists));
+    let clients = obs
+        .modern
+        .iter()
+        .map(|(i, o)| ((false, *i as u64), &o.lists));
+    for ((session, n), lists) in sessions.chain(clients) {
+        for (k, l) in lists.iter().enumerate() {
             let Some(listed) = &l.listed else { continue };
             if l.stale {
                 continue;
@@ -173,9 +232,14 @@ pub fn downstream_view_is_announced(
             let plain = plain && (k == 0 || k == 3);
             if !same_list(listed, &views[k], plain) {
                 let keys: Vec<&str> = views[k].iter().map(|(k, _)| k.as_str()).collect();
+                let who = if session {
+                    "session"
+                } else {
+                    "stateless client"
+                };
                 return Err(format!(
-                    "session {} holds {} {listed:?}, the core's view is {keys:?}, and no list_changed told it",
-                    session.0, LIST_METHODS[k]
+                    "{who} {n} holds {} {listed:?}, the core's view is {keys:?}, and no list_changed told it",
+                    LIST_METHODS[k]
                 ));
             }
         }
@@ -183,12 +247,88 @@ pub fn downstream_view_is_announced(
     Ok(())
 }
 
+/// [`Invariant::InputRoundsHonoured`], when the gateway answers a server's request `peer`
+/// (of `server`) to the manager while handling a stateless client's retry, request `id` of
+/// `session`: the retry carries the newest state issued for its call, no other retry of that
+/// round answered before it, and the call goes to that server (when the view named one).
+pub fn retry_may_answer(
+    obs: &mut GatewayObs,
+    session: SessionId,
+    id: &str,
+    peer: PeerRequestKey,
+    server: &str,
+) -> Result<(), String> {
+    let state = obs
+        .sessions
+        .get(&session)
+        .and_then(|s| s.open.get(id))
+        .and_then(|r| r.state.clone());
+    let Some(state) = state else {
+        return Err(format!(
+            "server request p{} was answered by session {}'s request {id}, which carries no requestState",
+            peer.0, session.0
+        ));
+    };
+    let Some(issued) = obs.states.get_mut(&state) else {
+        return Err(format!(
+            "server request p{} was answered by a retry whose requestState the gateway never issued",
+            peer.0
+        ));
+    };
+    if obs.latest.get(&issued.call) != Some(&state) {
+        return Err(format!(
+            "server request p{} was answered by a retry of call {}'s round that had ended",
+            peer.0, issued.call.0
+        ));
+    }
+    let me = (session, id.to_string());
+    match &issued.taken {
+        Some(other) if *other != me => {
+            return Err(format!(
+                "two retries of call {}'s round answered inputs (session {}'s {} and session {}'s {id})",
+                issued.call.0, other.0 .0, other.1, session.0
+            ))
+        }
+        _ => issued.taken = Some(me),
+    }
+    match &issued.server {
+        Some(s) if s != server => Err(format!(
+            "server request p{} of {server} was answered by a retry of call {}, which goes to {s}",
+            peer.0, issued.call.0
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// [`Invariant::InputRoundsHonoured`], when a stateless client's retry is answered: one whose
+/// `requestState` the gateway never issued gets `-32602`.
+pub fn forged_state_refused(
+    obs: &GatewayObs,
+    r: &OpenRequest,
+    answer: &Value,
+) -> Result<(), String> {
+    let Some(state) = &r.state else { return Ok(()) };
+    if obs.states.contains_key(state) {
+        return Ok(());
+    }
+    let code = answer.pointer("/error/code").and_then(Value::as_i64);
+    if code == Some(-32602) {
+        Ok(())
+    } else {
+        Err(format!(
+            "a {} retry whose requestState the gateway never issued was answered {answer}",
+            r.method
+        ))
+    }
+}
+
 /// [`Invariant::ForwardedRequestsAnsweredOnce`], the part judged after a step: a request
 /// that no call carries is answered in the step it arrived.
 pub fn requests_answered_or_forwarded(obs: &GatewayObs) -> Result<(), String> {
+    // A listen stream stays open with no answer: it is the client's to end.
     for (session, s) in &obs.sessions {
         for (id, r) in &s.open {
-            if r.call.is_none() {
+            if r.call.is_none() && r.method != "subscriptions/listen" {
                 return Err(format!(
                     "session {}'s {} (id {id}) was neither answered nor handed to the manager",
                     session.0, r.method
@@ -250,7 +390,14 @@ pub fn gateway_settled(
     answer_within: Duration,
 ) -> Result<(), String> {
     for (k, p) in &obs.peers {
-        let waiting = matches!(p, PeerObs::Forwarded { at, .. } if *at + answer_within > now);
+        // An input asked of a stateless client waits for its retry, or for the manager's
+        // timeout, as a forwarded request does; with only sessions, handing over is decided
+        // at once.
+        let waiting = match p {
+            PeerObs::Forwarded { at, .. } => *at + answer_within > now,
+            PeerObs::Handed { at, .. } => !obs.modern.is_empty() && *at + answer_within > now,
+            PeerObs::Done => false,
+        };
         if *p != PeerObs::Done && !waiting {
             return Err(format!(
                 "server request p{} handed to the gateway is still {p:?}",
@@ -259,7 +406,11 @@ pub fn gateway_settled(
         }
     }
     for (session, s) in &obs.sessions {
-        if let Some((id, r)) = s.open.iter().next() {
+        let waiting = s
+            .open
+            .iter()
+            .find(|(_, r)| r.method != "subscriptions/listen");
+        if let Some((id, r)) = waiting {
             return Err(format!(
                 "session {}'s {} (id {id}) was never answered",
                 session.0, r.method
@@ -278,6 +429,65 @@ mod tests {
             .iter()
             .map(|(k, r)| (k.to_string(), Some(r.to_string())))
             .collect()
+    }
+
+    fn retry(state: &str) -> OpenRequest {
+        OpenRequest {
+            exchange: ExchangeId(9),
+            method: "tools/call".into(),
+            at: Instant::from_millis(0),
+            call: None,
+            server: None,
+            first_page: true,
+            state: Some(state.into()),
+        }
+    }
+
+    #[test]
+    fn an_input_is_answered_by_one_retry_of_its_calls_newest_round() {
+        let mut obs = GatewayObs::default();
+        let issue = |obs: &mut GatewayObs, state: &str| {
+            obs.states.insert(
+                state.into(),
+                IssuedState {
+                    call: CallId(7),
+                    server: Some("db".into()),
+                    taken: None,
+                },
+            );
+            obs.latest.insert(CallId(7), state.into());
+        };
+        issue(&mut obs, "s1");
+        for (session, id) in [(1, "1"), (2, "2")] {
+            let mut s = SessionObs::default();
+            s.open.insert(id.into(), retry("s1"));
+            obs.sessions.insert(SessionId(session), s);
+        }
+        let p = PeerRequestKey(3);
+        assert!(retry_may_answer(&mut obs, SessionId(1), "1", p, "db").is_ok());
+        // The same retry may answer several inputs of its round; another may not.
+        assert!(retry_may_answer(&mut obs, SessionId(1), "1", p, "db").is_ok());
+        assert!(retry_may_answer(&mut obs, SessionId(2), "2", p, "db").is_err());
+        // A server the call does not go to.
+        issue(&mut obs, "s2");
+        obs.sessions
+            .get_mut(&SessionId(2))
+            .unwrap()
+            .open
+            .insert("2".into(), retry("s2"));
+        assert!(retry_may_answer(&mut obs, SessionId(2), "2", p, "mail").is_err());
+        // A round that ended: s1 is no longer the call's newest state.
+        obs.states.get_mut("s1").unwrap().taken = None;
+        assert!(retry_may_answer(&mut obs, SessionId(1), "1", p, "db").is_err());
+    }
+
+    #[test]
+    fn a_state_never_issued_is_refused_with_invalid_params() {
+        let obs = GatewayObs::default();
+        let refused = serde_json::json!({"error": {"code": -32602, "message": "m"}});
+        let served = serde_json::json!({"result": {"content": []}});
+        assert!(forged_state_refused(&obs, &retry("x"), &refused).is_ok());
+        assert!(forged_state_refused(&obs, &retry("x"), &served).is_err());
     }
 
     #[test]

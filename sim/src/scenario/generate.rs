@@ -462,6 +462,8 @@ fn client_strategy() -> impl Strategy<Value = ClientPlan> {
                 url,
                 answers,
                 log_level,
+                roots: false,
+                rounds: [0; 5],
             },
         )
 }
@@ -560,6 +562,31 @@ fn assign_eras(options: &mut SimOptions, servers: &mut [ServerPlan], seed: u64) 
     }
 }
 
+/// Half the runs with a gateway mix stateless downstream clients (at least one) with legacy
+/// ones, drawn from `seed` apart from everything else, so the legacy clients of every seed
+/// stay what they were.
+fn assign_downstream_eras(plan: &mut GatewayPlan, seed: u64) {
+    let mut rng = switchboard_core::rng::SplitMix64::new(seed ^ 0x5757_a7e1_e55d_0002);
+    if rng.below(2) == 0 {
+        return;
+    }
+    let first = rng.below(plan.clients.len() as u64) as usize;
+    for (i, c) in plan.clients.iter_mut().enumerate() {
+        if i != first && rng.below(2) == 0 {
+            continue;
+        }
+        c.era = DownstreamEra::Stateless;
+        c.roots = rng.below(2) == 0;
+        c.rounds = [
+            1 + rng.below(6) as u8,
+            rng.below(3) as u8,
+            rng.below(2) as u8,
+            rng.below(2) as u8,
+            rng.below(3) as u8,
+        ];
+    }
+}
+
 /// The scenario strategy: a fault mix first, then servers and actions shaped by it.
 pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
     (mix_strategy(), p.min_servers..=p.max_servers)
@@ -596,6 +623,9 @@ pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
                 (options.reconnect, options.max_tool_pages, options.peer) = late;
                 options.gateway = gateway;
                 assign_eras(&mut options, &mut servers, eras);
+                if let Some(g) = options.gateway.as_mut() {
+                    assign_downstream_eras(g, eras);
+                }
                 for (s, n) in servers.iter_mut().zip(names) {
                     s.name = n.to_string();
                 }

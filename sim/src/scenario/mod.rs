@@ -83,14 +83,16 @@ pub struct GatewayPlan {
     pub actions: Vec<DownstreamAction>,
 }
 
-/// The protocol era a downstream client speaks. Only the legacy era (`initialize`,
-/// sessions, list-changed notifications) is served today; the stateless era's clients join
-/// here, with their own way of listing and following changes, once the gateway serves it.
+/// The protocol era a downstream client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum DownstreamEra {
     /// `initialize`, then requests on the session.
     #[default]
     Legacy,
+    /// 2026-07-28: `server/discover`, then every request on an HTTP exchange of its own with
+    /// the envelope in `_meta`; changes followed through a `subscriptions/listen` stream;
+    /// the servers' requests for input answered by retrying with `inputResponses`.
+    Stateless,
 }
 
 /// One simulated downstream client.
@@ -109,8 +111,16 @@ pub struct ClientPlan {
     pub url: bool,
     /// Weights of its answers to forwarded requests: promptly, with an error, never, twice.
     pub answers: [u8; 4],
-    /// Its `logging/setLevel`, if it sets one.
+    /// Its `logging/setLevel`, if it sets one (a stateless client: the `logLevel` of its
+    /// requests' `_meta`).
     pub log_level: Option<String>,
+    /// It declares roots (a stateless client: answers `roots/list` input requests).
+    #[serde(default)]
+    pub roots: bool,
+    /// A stateless client's weights for an `InputRequiredResult`: retry at once, retry late,
+    /// never retry, retry with a `requestState` it changed, retry twice with the same state.
+    #[serde(default)]
+    pub rounds: [u8; 5],
 }
 
 /// One thing a downstream client does, at a virtual time.

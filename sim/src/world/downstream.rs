@@ -7,9 +7,8 @@
 //! their lists. It answers the servers' requests the gateway forwards (promptly, with an
 //! error, never, or twice) only for what it declared; anything else is a violation.
 //!
-//! Only the legacy era is simulated (`DownstreamEra::Legacy`); a stateless client would list
-//! and follow changes its own way and joins here as another arm of `Client::initialize_params`
-//! and of the list-changed handling.
+//! These are the legacy era's clients (`DownstreamEra::Legacy`); the stateless era's are in
+//! [`super::downstream_modern`], sharing the world's plumbing here.
 
 use super::gateway::{open_request, session_obs, Cause, DownEv};
 use super::{Ev, World};
@@ -22,7 +21,9 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
-use switchboard_core::gateway::{ExchangeId, GatewayInput, SessionId, DOWNSTREAM_VERSIONS};
+use switchboard_core::gateway::{
+    ExchangeId, GatewayInput, RequestHeaders, SessionId, DOWNSTREAM_VERSIONS,
+};
 use switchboard_core::protocol::form_defaults;
 
 /// What one of a client's requests was.
@@ -38,12 +39,12 @@ enum Waiting {
 
 /// One list as the client holds it.
 #[derive(Debug, Clone, Default)]
-struct ClientList {
-    items: Vec<String>,
-    so_far: Vec<String>,
-    listing: bool,
+pub(super) struct ClientList {
+    pub(super) items: Vec<String>,
+    pub(super) so_far: Vec<String>,
+    pub(super) listing: bool,
     /// Told `list_changed` while listing: list again when done.
-    again: bool,
+    pub(super) again: bool,
 }
 
 /// A simulated downstream client.
@@ -53,11 +54,13 @@ pub(super) struct Client {
     /// The one exchange of a stdio-like session.
     stream: ExchangeId,
     strict: bool,
-    initialized: bool,
-    next_id: u64,
+    pub(super) initialized: bool,
+    pub(super) next_id: u64,
     waiting: BTreeMap<u64, Waiting>,
-    lists: [ClientList; 4],
+    pub(super) lists: [ClientList; 4],
     subscribed: BTreeSet<String>,
+    /// A stateless client's exchanges, stream and put-off work.
+    pub(super) m: super::downstream_modern::ModernClient,
 }
 
 impl Client {
@@ -71,6 +74,7 @@ impl Client {
             waiting: BTreeMap::new(),
             lists: Default::default(),
             subscribed: BTreeSet::new(),
+            m: Default::default(),
         }
     }
 }
@@ -86,7 +90,9 @@ impl World<'_> {
                 exchange,
                 frame,
                 message,
-            } => self.frame_to_gateway(session, exchange, frame, &message),
+                headers,
+            } => self.frame_to_gateway(session, exchange, frame, &message, headers),
+            DownEv::Later { client, token } => self.modern_later(client, token),
             DownEv::ToClient {
                 session,
                 frame: Some(v),
@@ -98,6 +104,9 @@ impl World<'_> {
 
     fn client_open(&mut self, i: usize) {
         let Some(gw) = self.gw.as_mut() else { return };
+        if gw.plan.clients[i].era == DownstreamEra::Stateless {
+            return self.modern_open(i);
+        }
         if gw.clients[i].session.is_some() {
             return;
         }
@@ -130,7 +139,7 @@ impl World<'_> {
             return;
         }
         let version = match plan.era {
-            DownstreamEra::Legacy => {
+            DownstreamEra::Legacy | DownstreamEra::Stateless => {
                 let k = self.gw.as_mut().map_or(0, |gw| gw.rng.below(4)) as usize;
                 DOWNSTREAM_VERSIONS[k % DOWNSTREAM_VERSIONS.len()]
             }
@@ -202,6 +211,7 @@ impl World<'_> {
                 exchange,
                 frame,
                 message: std::sync::Arc::new(v),
+                headers: None,
             }),
         );
     }
@@ -212,6 +222,7 @@ impl World<'_> {
         exchange: ExchangeId,
         frame: Bytes,
         v: &Value,
+        headers: Option<RequestHeaders>,
     ) {
         let now = self.now;
         let Some(gw) = self.gw.as_mut() else { return };
@@ -224,9 +235,18 @@ impl World<'_> {
             (Some(id), Some(method)) => {
                 let key = id.to_string();
                 let first_page = v.at("/params/cursor").is_none();
+                let mut r = open_request(exchange, method, now, first_page);
+                // A retry continues the call whose round its state names (if it is one the
+                // gateway issued).
+                if let Some(state) = v.at("/params/requestState").and_then(Value::as_str) {
+                    if let Some(issued) = gw.obs.states.get(state) {
+                        r.call = Some(issued.call);
+                        r.server = issued.server.clone();
+                    }
+                    r.state = Some(state.to_string());
+                }
                 if let Some(s) = gw.obs.sessions.get_mut(&session) {
-                    s.open
-                        .insert(key.clone(), open_request(exchange, method, now, first_page));
+                    s.open.insert(key.clone(), r);
                 }
                 Cause::Frame {
                     session,
@@ -251,14 +271,30 @@ impl World<'_> {
                 let _ = writeln!(t, "[{:>6}ms] ds> s{} {text}", now.as_millis(), session.0);
             });
         }
-        self.gateway_input(
-            GatewayInput::Frame {
+        let retry = match &cause {
+            Cause::Frame {
+                request: Some((id, _)),
+                ..
+            } if v.at("/params/requestState").is_some() => Some(id.clone()),
+            _ => None,
+        };
+        let input = match headers {
+            Some(headers) => GatewayInput::HttpFrame {
+                session,
+                exchange,
+                frame,
+                headers,
+            },
+            None => GatewayInput::Frame {
                 session,
                 exchange,
                 frame,
             },
-            cause,
-        );
+        };
+        self.gateway_input(input, cause);
+        if let Some(id) = retry {
+            self.modern_retry_taken(session, id);
+        }
     }
 
     fn client_of(&self, session: SessionId) -> Option<usize> {
@@ -267,6 +303,10 @@ impl World<'_> {
     }
 
     fn frame_to_client(&mut self, session: SessionId, v: &Value) {
+        if let Some(i) = self.modern_client_of(session) {
+            self.modern_frame(i, session, v);
+            return;
+        }
         let Some(i) = self.client_of(session) else {
             return;
         };
@@ -447,6 +487,9 @@ impl World<'_> {
         let Some(gw) = self.gw.as_mut() else { return };
         let a = gw.plan.actions[k].clone();
         let i = a.client % gw.clients.len();
+        if gw.plan.clients[i].era == DownstreamEra::Stateless {
+            return self.modern_action(i, a.kind);
+        }
         let c = &gw.clients[i];
         if c.session.is_none() || !c.initialized {
             return;

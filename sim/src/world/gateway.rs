@@ -23,7 +23,8 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::gateway::{
-    ExchangeId, Gateway, GatewayInput, GatewayOptions, GatewayOutput, SessionId, Target, View,
+    ExchangeId, Gateway, GatewayInput, GatewayOptions, GatewayOutput, RequestHeaders, SessionId,
+    StateKey, Target, View,
 };
 use switchboard_core::manager::{CallId, Event, Input, Manager, Output};
 use switchboard_core::rng::SplitMix64;
@@ -39,7 +40,7 @@ pub(super) enum DownEv {
     Open(usize),
     /// The `k`-th downstream action of the plan.
     Action(usize),
-    /// A frame reaches the gateway.
+    /// A frame reaches the gateway (with its HTTP headers when a stateless client sent it).
     ToGateway {
         session: SessionId,
         exchange: ExchangeId,
@@ -47,7 +48,10 @@ pub(super) enum DownEv {
         /// The message the client wrote as `frame`, which the world reads instead of parsing
         /// the frame again.
         message: Arc<Value>,
+        headers: Option<RequestHeaders>,
     },
+    /// A stateless client does what it put off (a late retry, re-opening its stream).
+    Later { client: usize, token: u64 },
     /// A frame reaches a client.
     /// A frame reaches a client: parsed once, when the gateway wrote it (`None` when it is
     /// not JSON, which a client ignores).
@@ -90,7 +94,7 @@ pub(super) struct GatewayWorld {
     /// The manager's view as last read, with the generations it was read at.
     memo: Option<ViewMemo>,
     /// Bumped whenever a client's list is replaced in [`GatewayObs`].
-    lists_set: u64,
+    pub(super) lists_set: u64,
     /// The view's generations and `lists_set` the announced-view check last passed with.
     announced: Option<(Option<(u64, u64)>, u64)>,
 }
@@ -111,6 +115,7 @@ impl GatewayWorld {
             page_size: plan.page_size,
             max_in_flight: plan.max_in_flight,
             plain_names: plan.plain_names,
+            request_state_key: Some(StateKey::from_secret(&seed.to_le_bytes())),
             ..GatewayOptions::default()
         };
         GatewayWorld {
@@ -213,6 +218,7 @@ impl World<'_> {
 
     /// The manager's event, handed to the gateway.
     pub(super) fn gateway_event(&mut self, e: Event) {
+        let now = self.now;
         let owned = |gw: &GatewayWorld, call: &CallId| gw.g.owns(*call);
         let Some(gw) = self.gw.as_ref() else { return };
         let cause = match &e {
@@ -230,6 +236,7 @@ impl World<'_> {
                     *request,
                     PeerObs::Handed {
                         server: server.clone(),
+                        at: now,
                     },
                 );
                 Cause::Peer(*request)
@@ -325,6 +332,13 @@ impl World<'_> {
             .filter(|l| l.listed.is_some() && !l.stale)
             .count() as u64;
         self.cov.downstream_view_checks += checks;
+        self.cov.modern_view_checks += gw
+            .obs
+            .modern
+            .values()
+            .flat_map(|m| m.lists.iter())
+            .filter(|l| l.listed.is_some() && !l.stale)
+            .count() as u64;
         let o = &self.sc.options;
         let mut bound = Duration::from_millis(o.call_timeout_ms);
         if o.reset_timeout_on_progress {
@@ -395,13 +409,15 @@ impl World<'_> {
                     self.send_to_client(session, parsed);
                 }
                 GatewayOutput::Accepted { .. } => {}
-                // Only a request of the stateless revision that came with its HTTP headers
-                // opens such an exchange; the simulated clients speak the 2025 era.
+                // The HTTP status of a stateless client's exchange: the frames say the rest.
                 GatewayOutput::Stateless { .. } => {}
                 GatewayOutput::Manager(input) => {
                     self.observe_manager_input(&input, &cause);
                     let now = self.now;
                     self.push(now, Ev::Downstream(DownEv::Manager(input)));
+                }
+                GatewayOutput::Close { session } if self.is_modern_exchange(session) => {
+                    self.modern_exchange_closed(session);
                 }
                 GatewayOutput::Close { session } => {
                     self.cov.downstream_sessions_refused += 1;
@@ -458,6 +474,7 @@ impl World<'_> {
             (Some(id), None) => {
                 // An answer.
                 let key = id.to_string();
+                let modern_client = gw.obs.exchanges.get(&session).copied();
                 let Some(s) = gw.obs.sessions.get_mut(&session) else {
                     found.push(format!(
                         "an answer to session {} that is not open",
@@ -506,8 +523,16 @@ impl World<'_> {
                         .found
                         .push((Invariant::ForwardedRequestsAnsweredOnce, d));
                 }
+                // The call's link goes with the request it answers (a stateless client's
+                // refused second retry names the call its first retry carries on).
                 if let Some(call) = r.call {
-                    gw.obs.calls.remove(&call);
+                    if gw.obs.calls.get(&call) == Some(&(session, key.clone())) {
+                        gw.obs.calls.remove(&call);
+                    }
+                }
+                if let Some(client) = modern_client {
+                    self.modern_answered(client, &r, &v);
+                    return;
                 }
                 let error = v.get("error").is_some();
                 match r.method.as_str() {
@@ -587,7 +612,7 @@ impl World<'_> {
                     return;
                 };
                 let server = match gw.obs.peers.get(key) {
-                    Some(PeerObs::Handed { server }) => server.clone(),
+                    Some(PeerObs::Handed { server, .. }) => server.clone(),
                     other => {
                         let d = format!("server request p{} forwarded while {other:?}", key.0);
                         gw.obs
@@ -633,6 +658,9 @@ impl World<'_> {
                 );
                 self.cov.downstream_peer_forwarded += 1;
             }
+            (None, Some(method)) if gw.obs.exchanges.contains_key(&session) => {
+                self.modern_notified(session, &method);
+            }
             (None, Some(method)) => {
                 let lists = announced_lists(&method);
                 if let Some(s) = gw.obs.sessions.get_mut(&session) {
@@ -669,12 +697,17 @@ impl World<'_> {
                     }
                     _ => None,
                 };
+                // A listen stream's resources are watched upstream by operations of the
+                // gateway's own: the stream is not answered by them.
                 if let Cause::Frame {
                     session,
-                    request: Some((id, _)),
+                    request: Some((id, method)),
                     ..
                 } = cause
                 {
+                    if method == "subscriptions/listen" {
+                        return;
+                    }
                     if let Some(r) = gw
                         .obs
                         .sessions
@@ -686,6 +719,12 @@ impl World<'_> {
                         gw.obs.calls.insert(*call, (*session, id.clone()));
                     }
                 }
+            }
+            // The gateway ends a stateless client's call itself (it needs a capability the
+            // client did not declare) and answers it in the same step.
+            Input::CancelCall { call } if matches!(cause, Cause::Peer(_)) => {
+                gw.obs.calls.remove(call);
+                gw.obs.cancelling.insert(*call);
             }
             Input::CancelCall { call } => {
                 let linked = gw.obs.calls.remove(call);
@@ -724,6 +763,23 @@ impl World<'_> {
                         if session == s =>
                     {
                         self.cov.downstream_peer_refused += 1;
+                        true
+                    }
+                    (
+                        Some(PeerObs::Handed { server, .. }),
+                        Cause::Frame {
+                            session,
+                            request: Some((id, _)),
+                            ..
+                        },
+                    ) => {
+                        let peer = *request;
+                        if let Err(d) =
+                            judge::retry_may_answer(&mut gw.obs, *session, id, peer, server)
+                        {
+                            gw.obs.found.push((Invariant::InputRoundsHonoured, d));
+                        }
+                        self.cov.modern_inputs_answered += 1;
                         true
                     }
                     _ => false,
@@ -852,5 +908,6 @@ pub(super) fn open_request(
         call: None,
         server: None,
         first_page,
+        state: None,
     }
 }

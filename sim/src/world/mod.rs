@@ -11,6 +11,7 @@
 
 mod catalog;
 mod downstream;
+mod downstream_modern;
 mod embedder;
 mod era;
 mod gateway;
