@@ -19,7 +19,7 @@
 use super::errors::{ServerError, ServerErrorKind};
 use super::sessions::Req;
 use super::{ConnId, FrameKind, FrameMeta, Level, Manager, Output, TimerReason};
-use crate::protocol::{self, ProbeAnswer, RpcError};
+use crate::protocol::{self, InitializeResult, ProbeAnswer, RpcError};
 use crate::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -94,9 +94,11 @@ pub(super) enum Wire {
     Modern { version: &'static str },
 }
 
-/// A stdio probe that went unanswered within `probe_timeout`: `initialize` went out after it,
-/// and the revision is decided by whichever of the two is answered first — a `DiscoverResult`
-/// to the probe (a stateless server slow to start), or the answer to `initialize`.
+/// A stdio probe that went unanswered within `probe_timeout`: `initialize` went out after it.
+/// The server reads both, in order, so `initialize`'s answer decides: a success makes the
+/// connection legacy (a server of both revisions set it up as a 2025 session), a refusal makes
+/// it stateless once the probe's late `DiscoverResult` is in (whichever of the two comes
+/// first: a stateless-only server may answer out of order).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct LateProbe {
     /// The probe's request id (still tracked).
@@ -109,6 +111,20 @@ pub(super) struct LateProbe {
     /// that answers out of order. The probe's answer still decides; if it is not a
     /// `DiscoverResult`, this refusal ends the attempt.
     pub(super) refused: Option<RpcError>,
+    /// The probe was answered with a `DiscoverResult` while `initialize` was still out: held
+    /// until `initialize` is answered, because a server that speaks both revisions reads
+    /// `initialize` after the probe and sets the connection up as a 2025 session — its
+    /// success makes the connection legacy; a refusal (any error) makes it stateless, from
+    /// this answer.
+    pub(super) discovered: Option<HeldDiscover>,
+}
+
+/// A late `DiscoverResult` waiting for `initialize`'s answer (see [`LateProbe`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct HeldDiscover {
+    init: InitializeResult,
+    raw_text: Option<String>,
+    version: &'static str,
 }
 
 impl Wire {
@@ -401,6 +417,7 @@ impl Manager {
                 asked,
                 initialize,
                 refused: None,
+                discovered: None,
             });
         }
     }
@@ -439,19 +456,52 @@ impl Manager {
         let Some(version) = static_version(&init.protocol_version) else {
             return;
         };
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.tracker.forget(late.initialize);
-        }
         self.counters.late_discovers += 1;
+        let held = HeldDiscover {
+            init,
+            raw_text,
+            version,
+        };
+        if late.refused.is_none() {
+            // `initialize` is still out: its answer decides (see `LateProbe::discovered`).
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.late_probe = Some(LateProbe {
+                    discovered: Some(held),
+                    ..late
+                });
+            }
+            return;
+        }
+        self.decide_modern_late(conn, server, deadline, late.initialize, held);
+    }
+
+    /// The revision of `conn` is the stateless one, from a `DiscoverResult` that came after
+    /// the probe's timeout; `initialize` (sent after it) is forgotten.
+    fn decide_modern_late(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        deadline: Instant,
+        initialize: u64,
+        held: HeldDiscover,
+    ) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.tracker.forget(initialize);
+        }
         self.counters.probes_modern += 1;
-        self.set_wire(conn, Wire::Modern { version });
+        self.set_wire(
+            conn,
+            Wire::Modern {
+                version: held.version,
+            },
+        );
         if let Some(s) = self.servers.get_mut(server) {
             s.handshake = Some(Handshake {
                 era: Era::Modern,
-                discover: raw_text,
+                discover: held.raw_text,
             });
         }
-        self.on_ready_to_list(conn, server, deadline, init, false);
+        self.on_ready_to_list(conn, server, deadline, held.init, false);
     }
 
     /// `initialize` was answered on `conn` (a result or an error): it decides, so a probe
@@ -461,6 +511,7 @@ impl Manager {
     pub(super) fn initialize_decides(
         &mut self,
         conn: ConnId,
+        server: &str,
         result: &Result<Box<RawValue>, RpcError>,
     ) -> bool {
         let Some(c) = self.conns.get_mut(&conn) else {
@@ -469,6 +520,20 @@ impl Manager {
         let Some(late) = c.late_probe.as_mut() else {
             return true;
         };
+        if result.is_err() && late.discovered.is_some() {
+            // Refused after the late `DiscoverResult` came: a stateless-only server.
+            let Some(late) = c.late_probe.take() else {
+                return true;
+            };
+            let (Some(held), Some(deadline)) =
+                (late.discovered, self.probing_deadline(server, conn))
+            else {
+                return true;
+            };
+            self.counters.initialize_refusals_held += 1;
+            self.decide_modern_late(conn, server, deadline, late.initialize, held);
+            return false;
+        }
         if let Err(e) = result {
             if refused_for_version(e) && late.refused.is_none() {
                 late.refused = Some(e.clone());

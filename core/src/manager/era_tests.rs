@@ -238,25 +238,26 @@ fn a_silent_stdio_server_is_taken_for_legacy_once_the_probe_times_out() {
 }
 
 #[test]
-fn a_discover_result_after_the_probe_timed_out_but_before_initialize_is_answered_decides_stateless()
-{
+fn a_discover_result_after_the_probe_timed_out_waits_for_initialize_and_its_refusal_decides_stateless(
+) {
     let mut m = Manager::new(probing(), Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);
     let probe = sent(&outs)[0].1;
     m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
     let init = sent(&drain(&mut m))[0].1;
-    // A stateless server slow to start answers the probe first (stdio answers in order)...
+    // A server slow to start answers the probe first (stdio answers in order): nothing is
+    // decided yet, since it reads the `initialize` sent meanwhile next...
     let outs = answer(&mut m, 2500, conn, discover_ok(probe));
+    assert!(sent(&outs).is_empty(), "{outs:?}");
+    // ...and refuses it: a stateless-only server, found by its late answer.
+    let refusal = json!({"jsonrpc": "2.0", "id": init, "error": {"code": -32022,
+        "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
+    let outs = answer(&mut m, 2501, conn, refusal);
     let reqs = sent(&outs);
     assert_eq!(reqs[0].2, "tools/list");
     assert!(has_full_meta(&reqs[0].3), "{:?}", reqs[0].3);
     assert!(!outs.iter().any(|o| matches!(o, Output::Send { meta, .. }
         if meta.method == Some("notifications/initialized"))));
-    // ...then refuses the `initialize` sent meanwhile: that answer no longer decides anything.
-    let refusal = json!({"jsonrpc": "2.0", "id": init, "error": {"code": -32022,
-        "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
-    let outs = answer(&mut m, 2501, conn, refusal);
-    assert!(sent(&outs).is_empty(), "{outs:?}");
     let state = m.server_state("s").unwrap();
     assert_eq!(state.era, Some(Era::Modern));
     assert!(state.last_error.is_none(), "{:?}", state.last_error);
@@ -272,6 +273,36 @@ fn a_discover_result_after_the_probe_timed_out_but_before_initialize_is_answered
     assert_eq!(
         (c.late_discovers, c.probes_modern, c.probes_legacy),
         (1, 1, 0)
+    );
+}
+
+#[test]
+fn a_server_of_both_revisions_that_accepts_initialize_after_its_late_discover_result_is_legacy() {
+    // A server that speaks both revisions and starts slowly reads the probe, then the
+    // `initialize` sent after its timeout, and sets the connection up as a 2025 session:
+    // stateless requests would be refused there, so the connection is legacy.
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    assert!(sent(&answer(&mut m, 2500, conn, discover_ok(probe))).is_empty());
+    let ok = json!({"jsonrpc": "2.0", "id": init, "result": {"protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}}, "serverInfo": {"name": "both", "version": "1"}}});
+    let outs = answer(&mut m, 2501, conn, ok);
+    let reqs = sent(&outs);
+    assert!(outs.iter().any(|o| matches!(o, Output::Send { meta, .. }
+        if meta.method == Some("notifications/initialized"))));
+    let list = reqs
+        .iter()
+        .find(|r| r.2 == "tools/list")
+        .expect("tools/list sent");
+    assert!(!has_full_meta(&list.3), "{:?}", list.3);
+    assert_eq!(m.server_state("s").unwrap().era, Some(Era::Legacy));
+    let c = m.counters();
+    assert_eq!(
+        (c.late_discovers, c.probes_modern, c.probes_legacy),
+        (1, 0, 1)
     );
 }
 

@@ -559,7 +559,7 @@ impl Manager {
             // nothing completes requests between the decode and here.
             (_, Answer::Page(_)) => {}
             (Req::Initialize, Answer::Raw(result)) => {
-                if self.initialize_decides(conn, &result) {
+                if self.initialize_decides(conn, server, &result) {
                     self.on_initialize(conn, server, result)
                 }
             }

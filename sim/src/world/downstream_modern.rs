@@ -334,10 +334,7 @@ impl World<'_> {
                     return;
                 }
                 let (field, name) = LIST_FIELDS[k];
-                if let Some(items) = v
-                    .at(&format!("/result/{field}"))
-                    .and_then(Value::as_array)
-                {
+                if let Some(items) = v.at(&format!("/result/{field}")).and_then(Value::as_array) {
                     l.so_far.extend(
                         items
                             .iter()

@@ -154,6 +154,12 @@ struct Global {
     /// tool cache's key, so cached tools stay valid with or without it.
     #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
     timeout_ms: Option<u64>,
+    /// How long a stdio server may take to answer the `server/discover` probe (the 2026-07-28
+    /// revision's handshake) before it is sent `initialize` as well, at most half its connect
+    /// timeout [default: 2000]. A server slower to start than this is spoken to in the 2025
+    /// revisions when it speaks both.
+    #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
+    probe_timeout_ms: Option<u64>,
     /// Limit of each tool call (and other request) for servers whose config sets none
     /// [default: $MCP_TOOL_TIMEOUT, else 60000].
     #[arg(long, value_name = "MS", global = true, value_parser = positive_ms())]
@@ -816,6 +822,7 @@ impl Session {
             .max()
             .unwrap_or_default();
         let health = g.health_ms.map(Duration::from_millis);
+        let probe_timeout = g.probe_timeout_ms;
         // The environment the configs expand from, plus the values discovery resolved for
         // them (`${input:id}` answers, `${file:…}` contents).
         let mut env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
@@ -834,6 +841,9 @@ impl Session {
                     o.call_timeout = t;
                 }
                 o.health = health.map(health_policy);
+                if let Some(ms) = probe_timeout {
+                    o.protocol.probe_timeout = Duration::from_millis(ms);
+                }
             });
         if let Some(ms) = g.gate_ms {
             builder = builder.gate(Duration::from_millis(ms));
