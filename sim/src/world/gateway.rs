@@ -531,7 +531,7 @@ impl World<'_> {
                     }
                 }
                 if let Some(client) = modern_client {
-                    self.modern_answered(client, &r, &v);
+                    self.modern_answered(client, &r, v);
                     return;
                 }
                 let error = v.get("error").is_some();
