@@ -95,6 +95,66 @@ pub struct ListObs {
     pub building: Option<(Vec<String>, bool)>,
 }
 
+/// What one list page did to a client's list as the judge holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageTaken {
+    /// A page after the first.
+    pub paged: bool,
+    /// The last page: the list is now `listed`.
+    pub completed: bool,
+}
+
+impl ListObs {
+    /// Take `v`, an answer to list `k` (an error drops the listing under way): the first
+    /// page starts a listing (already `stale` when its client could not be told of changes),
+    /// the last completes it.
+    pub fn take_page(&mut self, k: usize, v: &Value, first_page: bool, stale: bool) -> PageTaken {
+        let none = PageTaken {
+            paged: false,
+            completed: false,
+        };
+        if v.get("error").is_some() {
+            self.building = None;
+            return none;
+        }
+        let (field, name) = LIST_FIELDS[k];
+        let items = v
+            .get("result")
+            .and_then(|r| r.get(field))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                i.get(name)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            });
+        if first_page {
+            self.building = Some((Vec::new(), stale));
+        }
+        if let Some((so_far, _)) = self.building.as_mut() {
+            so_far.extend(items);
+        }
+        let more = v.get("result").and_then(|r| r.get("nextCursor")).is_some();
+        let paged = more && !first_page;
+        if more {
+            return PageTaken { paged, ..none };
+        }
+        match self.building.take() {
+            Some((all, stale)) => {
+                self.listed = Some(all);
+                self.stale = stale;
+                PageTaken {
+                    paged,
+                    completed: true,
+                }
+            }
+            None => PageTaken { paged, ..none },
+        }
+    }
+}
+
 /// One session, as the gateway served it.
 #[derive(Debug, Clone, Default)]
 pub struct SessionObs {

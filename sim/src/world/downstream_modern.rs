@@ -656,44 +656,12 @@ impl World<'_> {
         if let Some(k) = LIST_METHODS.iter().position(|l| *l == r.method) {
             let o = gw.obs.modern.entry(client).or_default();
             let unwatched = o.listen.is_none();
-            let l = &mut o.lists[k];
-            if error {
-                l.building = None;
-                return;
-            }
-            let (field, name) = LIST_FIELDS[k];
-            let items: Vec<String> = v
-                .at(&format!("/result/{field}"))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .map(|i| {
-                            i.get(name)
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_string()
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            if r.first_page {
-                l.building = Some((Vec::new(), unwatched));
-            }
-            if let Some((so_far, _)) = l.building.as_mut() {
-                so_far.extend(items);
-            }
-            let more = v.at("/result/nextCursor").is_some();
-            if more && !r.first_page {
-                self.cov.modern_lists_paged += 1;
-            }
-            if !more {
-                if let Some((all, stale)) = l.building.take() {
-                    l.listed = Some(all);
-                    l.stale = stale;
-                    // The announced-view check runs again (see `lists_set`).
-                    gw.lists_set += 1;
-                    self.cov.modern_lists_served += 1;
-                }
+            let page = o.lists[k].take_page(k, v, r.first_page, unwatched);
+            self.cov.modern_lists_paged += u64::from(page.paged);
+            if page.completed {
+                // The announced-view check runs again (see `lists_set`).
+                gw.lists_set += 1;
+                self.cov.modern_lists_served += 1;
             }
             return;
         }

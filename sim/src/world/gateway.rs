@@ -11,8 +11,7 @@
 use super::downstream::Client;
 use super::{Ev, World};
 use crate::invariants::gateway::{
-    self as judge, announced_lists, GatewayObs, OpenRequest, PeerObs, SessionObs, LIST_FIELDS,
-    LIST_METHODS,
+    self as judge, announced_lists, GatewayObs, OpenRequest, PeerObs, SessionObs, LIST_METHODS,
 };
 use crate::json::At;
 use crate::scenario::GatewayPlan;
@@ -556,44 +555,11 @@ impl World<'_> {
                     }
                     m => {
                         if let Some(k) = LIST_METHODS.iter().position(|l| *l == m) {
-                            if error {
-                                s.lists[k].building = None;
-                            } else {
-                                let (field, name) = LIST_FIELDS[k];
-                                let items: Vec<String> = v
-                                    .get("result")
-                                    .and_then(|r| r.get(field))
-                                    .and_then(Value::as_array)
-                                    .map(|a| {
-                                        a.iter()
-                                            .map(|i| {
-                                                i.get(name)
-                                                    .and_then(Value::as_str)
-                                                    .unwrap_or_default()
-                                                    .to_string()
-                                            })
-                                            .collect()
-                                    })
-                                    .unwrap_or_default();
-                                let l = &mut s.lists[k];
-                                if r.first_page {
-                                    l.building = Some((Vec::new(), false));
-                                }
-                                if let Some((so_far, _)) = l.building.as_mut() {
-                                    so_far.extend(items);
-                                }
-                                let more = v.at("/result/nextCursor").is_some();
-                                if more && !r.first_page {
-                                    self.cov.downstream_lists_paged += 1;
-                                }
-                                if !more {
-                                    if let Some((all, stale)) = l.building.take() {
-                                        l.listed = Some(all);
-                                        l.stale = stale;
-                                        gw.lists_set += 1;
-                                        self.cov.downstream_lists_served += 1;
-                                    }
-                                }
+                            let page = s.lists[k].take_page(k, v, r.first_page, false);
+                            self.cov.downstream_lists_paged += u64::from(page.paged);
+                            if page.completed {
+                                gw.lists_set += 1;
+                                self.cov.downstream_lists_served += 1;
                             }
                         }
                     }
