@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use switchboard::{discover, Discovered, DiscoveryOptions};
 use switchboard_core::config::{ConfigError, DenyList, SkipReason, SourceLevel, TransportKind};
 
-struct Dirs {
+pub(crate) struct Dirs {
     _tmp: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) project: PathBuf,
 }
 
-fn dirs() -> Dirs {
+pub(crate) fn dirs() -> Dirs {
     let tmp = tempfile::tempdir().unwrap();
     // Canonical, so the project key written into ~/.claude.json matches what discovery uses.
     let root = fs::canonicalize(tmp.path()).unwrap();
@@ -26,7 +26,7 @@ fn dirs() -> Dirs {
     }
 }
 
-fn write(base: &Path, rel: &str, text: &str) {
+pub(crate) fn write(base: &Path, rel: &str, text: &str) {
     let path = base.join(rel);
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, text).unwrap();

@@ -6,36 +6,11 @@
 use crate::support::{demo_server_bin, switchboard_bin, DemoServer};
 use serde_json::{json, Value};
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-struct Dirs {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
-
-fn dirs() -> Dirs {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = fs::canonicalize(tmp.path()).unwrap();
-    let home = root.join("home");
-    let project = root.join("work/app");
-    fs::create_dir_all(&home).unwrap();
-    fs::create_dir_all(&project).unwrap();
-    Dirs {
-        _tmp: tmp,
-        home,
-        project,
-    }
-}
-
-fn write(base: &Path, rel: &str, text: &str) {
-    let path = base.join(rel);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
+use crate::discovery::{dirs, write, Dirs};
 
 /// The environment every command of one test runs with: its own home, data and cache.
 fn env(d: &Dirs) -> Vec<(String, String)> {
