@@ -9,6 +9,7 @@
 //! `CatalogSettlesToServerLists` compares it with the manager's views.
 
 use super::os::Proc;
+use super::received::{self, Received};
 use super::server::{PageKey, Tag};
 use super::World;
 use crate::invariants::SettledCatalog;
@@ -150,13 +151,12 @@ impl World<'_> {
         i: usize,
         method: &str,
         id: Value,
-        req: &Value,
+        req: &Received,
     ) {
         if let Some(kind) = KINDS.iter().position(|(m, _)| *m == method) {
             self.catalog_list(conn, i, kind, id, req);
             return;
         }
-        let params = req.get("params").cloned().unwrap_or(Value::Null);
         let cf = self.sc.mix.call_fault_pct;
         if self.pct(cf) {
             self.cov.catalog_operation_faults += 1;
@@ -169,7 +169,8 @@ impl World<'_> {
         }
         let result = match method {
             "resources/read" => {
-                let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+                let uri = received::str_of(req.params.uri);
+                let uri = uri.as_deref().unwrap_or("");
                 json!({"contents": [{"uri": uri, "text": format!("contents of {uri}")}]})
             }
             "prompts/get" => {
@@ -189,22 +190,18 @@ impl World<'_> {
             json!({"jsonrpc": "2.0", "id": id, "result": result}),
         );
         if method == "resources/subscribe" {
-            let uri = params.get("uri").cloned().unwrap_or(Value::Null);
+            let uri = req.params.uri.map_or(Value::Null, received::value_of);
             self.cov.catalog_updates_sent += 1;
             let n = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
             self.reply(conn, 4, n);
         }
     }
 
-    fn catalog_list(&mut self, conn: ConnId, i: usize, kind: usize, id: Value, req: &Value) {
+    fn catalog_list(&mut self, conn: ConnId, i: usize, kind: usize, id: Value, req: &Received) {
         let Some(n) = id.as_u64() else {
             return;
         };
-        let page = req
-            .get("params")
-            .and_then(|p| p.get("cursor"))
-            .and_then(Value::as_str)
-            .map_or(0, |_| 1);
+        let page = received::str_of(req.params.cursor).map_or(0, |_| 1);
         let healed = self.healed;
         let cf = self.sc.mix.call_fault_pct;
         let fault = if page == 0 {

@@ -8,6 +8,7 @@
 //! annotation cannot be mirrored, an input the embedder has no handler for, a result type the
 //! revision does not define.
 
+use super::received::{self, Received};
 use super::server::Tag;
 use super::World;
 use crate::json::At;
@@ -57,15 +58,13 @@ fn stream_meta(id: u64) -> Value {
     json!({ "io.modelcontextprotocol/subscriptionId": id })
 }
 
-fn full_meta(meta: Option<&Value>) -> bool {
-    let Some(m) = meta else {
-        return false;
-    };
-    m.get("io.modelcontextprotocol/protocolVersion") == Some(&json!("2026-07-28"))
-        && m.get("io.modelcontextprotocol/clientCapabilities")
-            .is_some_and(Value::is_object)
-        && m.get("io.modelcontextprotocol/clientInfo")
-            .is_some_and(Value::is_object)
+/// The request carries the whole stateless `_meta`: the revision, the client's capabilities
+/// and its info.
+fn full_meta(r: &Received) -> bool {
+    r.params.meta.is_some()
+        && received::str_of(r.meta.protocol_version).as_deref() == Some("2026-07-28")
+        && received::is_object(r.meta.client_capabilities)
+        && received::is_object(r.meta.client_info)
 }
 
 impl World<'_> {
@@ -74,19 +73,18 @@ impl World<'_> {
     }
 
     /// Check a frame the manager sent to server `i` against the revision it speaks.
-    pub(super) fn era_check(&mut self, conn: ConnId, i: usize, v: &Value) {
-        let Some(method) = v.get("method").and_then(Value::as_str) else {
+    pub(super) fn era_check(&mut self, conn: ConnId, i: usize, r: &Received) {
+        let Some(method) = r.method() else {
             return;
         };
-        let request = v.get("id").is_some();
-        let meta = v.at("/params/_meta");
+        let request = r.id.is_some();
         let era = self.sc.servers[i].era;
         if method == "server/discover" {
             self.cov.stateless_requests_checked += 1;
-            if !full_meta(meta) {
+            if !full_meta(r) {
                 self.era_violation(
                     Invariant::StatelessRequestsCarryMeta,
-                    format!("server/discover without the stateless _meta: {v}"),
+                    format!("server/discover without the stateless _meta: {}", r.value()),
                 );
             }
             return;
@@ -96,9 +94,7 @@ impl World<'_> {
             .get(&conn)
             .is_some_and(|p| p.era.discovered_delivered);
         if era.is_modern() {
-            if v.at("/params/_meta/io.modelcontextprotocol~1logLevel")
-                .is_some()
-            {
+            if r.meta.log_level.is_some() {
                 self.cov.stateless_log_levels_seen += 1;
             }
             if matches!(
@@ -107,7 +103,10 @@ impl World<'_> {
             ) {
                 self.era_violation(
                     Invariant::EraDecidedFromProbe,
-                    format!("a stateless server got {method}, which its revision has not: {v}"),
+                    format!(
+                        "a stateless server got {method}, which its revision has not: {}",
+                        r.value()
+                    ),
                 );
             } else if (method == "initialize" && discovered)
                 || method == "notifications/initialized"
@@ -121,18 +120,17 @@ impl World<'_> {
                     p.era.in_use = true;
                 }
                 self.cov.stateless_requests_checked += 1;
-                if !full_meta(meta) {
+                if !full_meta(r) {
                     self.era_violation(
                         Invariant::StatelessRequestsCarryMeta,
-                        format!("a stateless request without the protocol _meta: {v}"),
+                        format!(
+                            "a stateless request without the protocol _meta: {}",
+                            r.value()
+                        ),
                     );
                 }
             }
-        } else if request
-            && meta
-                .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
-                .is_some()
-        {
+        } else if request && r.meta.protocol_version.is_some() {
             self.era_violation(
                 Invariant::EraDecidedFromProbe,
                 format!("a legacy server, which refused the probe, got a stateless {method}"),
@@ -354,25 +352,18 @@ impl World<'_> {
     /// for the roots (or, for a tool call before the heal, for an input the client cannot
     /// give, or with an undefined result type). `true` when it answered (the request is not
     /// run yet).
-    pub(super) fn ask_for_input(
-        &mut self,
-        conn: ConnId,
-        id: &Value,
-        v: &Value,
-        frame: &[u8],
-    ) -> bool {
-        if v.at("/params/requestState").is_some() {
+    pub(super) fn ask_for_input(&mut self, conn: ConnId, id: &Value, r: &Received) -> bool {
+        if r.params.request_state.is_some() {
             self.cov.request_states_checked += 1;
-            let text = String::from_utf8_lossy(frame);
+            let text = r.text;
             let echoed = self.procs.get(&conn).is_some_and(|p| {
                 p.era
                     .states
                     .iter()
                     .any(|s| text.contains(&format!("\"requestState\":{s}")))
             });
-            let answered = v
-                .at("/params/inputResponses/where/roots")
-                .is_some_and(Value::is_array);
+            let roots = received::get(received::get(r.params.input_responses, "where"), "roots");
+            let answered = received::is_array(roots);
             if !echoed || !answered {
                 self.era_violation(
                     Invariant::RequestStateEchoed,
@@ -390,7 +381,7 @@ impl World<'_> {
         // Before the heal, some first calls ask for an input the embedder has no handler for
         // (a form elicitation, when it offers none), and some are answered with a result type
         // the revision does not define: the client fails each call with a typed error.
-        let call = v.get("method").and_then(Value::as_str) == Some("tools/call");
+        let call = r.method() == Some("tools/call");
         let no_form = !self.sc.options.peer.as_ref().is_some_and(|p| p.form);
         if call && !self.healed && n % 6 == 2 && no_form {
             self.cov.inputs_asked_unavailable += 1;
@@ -446,16 +437,16 @@ impl World<'_> {
     /// `subscriptions/listen` on a stateless server: the stream opens (acknowledged at once,
     /// tagged with its id) and replaces any before it; before the heal, now and then the
     /// server ends it soon after, and the client must ask again while connected.
-    pub(super) fn listen(&mut self, conn: ConnId, i: usize, id: Value, v: &Value) {
+    pub(super) fn listen(&mut self, conn: ConnId, i: usize, id: Value, r: &Received) {
         let Some(n) = id.as_u64() else {
             return;
         };
-        let filter = v
-            .at("/params/notifications")
-            .cloned()
-            .unwrap_or(Value::Null);
+        let filter = r
+            .params
+            .notifications
+            .map_or(Value::Null, received::value_of);
         self.cov.listens_received += 1;
-        let tools = v.at("/params/notifications/toolsListChanged") == Some(&json!(true));
+        let tools = received::is_true(received::get(r.params.notifications, "toolsListChanged"));
         let offers = self
             .procs
             .get(&conn)
@@ -463,7 +454,10 @@ impl World<'_> {
         if offers && !tools {
             self.era_violation(
                 Invariant::StatelessRequestsCarryMeta,
-                format!("a stream that does not ask for the tool list changes offered: {v}"),
+                format!(
+                    "a stream that does not ask for the tool list changes offered: {}",
+                    r.value()
+                ),
             );
         }
         // A server whose revision needed a second probe serves no streams (an error answers
@@ -483,10 +477,7 @@ impl World<'_> {
             "params": {"notifications": filter, "_meta": stream_meta(n)}});
         self.reply(conn, 1, ack);
         // The resources it follows changed once since.
-        if let Some(uri) = v
-            .at("/params/notifications/resourceSubscriptions/0")
-            .cloned()
-        {
+        if let Some(uri) = filter.at("/resourceSubscriptions/0").cloned() {
             self.cov.stream_resource_updates_sent += 1;
             let u = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                 "params": {"uri": uri, "_meta": stream_meta(n)}});

@@ -17,6 +17,7 @@ mod era;
 mod gateway;
 mod os;
 mod peer;
+mod received;
 mod requests;
 mod schemas;
 mod server;

@@ -12,6 +12,7 @@
 //! (`DeclaredCapabilitiesHaveHandlers`); and, after the heal, none is left unanswered on a
 //! live connection once its timeout has passed.
 
+use super::received::{self, Received};
 use super::server::Tag;
 use super::{Ev, World};
 use crate::json::At;
@@ -60,9 +61,9 @@ fn wire_id(id: Option<&Value>) -> Option<u64> {
 
 impl World<'_> {
     /// A frame the server received: remember what `initialize` declared.
-    pub(super) fn peer_saw_frame(&mut self, conn: ConnId, v: &Value) {
-        if v.get("method").and_then(Value::as_str) == Some("initialize") {
-            let caps = v.get("params").and_then(|p| p.get("capabilities")).cloned();
+    pub(super) fn peer_saw_frame(&mut self, conn: ConnId, r: &Received) {
+        if r.method() == Some("initialize") {
+            let caps = r.params.capabilities.map(received::value_of);
             if let Some(p) = self.procs.get_mut(&conn) {
                 p.peer.declared = caps;
             }

@@ -5,8 +5,8 @@
 //! errors, crashes, garbage, duplicate and unknown-id frames.
 
 use super::os::SessionExpiry;
+use super::received::{self, Received};
 use super::{Ev, World};
-use crate::json::At;
 use crate::observe::SIM_LOG_LEVELS;
 use crate::scenario::{AttemptPlan, Init, List};
 use crate::verdict::Invariant;
@@ -335,8 +335,8 @@ impl World<'_> {
     }
 
     pub(super) fn server_receives(&mut self, conn: ConnId, frame: &[u8]) {
-        let v: Value = match serde_json::from_slice(frame) {
-            Ok(v) => v,
+        let r = match Received::read(frame) {
+            Ok(r) => r,
             Err(e) => {
                 self.step.output_violations.push((
                     Invariant::ClientSpeaksValidJsonRpc,
@@ -353,15 +353,15 @@ impl World<'_> {
         }
         let i = p.server;
         let plan = p.plan.clone();
-        self.peer_saw_frame(conn, &v);
-        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
-        let id = v.get("id").cloned();
-        self.era_check(conn, i, &v);
-        if method.as_deref() == Some("ping") && id.is_some() {
+        self.peer_saw_frame(conn, &r);
+        let method = r.method();
+        let id = r.id.clone();
+        self.era_check(conn, i, &r);
+        if method == Some("ping") && id.is_some() {
             // The manager's health check reached the server (answered or not).
             self.obs.pinged[i] = Some(self.now);
         }
-        match (method.as_deref(), id) {
+        match (method, id) {
             (Some("initialize"), Some(id)) if self.sc.servers[i].era.is_modern() => {
                 self.cov.initialize_refused_by_modern += 1;
                 let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
@@ -370,7 +370,7 @@ impl World<'_> {
             }
             (Some("server/discover"), Some(id)) => self.discover(conn, i, &plan, id),
             (Some("subscriptions/listen"), Some(id)) if self.sc.servers[i].era.is_modern() => {
-                self.listen(conn, i, id, &v)
+                self.listen(conn, i, id, &r)
             }
             (Some("initialize"), Some(id)) => {
                 let gate = self.sc.options.gate_ms;
@@ -422,34 +422,33 @@ impl World<'_> {
                 if let (Some(n), Some(p)) = (id.as_u64(), self.procs.get_mut(&conn)) {
                     p.open_lists.insert(n);
                 }
-                self.list(conn, i, &plan, id, &v);
+                self.list(conn, i, &plan, id, &r);
             }
-            (Some("tools/call"), Some(id)) if v.at("/params/task").is_some() => {
-                let tool = v.at("/params/name").and_then(Value::as_str);
-                let tool = tool.unwrap_or("").to_string();
+            (Some("tools/call"), Some(id)) if r.params.task.is_some() => {
+                let tool = received::str_of(r.params.name);
+                let tool = tool.as_deref().unwrap_or("").to_string();
                 self.task_call(conn, i, id, tool);
             }
             (Some("tools/call"), Some(id)) if self.sc.servers[i].era.is_modern() => {
-                if !self.ask_for_input(conn, &id, &v, frame) {
-                    self.tool_call(conn, i, &plan, id, &v);
+                if !self.ask_for_input(conn, &id, &r) {
+                    self.tool_call(conn, i, &plan, id, &r);
                 }
             }
             (Some("tools/call"), Some(id)) => {
-                self.tool_call(conn, i, &plan, id, &v);
+                self.tool_call(conn, i, &plan, id, &r);
                 self.peer_ask(conn);
             }
             (Some(m @ ("tasks/get" | "tasks/result" | "tasks/cancel")), Some(id))
                 if self.sc.mix.task_pct > 0 =>
             {
-                let m = m.to_string();
-                self.task_request(conn, &m, id, &v);
+                self.task_request(conn, m, id, &r);
             }
             (Some(m), Some(id)) if self.sc.servers[i].catalog && super::catalog::handles(m) => {
                 // A stateless server takes input rounds on reads and prompts as on tool calls.
                 let rounds = self.sc.servers[i].era.is_modern()
                     && matches!(m, "resources/read" | "prompts/get");
-                if !(rounds && self.ask_for_input(conn, &id, &v, frame)) {
-                    self.catalog_request(conn, i, m, id, &v)
+                if !(rounds && self.ask_for_input(conn, &id, &r)) {
+                    self.catalog_request(conn, i, m, id, &r)
                 }
             }
             (Some("ping"), Some(id)) => {
@@ -476,12 +475,9 @@ impl World<'_> {
             }
             (Some("notifications/cancelled"), None) => {
                 self.cov.cancel_notifications_received += 1;
-                let params = v.get("params");
-                let rid = params
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(Value::as_u64);
-                let timed_out = params.and_then(|p| p.get("reason")).and_then(Value::as_str)
-                    == Some("request timed out");
+                let rid = received::u64_of(r.params.request_id);
+                let timed_out =
+                    received::str_of(r.params.reason).as_deref() == Some("request timed out");
                 let was_call = rid.is_some_and(|r| {
                     self.procs
                         .get(&conn)
@@ -502,7 +498,7 @@ impl World<'_> {
                 }
             }
             (Some(_), None) => {}
-            (None, id) => self.peer_answer(conn, id, &v),
+            (None, id) => self.peer_answer(conn, id, &r.value()),
         }
     }
 
@@ -562,11 +558,8 @@ impl World<'_> {
         }
     }
 
-    fn list(&mut self, conn: ConnId, i: usize, plan: &AttemptPlan, id: Value, req: &Value) {
-        let has_cursor = req
-            .get("params")
-            .and_then(|p| p.get("cursor"))
-            .is_some_and(|c| !c.is_null());
+    fn list(&mut self, conn: ConnId, i: usize, plan: &AttemptPlan, id: Value, req: &Received) {
+        let has_cursor = req.params.cursor.is_some_and(|c| c.get() != "null");
         let list_id = id.as_u64().unwrap_or(u64::MAX);
         let (first, alt, version) = match self.procs.get_mut(&conn) {
             Some(p) => {
@@ -587,11 +580,7 @@ impl World<'_> {
         let sc = self.sc;
         let s = &sc.servers[i];
         let tools: &[String] = if alt { &s.alt_tools } else { &s.tools };
-        let cursor = req
-            .get("params")
-            .and_then(|p| p.get("cursor"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let cursor = received::str_of(req.params.cursor);
         // Only the first listing of an attempt (all its pages) follows the plan; refreshes
         // answer healthily.
         let ongoing = self.procs.get(&conn).and_then(|p| p.cur_list.clone());
@@ -769,7 +758,7 @@ impl World<'_> {
         }
     }
 
-    fn tool_call(&mut self, conn: ConnId, i: usize, plan: &AttemptPlan, id: Value, req: &Value) {
+    fn tool_call(&mut self, conn: ConnId, i: usize, plan: &AttemptPlan, id: Value, req: &Received) {
         let first = match self.procs.get_mut(&conn) {
             Some(p) => {
                 p.calls += 1;
@@ -790,19 +779,11 @@ impl World<'_> {
             SessionExpiry::Recovered { delay_ms } => delay_ms,
             SessionExpiry::Failed | SessionExpiry::RequestFailed => return,
         };
-        let tool = req
-            .get("params")
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let tool = received::str_of(req.params.name);
+        let tool = tool.as_deref().unwrap_or("").to_string();
         let lat = self.sc.servers[i].call_latency_ms;
         // With `reset_timeout_on_progress` the call carries its id as a progress token.
-        let token = req
-            .get("params")
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get("progressToken"))
-            .and_then(Value::as_u64);
+        let token = received::u64_of(req.meta.progress_token);
         let progress_tag = token.map_or(Tag::None, |call| Tag::Progress { call });
         let token_json = token.map_or_else(|| id.clone(), |t| json!(t));
         let call_timeout = token

@@ -6,6 +6,7 @@
 //! server, or stalls forever; its `pollInterval` is anything from 1 ms to an hour (the core
 //! bounds it), and some tasks announce their end with `notifications/tasks/status`.
 
+use super::received::{self, Received};
 use super::World;
 use serde_json::{json, Value};
 use switchboard_core::manager::ConnId;
@@ -108,13 +109,9 @@ impl World<'_> {
     }
 
     /// `tasks/get`, `tasks/result` and `tasks/cancel`.
-    pub(super) fn task_request(&mut self, conn: ConnId, method: &str, id: Value, req: &Value) {
-        let task_id = req
-            .get("params")
-            .and_then(|p| p.get("taskId"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+    pub(super) fn task_request(&mut self, conn: ConnId, method: &str, id: Value, req: &Received) {
+        let task_id = received::str_of(req.params.task_id);
+        let task_id = task_id.as_deref().unwrap_or("").to_string();
         let now = self.now;
         let Some(task) = self
             .procs
