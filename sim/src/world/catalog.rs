@@ -11,7 +11,7 @@
 use super::os::Proc;
 use super::received::{self, Received};
 use super::server::{PageKey, Tag};
-use super::World;
+use super::{answers, World};
 use crate::invariants::SettledCatalog;
 use crate::observe::{Observer, View};
 use crate::scenario::Scenario;
@@ -101,6 +101,25 @@ pub(super) fn add_capabilities(caps: &mut Value) {
     caps["tasks"]["list"] = json!({});
 }
 
+/// Item `item` of list `kind`, as [`World::item_json`] builds it.
+fn write_item(b: &mut Vec<u8>, kind: usize, item: &str) {
+    let mut o = answers::Obj::new(b);
+    match kind {
+        0 => {
+            let name = item.rsplit('/').next().unwrap_or(item);
+            o.val("name", name).val("uri", item);
+        }
+        1 => {
+            o.val("name", "by-name").val("uriTemplate", item);
+        }
+        _ => {
+            o.raw("arguments", br#"[{"name":"who","required":false}]"#)
+                .val("name", item);
+        }
+    }
+    o.end();
+}
+
 /// The methods a catalog server answers besides tools.
 pub(super) fn handles(method: &str) -> bool {
     matches!(
@@ -161,8 +180,7 @@ impl World<'_> {
         if self.pct(cf) {
             self.cov.catalog_operation_faults += 1;
             if self.rng.below(2) == 0 {
-                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": "not now"}});
-                self.reply(conn, 3, r);
+                self.reply_error(conn, 3, &id, -32002, "not now", Tag::None);
             }
             // Else no answer: the operation times out (or is cancelled).
             return;
@@ -231,13 +249,12 @@ impl World<'_> {
         let (outcome, answer) = match behaviour {
             Some(0) => {
                 self.cov.catalog_list_errors += 1;
-                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "catalog unavailable"}});
-                (PageOutcome::Failed, Some(r))
+                (PageOutcome::Failed, true)
             }
             // No answer: the manager's request timeout ends the listing.
             Some(1) => {
                 self.cov.catalog_list_hangs += 1;
-                (PageOutcome::Failed, None)
+                (PageOutcome::Failed, false)
             }
             Some(_) => {
                 let half = items.len() / 2;
@@ -254,7 +271,13 @@ impl World<'_> {
                     kind,
                     half: if more { 1 } else { 2 },
                 };
-                let frame = self.result_frame(page, &id, |w| {
+                let next = more.then_some("c1");
+                let write = |w: &Self, b: &mut Vec<u8>| {
+                    w.write_list(b, i, key, next, |b| {
+                        answers::write_array(b, &these, |b, t| write_item(b, kind, t))
+                    })
+                };
+                let frame = self.page_frame(page, &id, write, |w| {
                     let list: Vec<Value> = these.iter().map(|t| Self::item_json(kind, t)).collect();
                     let mut result = json!({ key: list });
                     if more {
@@ -280,7 +303,12 @@ impl World<'_> {
                     kind,
                     half: 0,
                 };
-                let frame = self.result_frame(page, &id, |w| {
+                let write = |w: &Self, b: &mut Vec<u8>| {
+                    w.write_list(b, i, key, None, |b| {
+                        answers::write_array(b, &items, |b, t| write_item(b, kind, t))
+                    })
+                };
+                let frame = self.page_frame(page, &id, write, |w| {
                     let list: Vec<Value> = items.iter().map(|t| Self::item_json(kind, t)).collect();
                     let mut result = json!({ key: list });
                     w.add_hints(i, &mut result);
@@ -292,8 +320,9 @@ impl World<'_> {
             }
         };
         self.record_page(conn, n, kind, Vec::new(), outcome);
-        if let Some(r) = answer {
-            self.reply_tagged(conn, ms, r, Tag::CatalogAnswer { id: n });
+        if answer {
+            let tag = Tag::CatalogAnswer { id: n };
+            self.reply_error(conn, ms, &id, -32603, "catalog unavailable", tag);
         }
     }
 
@@ -382,9 +411,8 @@ impl World<'_> {
             "notifications/resources/list_changed",
             "notifications/prompts/list_changed",
         ] {
-            let v = json!({"jsonrpc": "2.0", "method": method});
-            let v = self.tag_stream(conn, v);
-            self.reply_tagged(conn, ms, v, Tag::CatalogChanged);
+            let frame = self.changed_frame(conn, method);
+            self.reply_frame(conn, ms, frame, Tag::CatalogChanged);
         }
     }
 

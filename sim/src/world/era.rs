@@ -9,7 +9,7 @@
 //! revision does not define.
 
 use super::received::{self, Received};
-use super::server::Tag;
+use super::server::{PageKey, Tag};
 use super::World;
 use crate::json::At;
 use crate::scenario::{AttemptPlan, Init, SimEra};
@@ -145,14 +145,14 @@ impl World<'_> {
         match era {
             SimEra::Legacy => {
                 self.cov.probes_refused_legacy += 1;
-                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found: server/discover"}});
-                self.reply(conn, 1, r);
+                let message = "Method not found: server/discover";
+                self.reply_error(conn, 1, &id, -32601, message, Tag::None);
                 return;
             }
             SimEra::LegacyUnrelatedError => {
                 self.cov.probes_misleading += 1;
-                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "Bad Request: Server not initialized"}});
-                self.reply(conn, 1, r);
+                let message = "Bad Request: Server not initialized";
+                self.reply_error(conn, 1, &id, -32000, message, Tag::None);
                 return;
             }
             SimEra::LegacySilent => {
@@ -173,8 +173,8 @@ impl World<'_> {
                 self.cov.pings_unanswered += 1;
             } else {
                 self.cov.stateless_health_checks += 1;
-                let r = self.discover_result(i, id, true);
-                self.reply(conn, 1, r);
+                let r = self.discover_result(i, &id, true);
+                self.reply_frame(conn, 1, r, Tag::None);
             }
             return;
         }
@@ -190,15 +190,14 @@ impl World<'_> {
         // The first discover of an attempt follows the attempt's plan, as `initialize` does.
         let gate = self.sc.options.gate_ms;
         let (ms, r) = match plan.init {
-            Init::Ok { ms } => (ms, self.discover_result(i, id, true)),
+            Init::Ok { ms } => (ms, self.discover_result(i, &id, true)),
             Init::NoTools { ms } => {
                 self.cov.init_without_tools += 1;
-                (ms, self.discover_result(i, id, false))
+                (ms, self.discover_result(i, &id, false))
             }
             Init::Error { ms } => {
                 self.cov.init_errors += 1;
-                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "discovery failed"}});
-                self.reply(conn, ms, r);
+                self.reply_error(conn, ms, &id, -32603, "discovery failed", Tag::None);
                 return;
             }
             Init::Unsupported { ms } => {
@@ -237,7 +236,7 @@ impl World<'_> {
             p.era.discovered = true;
             p.era.discover_due = Some(due);
         }
-        self.reply_tagged(conn, ms, r, Tag::Discovered);
+        self.reply_frame(conn, ms, r, Tag::Discovered);
     }
 
     /// How long a stateless server takes to refuse `initialize`: after its probe answer if
@@ -257,17 +256,22 @@ impl World<'_> {
 
     /// The cache hints of server `i` on a list result (a stateless server's only).
     pub(super) fn add_hints(&self, i: usize, result: &mut Value) {
-        let s = &self.sc.servers[i];
-        if !s.era.is_modern() || !self.sc.options.probe {
-            return;
-        }
-        let (ttl, scope) = s.hints.members();
+        let (ttl, scope) = self.hints_of(i);
         if let Some(t) = ttl {
             result["ttlMs"] = json!(t);
         }
         if let Some(sc) = scope {
             result["cacheScope"] = json!(sc);
         }
+    }
+
+    /// The cache hints (`ttlMs`, `cacheScope`) of server `i`'s list results.
+    pub(super) fn hints_of(&self, i: usize) -> (Option<u64>, Option<&'static str>) {
+        let s = &self.sc.servers[i];
+        if !s.era.is_modern() || !self.sc.options.probe {
+            return (None, None);
+        }
+        s.hints.members()
     }
 
     /// Count one list page of server `i` to which [`World::add_hints`] gives a TTL.
@@ -336,14 +340,17 @@ impl World<'_> {
         }
     }
 
-    fn discover_result(&self, i: usize, id: Value, tools: bool) -> Value {
-        let caps = self.capabilities(i, tools);
-        json!({"jsonrpc": "2.0", "id": id, "result": {
-            "resultType": "complete",
-            "supportedVersions": ["2026-07-28"],
-            "capabilities": caps,
-            "serverInfo": {"name": self.sc.servers[i].name, "version": "1.0.0"}
-        }})
+    /// Its `DiscoverResult` answering request `id`.
+    fn discover_result(&mut self, i: usize, id: &Value, tools: bool) -> Bytes {
+        let key = PageKey::Discover { server: i, tools };
+        self.result_frame(key, id, |w| {
+            json!({
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": w.capabilities(i, tools),
+                "serverInfo": {"name": w.sc.servers[i].name, "version": "1.0.0"}
+            })
+        })
     }
 
     /// A stateless server's tool call, read or prompt: a retry is checked (its
@@ -505,6 +512,19 @@ impl World<'_> {
                 p.era.listen = None;
             }
         }
+    }
+
+    /// The list-change notification `method` of the server on `conn` (naming its open
+    /// stream, if any, as [`World::tag_stream`] does).
+    pub(super) fn changed_frame(&self, conn: ConnId, method: &str) -> Bytes {
+        let stream = self.procs.get(&conn).and_then(|p| p.era.listen);
+        let frame = super::answers::notification_bytes(method, stream);
+        debug_assert_eq!(
+            frame,
+            serde_json::to_vec(&self.tag_stream(conn, json!({"jsonrpc": "2.0", "method": method})))
+                .unwrap_or_default()
+        );
+        Bytes::from(frame)
     }
 
     /// A list-change notification of a stateless server names its open stream, if any.

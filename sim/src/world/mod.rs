@@ -9,6 +9,7 @@
 //! calls, cancels, and the liveness phase). This module steps them and hands each output to
 //! the one it is for; the invariants module judges each step from the observations.
 
+mod answers;
 mod catalog;
 mod downstream;
 mod downstream_modern;

@@ -6,7 +6,7 @@
 
 use super::os::SessionExpiry;
 use super::received::{self, Received};
-use super::{Ev, World};
+use super::{answers, Ev, World};
 use crate::observe::SIM_LOG_LEVELS;
 use crate::scenario::{AttemptPlan, Init, List};
 use crate::verdict::Invariant;
@@ -43,6 +43,10 @@ pub(super) enum PageKey {
         kind: usize,
         half: u8,
     },
+    /// Server `server`'s answer to `initialize` (`tools`: it offers tools).
+    Init { server: usize, tools: bool },
+    /// Server `server`'s `DiscoverResult` (`tools`: it offers tools).
+    Discover { server: usize, tools: bool },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,8 +150,8 @@ impl World<'_> {
         self.reply_tagged(conn, ms, v, Tag::None);
     }
 
-    /// The answer `{"jsonrpc": "2.0", "id": id, "result": …}` to a list request, whose result
-    /// is the same for the same `key` all run long (a pure function of the scenario): it is
+    /// The answer `{"jsonrpc": "2.0", "id": id, "result": …}` to a request whose result is
+    /// the same for the same `key` all run long (a pure function of the scenario): it is
     /// built and serialised once, then only the id is written around it. Debug builds build it
     /// again every time and check the bytes are those of the whole answer serialised.
     pub(super) fn result_frame(
@@ -156,21 +160,29 @@ impl World<'_> {
         id: &Value,
         build: impl Fn(&Self) -> Value,
     ) -> Bytes {
+        self.page_frame(key, id, |w, b| answers::write(b, &build(w)), &build)
+    }
+
+    /// [`World::result_frame`], the result written by `write` (`build` builds it as a
+    /// `Value`, for debug builds to check).
+    pub(super) fn page_frame(
+        &mut self,
+        key: PageKey,
+        id: &Value,
+        write: impl Fn(&Self, &mut Vec<u8>),
+        build: impl Fn(&Self) -> Value,
+    ) -> Bytes {
         let result = match self.pages.get(&key) {
             Some(b) => b.clone(),
             None => {
-                let b = Bytes::from(serde_json::to_vec(&build(self)).unwrap_or_default());
+                let mut b = Vec::with_capacity(256);
+                write(self, &mut b);
+                let b = Bytes::from(b);
                 self.pages.insert(key, b.clone());
                 b
             }
         };
-        // The keys in the order `serde_json` writes an object's: sorted.
-        let mut frame = Vec::with_capacity(result.len() + 48);
-        frame.extend_from_slice(b"{\"id\":");
-        let _ = serde_json::to_writer(&mut frame, id);
-        frame.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
-        frame.extend_from_slice(&result);
-        frame.push(b'}');
+        let frame = answers::result_bytes(id, &result);
         debug_assert_eq!(
             frame,
             serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": build(self)}))
@@ -268,9 +280,8 @@ impl World<'_> {
             }
             p.changed_in_flight += 1;
             self.cov.list_changed_sent += 1;
-            let v = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
-            let v = self.tag_stream(conn, v);
-            self.reply_tagged(conn, 1 + j + k as u64, v, Tag::ListChanged);
+            let frame = self.changed_frame(conn, "notifications/tools/list_changed");
+            self.reply_frame(conn, 1 + j + k as u64, frame, Tag::ListChanged);
             self.catalog_changes(conn, 1 + j + k as u64, flip);
         }
     }
@@ -364,9 +375,17 @@ impl World<'_> {
         match (method, id) {
             (Some("initialize"), Some(id)) if self.sc.servers[i].era.is_modern() => {
                 self.cov.initialize_refused_by_modern += 1;
-                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
                 let ms = self.refusal_delay_ms(conn);
-                self.reply(conn, ms, r);
+                let mut frame = Vec::with_capacity(128);
+                let mut o = answers::Obj::new(&mut frame);
+                o.raw("error", br#"{"code":-32022,"data":{"supported":["2026-07-28"]},"message":"Unsupported protocol version"}"#);
+                o.val("id", &id).val("jsonrpc", "2.0");
+                o.end();
+                debug_assert_eq!(
+                    frame,
+                    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}})).unwrap_or_default()
+                );
+                self.reply_frame(conn, ms, Bytes::from(frame), Tag::None);
             }
             (Some("server/discover"), Some(id)) => self.discover(conn, i, &plan, id),
             (Some("subscriptions/listen"), Some(id)) if self.sc.servers[i].era.is_modern() => {
@@ -403,20 +422,24 @@ impl World<'_> {
                 if ms >= gate {
                     self.cov.init_slow_past_gate += 1;
                 }
-                let r = match result {
+                let frame = match result {
                     Ok(tools) => {
-                        let caps = self.capabilities(i, tools);
-                        json!({"jsonrpc": "2.0", "id": id, "result": {
-                            "protocolVersion": "2025-06-18",
-                            "capabilities": caps,
-                            "serverInfo": {"name": self.sc.servers[i].name, "version": "1.0.0"}
-                        }})
+                        let key = PageKey::Init { server: i, tools };
+                        self.result_frame(key, &id, |w| {
+                            json!({
+                                "protocolVersion": "2025-06-18",
+                                "capabilities": w.capabilities(i, tools),
+                                "serverInfo": {"name": w.sc.servers[i].name, "version": "1.0.0"}
+                            })
+                        })
                     }
-                    Err(()) => {
-                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "initialization failed"}})
-                    }
+                    Err(()) => Bytes::from(answers::error_bytes(
+                        &id,
+                        -32603,
+                        "initialization failed",
+                    )),
                 };
-                self.reply(conn, ms, r);
+                self.reply_frame(conn, ms, frame, Tag::None);
             }
             (Some("tools/list"), Some(id)) => {
                 if let (Some(n), Some(p)) = (id.as_u64(), self.procs.get_mut(&conn)) {
@@ -462,12 +485,13 @@ impl World<'_> {
                 if deaf {
                     self.cov.pings_unanswered += 1;
                 } else {
-                    self.reply(conn, 1, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+                    let frame = answers::result_bytes(&id, b"{}");
+                    self.reply_frame(conn, 1, Bytes::from(frame), Tag::None);
                 }
             }
             (Some(m), Some(id)) => {
-                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("Method not found: {m}")}});
-                self.reply(conn, 1, r);
+                let message = format!("Method not found: {m}");
+                self.reply_error(conn, 1, &id, -32601, &message, Tag::None);
             }
             (Some("notifications/initialized"), None) => {
                 self.chatter(conn);
@@ -668,7 +692,44 @@ impl World<'_> {
                     page: k,
                     pages,
                 };
-                let frame = self.result_frame(key, &id, |w| {
+                let write_tool = |b: &mut Vec<u8>, n: &String, description: &str| {
+                    let mut o = answers::Obj::new(b);
+                    o.val("description", description);
+                    if super::tasks::task_required(n, task_pct) {
+                        o.raw("execution", br#"{"taskSupport":"required"}"#);
+                    }
+                    o.raw("inputSchema", br#"{"type":"object"}"#).val("name", n);
+                    if let Some(kind) = super::schemas::schema_kind(n, schema_pct) {
+                        o.val("outputSchema", &super::schemas::schema_json(kind));
+                    }
+                    o.end();
+                };
+                let next = (k + 1 < pages).then(|| format!("p{}", k + 1));
+                let write = |w: &Self, b: &mut Vec<u8>| {
+                    w.write_list(b, i, "tools", next.as_deref(), |b| {
+                        b.push(b'[');
+                        for (at, n) in tools[lo..hi].iter().enumerate() {
+                            if at > 0 {
+                                b.push(b',');
+                            }
+                            write_tool(b, n, &format!("{n} tool"));
+                        }
+                        if twice {
+                            if hi > lo {
+                                b.push(b',');
+                            }
+                            write_tool(b, &tools[0], "a second definition, ignored");
+                        }
+                        if unmirrorable {
+                            if hi > lo || twice {
+                                b.push(b',');
+                            }
+                            answers::write(b, &super::era::unmirrorable_tool());
+                        }
+                        b.push(b']');
+                    });
+                };
+                let frame = self.page_frame(key, &id, write, |w| {
                     let mut listed = page_json(&tools[lo..hi]);
                     if twice {
                         let mut again = page_json(&tools[..1]);
@@ -723,12 +784,11 @@ impl World<'_> {
             }
             List::Error { ms } => {
                 self.cov.list_errors_after_init += 1;
-                let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "tools unavailable"}});
                 let tag = Tag::ListAnswer {
                     id: list_id,
                     kind: ListKind::Failed,
                 };
-                self.reply_tagged(conn, ms, r, tag);
+                self.reply_error(conn, ms, &id, -32603, "tools unavailable", tag);
             }
             List::Hang => self.cov.list_hangs += 1,
             List::RepeatedCursor { ms } => {

@@ -7,7 +7,8 @@
 //! bounds it), and some tasks announce their end with `notifications/tasks/status`.
 
 use super::received::{self, Received};
-use super::World;
+use super::server::Tag;
+use super::{answers, World};
 use serde_json::{json, Value};
 use switchboard_core::manager::ConnId;
 use switchboard_core::Instant;
@@ -57,6 +58,20 @@ impl SimTask {
             },
             _ => "working",
         }
+    }
+
+    /// [`SimTask::object`], written.
+    fn write(&self, id: &str, now: Instant) -> Vec<u8> {
+        let mut b = Vec::with_capacity(192);
+        let mut o = answers::Obj::new(&mut b);
+        o.val("createdAt", "2025-11-25T00:00:00Z")
+            .val("lastUpdatedAt", "2025-11-25T00:00:00Z")
+            .val("pollInterval", &self.poll_ms)
+            .val("status", self.status(now))
+            .val("taskId", id)
+            .val("ttl", &600000);
+        o.end();
+        b
     }
 
     fn object(&self, id: &str, now: Instant) -> Value {
@@ -118,21 +133,23 @@ impl World<'_> {
             .get_mut(&conn)
             .and_then(|p| p.tasks.get_mut(&task_id))
         else {
-            let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("unknown task {task_id}")}});
-            self.reply(conn, 1, r);
+            let message = format!("unknown task {task_id}");
+            self.reply_error(conn, 1, &id, -32602, &message, Tag::None);
             return;
         };
         match method {
             "tasks/get" => {
-                let r = json!({"jsonrpc": "2.0", "id": id, "result": task.object(&task_id, now)});
+                let object = task.write(&task_id, now);
+                let r = answers::checked_result(&id, &object, || task.object(&task_id, now));
                 self.cov.task_polls_answered += 1;
-                self.reply(conn, 1, r);
+                self.reply_frame(conn, 1, r, Tag::None);
             }
             "tasks/cancel" => {
                 task.cancelled = true;
-                let r = json!({"jsonrpc": "2.0", "id": id, "result": task.object(&task_id, now)});
+                let object = task.write(&task_id, now);
+                let r = answers::checked_result(&id, &object, || task.object(&task_id, now));
                 self.cov.task_cancels_received += 1;
-                self.reply(conn, 1, r);
+                self.reply_frame(conn, 1, r, Tag::None);
             }
             _ => {
                 // tasks/result: answered once the task is done (never, if it stalls).
@@ -140,8 +157,7 @@ impl World<'_> {
                     (task.end, task.done_at, task.tool.clone(), task.cancelled);
                 let Some(at) = done_at.filter(|_| !cancelled) else {
                     if cancelled {
-                        let r = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "task cancelled"}});
-                        self.reply(conn, 1, r);
+                        self.reply_error(conn, 1, &id, -32000, "task cancelled", Tag::None);
                     }
                     return;
                 };
