@@ -128,22 +128,6 @@ impl World<'_> {
         let frame = error_bytes(id, code, message);
         self.reply_frame(conn, ms, Bytes::from(frame), tag);
     }
-
-    /// Answer request `id` with the result `write` writes; `value` is that result as a
-    /// `Value` (built only by debug builds, to check the bytes).
-    pub(super) fn reply_result(
-        &mut self,
-        conn: ConnId,
-        ms: u64,
-        id: &Value,
-        write: impl FnOnce(&mut Vec<u8>),
-        value: impl FnOnce() -> Value,
-    ) {
-        let mut result = Vec::with_capacity(128);
-        write(&mut result);
-        let frame = checked_result(id, &result, value);
-        self.reply_frame(conn, ms, frame, Tag::None);
-    }
 }
 
 impl World<'_> {
@@ -183,4 +167,57 @@ pub(super) fn write_array<T>(b: &mut Vec<u8>, items: &[T], mut each: impl FnMut(
         each(b, t);
     }
     b.push(b']');
+}
+
+impl World<'_> {
+    /// [`World::capabilities`], written.
+    pub(super) fn write_capabilities(&self, b: &mut Vec<u8>, i: usize, tools: bool) {
+        let catalog = self.sc.servers[i].catalog;
+        let tasks = self.sc.mix.task_pct > 0;
+        let mut o = Obj::new(b);
+        if catalog {
+            o.raw("completions", b"{}");
+        }
+        o.raw("logging", b"{}");
+        if catalog {
+            o.raw("prompts", br#"{"listChanged":true}"#)
+                .raw("resources", br#"{"listChanged":true,"subscribe":true}"#);
+        }
+        if tasks || catalog {
+            let mut t = Obj::new(o.key("tasks"));
+            if tasks {
+                t.raw("cancel", b"{}");
+            }
+            if catalog {
+                t.raw("list", b"{}");
+            }
+            if tasks {
+                t.raw("requests", br#"{"tools":{"call":{}}}"#);
+            }
+            t.end();
+        }
+        if tools {
+            o.raw("tools", br#"{"listChanged":true}"#);
+        }
+        o.end();
+    }
+
+    /// The result of server `i`'s answer to `initialize` (`modern`: to `server/discover`).
+    pub(super) fn write_hello(&self, b: &mut Vec<u8>, i: usize, tools: bool, modern: bool) {
+        let mut o = Obj::new(b);
+        self.write_capabilities(o.key("capabilities"), i, tools);
+        if modern {
+            o.val("resultType", "complete");
+        } else {
+            o.val("protocolVersion", "2025-06-18");
+        }
+        let mut s = Obj::new(o.key("serverInfo"));
+        s.val("name", &self.sc.servers[i].name)
+            .val("version", "1.0.0");
+        s.end();
+        if modern {
+            o.raw("supportedVersions", br#"["2026-07-28"]"#);
+        }
+        o.end();
+    }
 }

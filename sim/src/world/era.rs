@@ -61,7 +61,7 @@ fn stream_meta(id: u64) -> Value {
 /// The request carries the whole stateless `_meta`: the revision, the client's capabilities
 /// and its info.
 fn full_meta(r: &Received) -> bool {
-    r.params.meta.is_some()
+    r.params.has_meta
         && received::str_of(r.meta.protocol_version).as_deref() == Some("2026-07-28")
         && received::is_object(r.meta.client_capabilities)
         && received::is_object(r.meta.client_info)
@@ -343,7 +343,8 @@ impl World<'_> {
     /// Its `DiscoverResult` answering request `id`.
     fn discover_result(&mut self, i: usize, id: &Value, tools: bool) -> Bytes {
         let key = PageKey::Discover { server: i, tools };
-        self.result_frame(key, id, |w| {
+        let write = |w: &Self, b: &mut Vec<u8>| w.write_hello(b, i, tools, true);
+        self.page_frame(key, id, write, |w| {
             json!({
                 "resultType": "complete",
                 "supportedVersions": ["2026-07-28"],

@@ -149,8 +149,8 @@ pub struct World<'a> {
     peer_rng: SplitMix64,
     /// Per server: until when the last list it delivered stays fresh by its `ttlMs`.
     fresh_until: Vec<Option<Instant>>,
-    /// List pages the simulated servers answer with, serialised once (see
-    /// [`World::result_frame`]).
+    /// List pages and handshake results the simulated servers answer with, serialised once
+    /// (see [`World::page_frame`]).
     pages: BTreeMap<server::PageKey, Bytes>,
     /// The gateway and its downstream clients, when the scenario serves.
     gw: Option<Box<gateway::GatewayWorld>>,

@@ -7,7 +7,7 @@
 //! member is present, and when a key repeats the last one counts. Debug builds also parse the
 //! whole frame as a `Value` and assert that every member read here equals the `Value`'s.
 
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -37,6 +37,130 @@ impl<'de, const N: usize> Visitor<'de> for Pick<'_, N> {
             }
         }
         Ok(out)
+    }
+}
+
+/// A visitor's answer to a value that is not an object: it has no members (`Value::get` finds
+/// none either).
+macro_rules! no_members {
+    ($empty:expr) => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok($empty)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($empty)
+        }
+    };
+}
+
+/// The `params._meta` members [`META`] names, whatever `_meta` is.
+struct MetaSeed;
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = [Option<Raw<'de>>; 5];
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = [Option<Raw<'de>>; 5];
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Pick(&META).visit_map(map)
+    }
+
+    no_members!([None; 5]);
+}
+
+/// The params members [`PARAMS`] names (`_meta` read by [`MetaSeed`] in the same pass),
+/// whatever `params` is: the members, whether `_meta` is there, and its members.
+struct ParamsSeed;
+
+type ParamsOut<'de> = ([Option<Raw<'de>>; 12], bool, [Option<Raw<'de>>; 5]);
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed {
+    type Value = ParamsOut<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed {
+    type Value = ParamsOut<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut out, mut has_meta, mut meta) = ([None; 12], false, [None; 5]);
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            if key.0 == PARAMS[0] {
+                has_meta = true;
+                meta = map.next_value_seed(MetaSeed)?;
+                continue;
+            }
+            match PARAMS.iter().position(|k| *k == key.0) {
+                Some(at) => out[at] = Some(map.next_value::<Raw<'de>>()?),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((out, has_meta, meta))
+    }
+
+    no_members!(([None; 12], false, [None; 5]));
+}
+
+/// A frame's `method` and `id` as written, and its params read by [`ParamsSeed`]: one pass.
+struct TopVisitor;
+
+type TopOut<'de> = (Option<Raw<'de>>, Option<Raw<'de>>, ParamsOut<'de>);
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = TopOut<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut method, mut id, mut params) = (None, None, ([None; 12], false, [None; 5]));
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            match key.0.as_ref() {
+                "method" => method = Some(map.next_value::<Raw<'de>>()?),
+                "id" => id = Some(map.next_value::<Raw<'de>>()?),
+                "params" => params = map.next_value_seed(ParamsSeed)?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((method, id, params))
     }
 }
 
@@ -129,8 +253,6 @@ pub(super) fn value_of(raw: Raw<'_>) -> Value {
     serde_json::from_str(raw.get()).unwrap_or(Value::Null)
 }
 
-const TOP: [&str; 3] = ["method", "id", "params"];
-
 const PARAMS: [&str; 12] = [
     "_meta",
     "capabilities",
@@ -157,7 +279,8 @@ const META: [&str; 5] = [
 /// The params members a simulated server reads.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Params<'a> {
-    pub(super) meta: Option<Raw<'a>>,
+    /// It has `_meta` (of any type).
+    pub(super) has_meta: bool,
     pub(super) capabilities: Option<Raw<'a>>,
     pub(super) cursor: Option<Raw<'a>>,
     pub(super) name: Option<Raw<'a>>,
@@ -204,22 +327,28 @@ impl<'a> Received<'a> {
                 .map_or_else(String::new, |e| e.to_string())
         };
         let text = std::str::from_utf8(frame).map_err(|_| not_json())?;
-        let [method, id, params] = match pick(text, &TOP) {
+        let top = {
+            let mut de = serde_json::Deserializer::from_str(text);
+            de.deserialize_map(TopVisitor)
+                .and_then(|t| de.end().map(|()| t))
+        };
+        let (method, id, (params, has_meta, meta)) = match top {
             Ok(top) => top,
             // JSON, but not an object: it has none of the members.
-            Err(_) if serde_json::from_str::<IgnoredAny>(text).is_ok() => [None; 3],
+            Err(_) if serde_json::from_str::<IgnoredAny>(text).is_ok() => {
+                (None, None, ([None; 12], false, [None; 5]))
+            }
             Err(_) => return Err(not_json()),
         };
-        let [meta, capabilities, cursor, name, task, task_id, request_state, input_responses, notifications, uri, request_id, reason] =
-            members(params, &PARAMS);
-        let [protocol_version, client_capabilities, client_info, log_level, progress_token] =
-            members(meta, &META);
+        let [_, capabilities, cursor, name, task, task_id, request_state, input_responses, notifications, uri, request_id, reason] =
+            params;
+        let [protocol_version, client_capabilities, client_info, log_level, progress_token] = meta;
         let r = Received {
             text,
             method: str_of(method),
             id: id.map(value_of),
             params: Params {
-                meta,
+                has_meta,
                 capabilities,
                 cursor,
                 name,
@@ -263,8 +392,9 @@ impl<'a> Received<'a> {
         assert_eq!(self.method(), v.get("method").and_then(Value::as_str));
         assert_eq!(self.id.as_ref(), v.get("id"));
         let p = &self.params;
+        assert_eq!(p.has_meta, v.at("/params/_meta").is_some());
         let params = [
-            p.meta,
+            None,
             p.capabilities,
             p.cursor,
             p.name,
@@ -277,7 +407,7 @@ impl<'a> Received<'a> {
             p.request_id,
             p.reason,
         ];
-        for (raw, key) in params.into_iter().zip(PARAMS) {
+        for (raw, key) in params.into_iter().zip(PARAMS).skip(1) {
             let want = v.get("params").and_then(|p| p.get(key));
             assert_eq!(raw.map(value_of).as_ref(), want, "params.{key}");
         }

@@ -26,7 +26,7 @@ pub(super) enum ListKind {
 }
 
 /// What a frame from a simulated server carries, for the simulator's own bookkeeping.
-/// Which list page a simulated server answers with (see [`World::result_frame`]).
+/// Which list page a simulated server answers with (see [`World::page_frame`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum PageKey {
     /// Page `page` of `pages` of server `server`'s tools (its alternative set: `alt`).
@@ -151,20 +151,10 @@ impl World<'_> {
     }
 
     /// The answer `{"jsonrpc": "2.0", "id": id, "result": …}` to a request whose result is
-    /// the same for the same `key` all run long (a pure function of the scenario): it is
-    /// built and serialised once, then only the id is written around it. Debug builds build it
-    /// again every time and check the bytes are those of the whole answer serialised.
-    pub(super) fn result_frame(
-        &mut self,
-        key: PageKey,
-        id: &Value,
-        build: impl Fn(&Self) -> Value,
-    ) -> Bytes {
-        self.page_frame(key, id, |w, b| answers::write(b, &build(w)), &build)
-    }
-
-    /// [`World::result_frame`], the result written by `write` (`build` builds it as a
-    /// `Value`, for debug builds to check).
+    /// the same for the same `key` all run long (a pure function of the scenario): `write`
+    /// writes it once, then only the id is written around it. Debug builds build it again as
+    /// a `Value` (`build`) every time and check the bytes are those of the whole answer
+    /// serialised.
     pub(super) fn page_frame(
         &mut self,
         key: PageKey,
@@ -425,7 +415,8 @@ impl World<'_> {
                 let frame = match result {
                     Ok(tools) => {
                         let key = PageKey::Init { server: i, tools };
-                        self.result_frame(key, &id, |w| {
+                        let write = |w: &Self, b: &mut Vec<u8>| w.write_hello(b, i, tools, false);
+                        self.page_frame(key, &id, write, |w| {
                             json!({
                                 "protocolVersion": "2025-06-18",
                                 "capabilities": w.capabilities(i, tools),
@@ -433,11 +424,9 @@ impl World<'_> {
                             })
                         })
                     }
-                    Err(()) => Bytes::from(answers::error_bytes(
-                        &id,
-                        -32603,
-                        "initialization failed",
-                    )),
+                    Err(()) => {
+                        Bytes::from(answers::error_bytes(&id, -32603, "initialization failed"))
+                    }
                 };
                 self.reply_frame(conn, ms, frame, Tag::None);
             }
