@@ -43,6 +43,8 @@ mod rounds;
 mod servers;
 mod sessions;
 mod subscriptions;
+#[cfg(test)]
+mod summary_tests;
 mod tasks;
 mod timers;
 mod types;
