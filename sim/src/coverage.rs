@@ -30,7 +30,12 @@ macro_rules! coverage {
             pub fn add(&mut self, o: &Coverage) {
                 $(self.$name += o.$name;)*
                 for (k, n) in &o.core {
-                    *self.core.entry(k.clone()).or_default() += n;
+                    match self.core.get_mut(k) {
+                        Some(v) => *v += n,
+                        None => {
+                            self.core.insert(k.clone(), *n);
+                        }
+                    }
                 }
             }
         }

@@ -4,7 +4,7 @@
 //! Neither side owns the other: both import these types from here.
 
 use crate::verdict::Invariant;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +34,8 @@ pub struct View {
     pub tools: Arc<Vec<ViewTool>>,
     /// The manager's `view_generation()` when `tools` was read.
     pub tools_gen: u64,
+    /// The manager's `phase_generation()` when `status` was read.
+    pub phase_gen: u64,
     pub calls: Vec<CallId>,
     pub conns: Vec<ConnId>,
     pub rounds: Vec<u64>,
@@ -74,6 +76,33 @@ impl View {
                 }
             }
         };
+        let phase_gen = m.phase_generation();
+        let status = match prev {
+            // No phase replaced and no server started or forgotten: the statuses are those
+            // read before (debug builds read them again and compare).
+            Some(p) if p.phase_gen == phase_gen => {
+                debug_assert_eq!(
+                    p.status,
+                    Self::statuses(m, index),
+                    "a status changed but phase_generation() did not"
+                );
+                p.status.clone()
+            }
+            _ => Self::statuses(m, index),
+        };
+        View {
+            status,
+            tools,
+            tools_gen: gen,
+            phase_gen,
+            calls: m.calls_in_flight(),
+            conns: m.open_conns(),
+            rounds: m.open_rounds(),
+        }
+    }
+
+    /// `status()` of every scenario server, by index.
+    fn statuses(m: &Manager, index: &BTreeMap<String, usize>) -> Vec<ServerStatus> {
         // Both sides are in name order: a merge, one comparison per server, where a lookup
         // per name would compare names down the manager's map each time. A name the manager
         // does not know is `Disconnected`, as `status()` says.
@@ -90,14 +119,7 @@ impl View {
                 "statuses() disagrees with status()"
             );
         }
-        View {
-            status,
-            tools,
-            tools_gen: gen,
-            calls: m.calls_in_flight(),
-            conns: m.open_conns(),
-            rounds: m.open_rounds(),
-        }
+        status
     }
 
     /// Whether an observed tool list equals the manager's view field by field.
@@ -281,6 +303,9 @@ pub struct Observer {
     pub tools_checked: RefCell<Vec<Option<ToolsChecked>>>,
     /// The view list, statuses and withdrawn marks the exposed-tools invariant last passed.
     pub exposed_checked: RefCell<Option<ExposedChecked>>,
+    /// The manager's `phase_generation()` when the registry invariant last compared the
+    /// registries with the statuses and passed.
+    pub registries_checked: Cell<Option<u64>>,
 }
 
 /// A view list with the statuses and withdrawn marks it was checked under.

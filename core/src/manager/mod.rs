@@ -43,6 +43,8 @@ mod rounds;
 mod servers;
 mod sessions;
 mod subscriptions;
+#[cfg(test)]
+mod summary_tests;
 mod tasks;
 mod timers;
 mod types;
@@ -59,7 +61,7 @@ pub use freshness::Freshness;
 pub use listing::MAX_TOOLS;
 pub use options::{HealthPolicy, ManagerOptions, ReconnectPolicy, RootsInputs};
 pub use peer::{PeerRequestKey, RoundInput, WithdrawReason, MAX_ROOTS};
-pub use servers::{Phase, ServerState, ServerStatus};
+pub use servers::{Phase, ServerState, ServerStatus, ServerSummary};
 pub use tasks::{TASK_POLL_DEFAULT, TASK_POLL_MAX, TASK_POLL_MIN};
 pub use timers::TimerReason;
 pub use types::{
@@ -137,6 +139,9 @@ pub struct Manager {
     /// server's live or cached list replaced, a server forgotten): see
     /// [`Manager::view_generation`].
     view_gen: u64,
+    /// Bumped by every phase replaced and every server started or forgotten: see
+    /// [`Manager::phase_generation`].
+    phase_gen: u64,
     /// Requests of servers waiting for the embedder, and the roots.
     peer: PeerState,
     /// Prompt names and operations in flight (resources, prompts, completion, logging).
@@ -149,6 +154,7 @@ impl Manager {
         Manager {
             retired: BTreeMap::new(),
             view_gen: 0,
+            phase_gen: 0,
             peer: PeerState::new(opts.roots.clone()),
             catalog: catalog::CatalogState::new(opts.naming),
             rng: SplitMix64::new(opts.seed),

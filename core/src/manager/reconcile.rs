@@ -86,6 +86,7 @@ impl Manager {
         self.stop_attempt(server, true, &error);
         // Forgotten entirely, pending or not: its source metadata goes too.
         self.servers.remove(server);
+        self.phase_gen += 1;
         self.view_gen += 1;
         self.catalog.generation += 1;
         closed

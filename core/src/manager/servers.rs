@@ -122,6 +122,35 @@ pub struct ServerState {
     pub capabilities: Option<crate::protocol::ServerCapabilities>,
 }
 
+/// The lifecycle part of a server's state, every field `Copy`: what
+/// [`Manager::server_state`] reports of its phase, attempts and tools (the same fields, computed
+/// by the same code), read without copying its config, error and capabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSummary {
+    /// Its status (derived from `phase`).
+    pub status: ServerStatus,
+    /// Where it is in its lifecycle.
+    pub phase: Phase,
+    /// The current attempt, while one is opening or open.
+    pub conn: Option<ConnId>,
+    /// Attempts started so far.
+    pub attempts: u32,
+    /// When the last attempt started.
+    pub started_at: Option<Instant>,
+    /// When the last attempt had its tools ready.
+    pub ready_at: Option<Instant>,
+    /// Time from the start of the last attempt to tools ready.
+    pub time_to_ready: Option<Duration>,
+    /// How many tools it has in the view (live or deferred).
+    pub tool_count: usize,
+    /// Its tools in the view come from the cache.
+    pub deferred: bool,
+    /// The reconnect attempt under way or scheduled (0 when none).
+    pub reconnect_attempt: u32,
+    /// When the next reconnect attempt starts, while one is scheduled.
+    pub next_attempt_at: Option<Instant>,
+}
+
 /// What the tool cache said about a server's current config.
 #[derive(Debug, Clone)]
 pub(super) enum CacheState {
@@ -311,17 +340,12 @@ impl Server {
         }
     }
 
-    /// Its state as a status display sees it.
-    pub(super) fn state(&self, name: &str) -> ServerState {
-        ServerState {
-            name: name.to_string(),
+    /// Its lifecycle fields, as `state` reports them.
+    pub(super) fn summary(&self) -> ServerSummary {
+        ServerSummary {
             status: self.phase.status(),
             phase: self.phase.phase(),
-            source: self.spec.source.clone(),
-            config_hash: self.hash.clone(),
-            transport: self.transport,
             conn: self.phase.conn(),
-            last_error: self.last_error.clone(),
             attempts: self.attempts,
             started_at: self.started_at,
             ready_at: self.ready_at,
@@ -329,7 +353,6 @@ impl Server {
                 (Some(a), Some(b)) if b >= a => Some(b - a),
                 _ => None,
             },
-            filtered_tools: self.filtered_tools,
             tool_count: match self.exposed {
                 Some(false) => self.tools.len(),
                 Some(true) => match &self.cache {
@@ -339,15 +362,51 @@ impl Server {
                 None => 0,
             },
             deferred: self.exposed == Some(true),
-            protocol_version: self.init.as_ref().map(|i| i.protocol_version.clone()),
-            era: self.era,
-            server_name: self.init.as_ref().and_then(|i| i.server_name.clone()),
-            server_version: self.init.as_ref().and_then(|i| i.server_version.clone()),
             reconnect_attempt: self.retry_attempt,
             next_attempt_at: match self.phase {
                 Stage::Backoff { at } => Some(at),
                 _ => None,
             },
+        }
+    }
+
+    /// Its state as a status display sees it.
+    pub(super) fn state(&self, name: &str) -> ServerState {
+        let ServerSummary {
+            status,
+            phase,
+            conn,
+            attempts,
+            started_at,
+            ready_at,
+            time_to_ready,
+            tool_count,
+            deferred,
+            reconnect_attempt,
+            next_attempt_at,
+        } = self.summary();
+        ServerState {
+            name: name.to_string(),
+            status,
+            phase,
+            source: self.spec.source.clone(),
+            config_hash: self.hash.clone(),
+            transport: self.transport,
+            conn,
+            last_error: self.last_error.clone(),
+            attempts,
+            started_at,
+            ready_at,
+            time_to_ready,
+            filtered_tools: self.filtered_tools,
+            tool_count,
+            deferred,
+            protocol_version: self.init.as_ref().map(|i| i.protocol_version.clone()),
+            era: self.era,
+            server_name: self.init.as_ref().and_then(|i| i.server_name.clone()),
+            server_version: self.init.as_ref().and_then(|i| i.server_version.clone()),
+            reconnect_attempt,
+            next_attempt_at,
             instructions: self.init.as_ref().and_then(|i| i.instructions.clone()),
             capabilities: self.init.as_ref().map(|i| i.capabilities.clone()),
         }
@@ -355,6 +414,20 @@ impl Server {
 }
 
 impl Manager {
+    /// A known server's lifecycle fields (`None` where [`Manager::server_state`] is `None`):
+    /// the same values as the fields of that name in `server_state`, without its copies.
+    pub fn server_summary(&self, server: &str) -> Option<ServerSummary> {
+        self.servers.get(server).map(Server::summary)
+    }
+
+    /// Bumped by every change that may alter a server's phase or the set of known servers
+    /// (a phase replaced, a server started or forgotten). While it stands still, `status`,
+    /// `statuses`, `connections`, `pending_connections`, `pending_tool_loads` and each
+    /// server's `phase`, `status`, `conn` and `next_attempt_at` cannot have changed.
+    pub fn phase_generation(&self) -> u64 {
+        self.phase_gen
+    }
+
     /// Move `server` to `phase`, reporting `StatusChanged` when its status changes.
     pub(super) fn set_phase(&mut self, server: &str, phase: Stage) {
         let Some(s) = self.servers.get_mut(server) else {
@@ -362,6 +435,7 @@ impl Manager {
         };
         let before = s.phase.status();
         s.phase = phase;
+        self.phase_gen += 1;
         let after = s.phase.status();
         if before != after {
             self.out.push_back(Output::Event(Event::StatusChanged {

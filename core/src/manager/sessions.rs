@@ -157,6 +157,9 @@ impl Manager {
             .transport_kind()
             .ok()
             .map(config::TransportKind::as_str);
+        if !self.servers.contains_key(&name) {
+            self.phase_gen += 1; // a server newly known (idle)
+        }
         let s = self
             .servers
             .entry(name.clone())

@@ -43,7 +43,7 @@ pub use registry::{
 use crate::observe::{Observer, StepInfo, View, ViewTool};
 use std::sync::Arc;
 use std::time::Duration;
-use switchboard_core::manager::{ConnId, Manager};
+use switchboard_core::manager::{ConnId, Manager, ServerSummary};
 use switchboard_core::Instant;
 
 /// Everything a safety check reads: the manager, the observations, and the step's two views.
@@ -234,6 +234,39 @@ fn output_violation(ctx: &Ctx, name: Invariant) -> Result<(), String> {
         Some((_, d)) => Err(d.clone()),
         None => Ok(()),
     }
+}
+
+/// `server_summary(name)`: the lifecycle fields of `server_state(name)`, computed by the same
+/// code, read without copying the config, error and capabilities the invariants do not read.
+/// Builds with debug assertions read `server_state(name)` too and assert it names `name` and
+/// agrees field by field.
+pub fn summary(m: &Manager, name: &str) -> Option<ServerSummary> {
+    let s = m.server_summary(name);
+    #[cfg(debug_assertions)]
+    {
+        let full = m.server_state(name);
+        debug_assert_eq!(
+            full.map(|f| {
+                debug_assert_eq!(f.name, name, "server_state names another server");
+                ServerSummary {
+                    status: f.status,
+                    phase: f.phase,
+                    conn: f.conn,
+                    attempts: f.attempts,
+                    started_at: f.started_at,
+                    ready_at: f.ready_at,
+                    time_to_ready: f.time_to_ready,
+                    tool_count: f.tool_count,
+                    deferred: f.deferred,
+                    reconnect_attempt: f.reconnect_attempt,
+                    next_attempt_at: f.next_attempt_at,
+                }
+            }),
+            s,
+            "server_summary disagrees with server_state"
+        );
+    }
+    s
 }
 
 /// How many verified views a run remembers.
