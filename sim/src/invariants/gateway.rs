@@ -104,39 +104,43 @@ pub struct PageTaken {
     pub completed: bool,
 }
 
+/// What an answer to a list request says, as the judge reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Page<'a> {
+    /// It is an error (`error` is present).
+    pub error: bool,
+    /// The result's items (its field of the list's kind, when an array): each one's key
+    /// (name, URI or template), when a string.
+    pub items: Option<&'a [Option<String>]>,
+    /// The result has a `nextCursor`.
+    pub more: bool,
+}
+
 impl ListObs {
-    /// Take `v`, an answer to list `k` (an error drops the listing under way): the first
-    /// page starts a listing (already `stale` when its client could not be told of changes),
-    /// the last completes it.
-    pub fn take_page(&mut self, k: usize, v: &Value, first_page: bool, stale: bool) -> PageTaken {
+    /// Take `v`, an answer to a list (an error drops the listing under way): the first page
+    /// starts a listing (already `stale` when its client could not be told of changes), the
+    /// last completes it. An item without a key counts as the empty one.
+    pub fn take_page(&mut self, v: Page<'_>, first_page: bool, stale: bool) -> PageTaken {
         let none = PageTaken {
             paged: false,
             completed: false,
         };
-        if v.get("error").is_some() {
+        if v.error {
             self.building = None;
             return none;
         }
-        let (field, name) = LIST_FIELDS[k];
         let items = v
-            .get("result")
-            .and_then(|r| r.get(field))
-            .and_then(Value::as_array)
+            .items
             .into_iter()
             .flatten()
-            .map(|i| {
-                i.get(name)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            });
+            .map(|i| i.clone().unwrap_or_default());
         if first_page {
             self.building = Some((Vec::new(), stale));
         }
         if let Some((so_far, _)) = self.building.as_mut() {
             so_far.extend(items);
         }
-        let more = v.get("result").and_then(|r| r.get("nextCursor")).is_some();
+        let more = v.more;
         let paged = more && !first_page;
         if more {
             return PageTaken { paged, ..none };
@@ -362,22 +366,24 @@ pub fn retry_may_answer(
 
 /// [`Invariant::InputRoundsHonoured`], when a stateless client's retry is answered: one whose
 /// `requestState` the gateway never issued gets `-32602`.
+/// `code` is the answer's `/error/code` (when an integer); `shown` writes the answer.
 pub fn forged_state_refused(
     obs: &GatewayObs,
     r: &OpenRequest,
-    answer: &Value,
+    code: Option<i64>,
+    shown: impl FnOnce() -> String,
 ) -> Result<(), String> {
     let Some(state) = &r.state else { return Ok(()) };
     if obs.states.contains_key(state) {
         return Ok(());
     }
-    let code = answer.pointer("/error/code").and_then(Value::as_i64);
     if code == Some(-32602) {
         Ok(())
     } else {
         Err(format!(
-            "a {} retry whose requestState the gateway never issued was answered {answer}",
-            r.method
+            "a {} retry whose requestState the gateway never issued was answered {}",
+            r.method,
+            shown()
         ))
     }
 }
@@ -544,10 +550,10 @@ mod tests {
     #[test]
     fn a_state_never_issued_is_refused_with_invalid_params() {
         let obs = GatewayObs::default();
-        let refused = serde_json::json!({"error": {"code": -32602, "message": "m"}});
-        let served = serde_json::json!({"result": {"content": []}});
-        assert!(forged_state_refused(&obs, &retry("x"), &refused).is_ok());
-        assert!(forged_state_refused(&obs, &retry("x"), &served).is_err());
+        let shown = || String::from("{}");
+        assert!(forged_state_refused(&obs, &retry("x"), Some(-32602), shown).is_ok());
+        assert!(forged_state_refused(&obs, &retry("x"), None, shown).is_err());
+        assert!(forged_state_refused(&obs, &retry("x"), Some(-32603), shown).is_err());
     }
 
     #[test]

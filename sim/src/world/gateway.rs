@@ -9,11 +9,11 @@
 //! traces are as they were.
 
 use super::downstream::Client;
+use super::downstream_wire::{Sent, Written};
 use super::{Ev, World};
 use crate::invariants::gateway::{
     self as judge, announced_lists, GatewayObs, OpenRequest, PeerObs, SessionObs, LIST_METHODS,
 };
-use crate::json::At;
 use crate::scenario::GatewayPlan;
 use crate::verdict::Invariant;
 use bytes::Bytes;
@@ -44,19 +44,18 @@ pub(super) enum DownEv {
         session: SessionId,
         exchange: ExchangeId,
         frame: Bytes,
-        /// The message the client wrote as `frame`, which the world reads instead of parsing
-        /// the frame again.
-        message: Arc<Value>,
+        /// What the client wrote as `frame`, which the world reads instead of parsing the
+        /// frame again.
+        message: Sent,
         headers: Option<RequestHeaders>,
     },
     /// A stateless client does what it put off (a late retry, re-opening its stream).
     Later { client: usize, token: u64 },
-    /// A frame reaches a client.
-    /// A frame reaches a client: parsed once, when the gateway wrote it (`None` when it is
+    /// A frame reaches a client: read once, when the gateway wrote it (`None` when it is
     /// not JSON, which a client ignores).
     ToClient {
         session: SessionId,
-        frame: Option<Arc<Value>>,
+        frame: Option<Box<Written>>,
     },
     /// The gateway's input for the manager reaches it.
     Manager(Input),
@@ -430,7 +429,7 @@ impl World<'_> {
     }
 
     /// A frame for a client, delivered after a little latency, in order.
-    fn send_to_client(&mut self, session: SessionId, frame: Option<Arc<Value>>) {
+    fn send_to_client(&mut self, session: SessionId, frame: Option<Box<Written>>) {
         let Some(gw) = self.gw.as_mut() else { return };
         let lat = 1 + gw.rng.below(4);
         let at = self.now + Duration::from_millis(lat);
@@ -440,15 +439,15 @@ impl World<'_> {
         self.push(at, Ev::Downstream(DownEv::ToClient { session, frame }));
     }
 
-    /// What a frame the gateway writes tells about the promises; the frame parsed, for the
+    /// What a frame the gateway writes tells about the promises; the frame read, for the
     /// client that reads it.
     fn observe_send(
         &mut self,
         session: SessionId,
         target: Target,
-        frame: &[u8],
+        frame: &Bytes,
         cause: &Cause,
-    ) -> Option<Arc<Value>> {
+    ) -> Option<Box<Written>> {
         if self.trace.is_some() {
             let text = String::from_utf8_lossy(frame).into_owned();
             let text: String = text.chars().take(160).collect();
@@ -456,18 +455,18 @@ impl World<'_> {
                 let _ = writeln!(t, "            ds< s{} {text}", session.0);
             });
         }
-        let v = serde_json::from_slice::<Value>(frame).ok().map(Arc::new);
+        let v = Written::read(frame).map(Box::new);
         if let Some(v) = &v {
             self.observe_sent(session, target, v, cause);
         }
         v
     }
 
-    fn observe_sent(&mut self, session: SessionId, target: Target, v: &Value, cause: &Cause) {
+    fn observe_sent(&mut self, session: SessionId, target: Target, v: &Written, cause: &Cause) {
         let now = self.now;
         let Some(gw) = self.gw.as_mut() else { return };
-        let id = v.get("id").cloned();
-        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
+        let id = v.id.clone();
+        let method = v.method.clone();
         let mut found = Vec::new();
         match (id, method) {
             (Some(id), None) => {
@@ -498,8 +497,9 @@ impl World<'_> {
                 }
                 let Some(r) = s.open.remove(&key) else {
                     found.push(format!(
-                        "session {} was answered for request {key} twice, or never asked: {v}",
-                        session.0
+                        "session {} was answered for request {key} twice, or never asked: {}",
+                        session.0,
+                        v.shown()
                     ));
                     gw.obs.found.extend(
                         found
@@ -533,16 +533,13 @@ impl World<'_> {
                     self.modern_answered(client, &r, v);
                     return;
                 }
-                let error = v.get("error").is_some();
+                let error = v.error;
                 match r.method.as_str() {
                     "tools/call" => {
                         if error {
                             self.cov.downstream_calls_rpc_errors += 1;
-                        } else if v.at("/result/isError") == Some(&Value::Bool(true)) {
-                            let text = v
-                                .at("/result/content/0/text")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default();
+                        } else if v.is_error {
+                            let text = v.text.as_deref().unwrap_or_default();
                             if text.starts_with("the call to server") {
                                 self.cov.downstream_calls_tool_errors += 1;
                             }
@@ -555,7 +552,7 @@ impl World<'_> {
                     }
                     m => {
                         if let Some(k) = LIST_METHODS.iter().position(|l| *l == m) {
-                            let page = s.lists[k].take_page(k, v, r.first_page, false);
+                            let page = s.lists[k].take_page(v.page(k), r.first_page, false);
                             self.cov.downstream_lists_paged += u64::from(page.paged);
                             if page.completed {
                                 gw.lists_set += 1;
@@ -599,7 +596,7 @@ impl World<'_> {
                                 last: false,
                             }
                 });
-                let url = v.at("/params/mode") == Some(&Value::String("url".into()));
+                let url = v.url;
                 let declared = match method.as_str() {
                     "sampling/createMessage" => s.caps.0,
                     _ if url => s.caps.2,
