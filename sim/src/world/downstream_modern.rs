@@ -64,6 +64,8 @@ pub(super) struct ModernClient {
     uris: BTreeSet<String>,
     later: BTreeMap<u64, Later>,
     next_token: u64,
+    /// Its requests' envelope, once written.
+    envelope: Option<std::sync::Arc<str>>,
 }
 
 /// The name the `Mcp-Name` header repeats.
@@ -127,17 +129,31 @@ impl World<'_> {
         c.next_id += 1;
         let id = c.next_id;
         // The envelope, in the call's own `_meta` (its progress token) when it has one.
-        let mut sent = params.clone();
-        let meta = sent.meta.get_or_insert_with(Meta::default);
-        meta.version = Some(VERSION);
-        meta.caps = Some(Caps::new(sampling, roots, form, url));
-        meta.info = Some(Info {
-            name: format!("sim-client-{i}"),
-            version: "1",
-        });
-        if let Some(level) = level {
-            meta.level = Some(level);
-        }
+        let merge = |meta: &mut Meta| {
+            meta.version = Some(VERSION);
+            meta.caps = Some(Caps::new(sampling, roots, form, url));
+            meta.info = Some(Info {
+                name: format!("sim-client-{i}"),
+                version: "1",
+            });
+            if let Some(level) = &level {
+                meta.level = Some(level.clone());
+            }
+        };
+        let envelope = c
+            .m
+            .envelope
+            .get_or_insert_with(|| {
+                let mut meta = Meta::default();
+                merge(&mut meta);
+                wire::envelope(&meta)
+            })
+            .clone();
+        let merged = || {
+            let mut sent = params.clone();
+            merge(sent.meta.get_or_insert_with(Meta::default));
+            sent
+        };
         let headers = RequestHeaders {
             protocol_version: Some(VERSION.into()),
             method: Some(method.into()),
@@ -154,7 +170,7 @@ impl World<'_> {
             .insert(session, session_obs((sampling, form, url)));
         let lat = 1 + gw.rng.below(4);
         let at = self.now + Duration::from_millis(lat);
-        let (frame, message) = wire::request(id, method, &sent);
+        let (frame, message) = wire::enveloped(id, method, &params, &envelope, merged);
         self.gateway_input(
             GatewayInput::Opened {
                 session,

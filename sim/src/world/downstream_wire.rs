@@ -1,12 +1,11 @@
 //! The serving side's frames without `serde_json::Value` round trips.
 //!
 //! A frame the gateway writes is read once, into a [`Written`]: only the fields the judge and
-//! the clients use (a tool's `inputSchema` is skipped, not built). Each field is read as
-//! leniently as [`Value`] lookups read it — a field of another type than the one wanted is
-//! as good as absent, a list page's items are read whatever they are — so a [`Written`] says
-//! what the lookups on the parsed `Value` said ([`Written::of_value`], which debug builds
-//! compute for every frame and compare). A frame the typed reading refuses (a key written
-//! twice) is read through a `Value` instead.
+//! the clients use, in one scan of its bytes (`super::downstream_scan`; a tool's
+//! `inputSchema` is skipped, not built). A [`Written`] says what the lookups on the frame's
+//! parsed `Value` say ([`Written::of_value`], which debug builds compute for every frame and
+//! compare); a frame the scan does not read the way `serde_json` would is read through a
+//! `Value` instead.
 //!
 //! A client's request is written straight to bytes from typed structs ([`Params`]) whose
 //! fields are declared in the order `serde_json` writes a `Value`'s keys (sorted), so the
@@ -16,352 +15,8 @@
 use crate::invariants::gateway::{Page, LIST_FIELDS};
 use crate::json::At;
 use bytes::Bytes;
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
-use std::fmt;
-use std::marker::PhantomData;
-
-/// A field read whatever it holds: absent, a string, a boolean, an integer, or anything else.
-#[derive(Debug, Clone, Default, PartialEq)]
-enum Scalar {
-    #[default]
-    Absent,
-    Other,
-    Bool(bool),
-    I64(i64),
-    U64(u64),
-    Str(String),
-}
-
-impl Scalar {
-    fn present(&self) -> bool {
-        *self != Scalar::Absent
-    }
-
-    fn into_string(self) -> Option<String> {
-        match self {
-            Scalar::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn as_str(&self) -> Option<&str> {
-        match self {
-            Scalar::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// As `Value::as_i64` reads a number.
-    fn as_i64(&self) -> Option<i64> {
-        match *self {
-            Scalar::I64(n) => Some(n),
-            Scalar::U64(n) => i64::try_from(n).ok(),
-            _ => None,
-        }
-    }
-}
-
-/// Skip what is left of a sequence or a map.
-fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-impl<'de> Deserialize<'de> for Scalar {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Scalar;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<Scalar, E> {
-                Ok(Scalar::Bool(b))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<Scalar, E> {
-                Ok(Scalar::I64(n))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<Scalar, E> {
-                Ok(Scalar::U64(n))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Scalar, E> {
-                Ok(Scalar::Other)
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Scalar, E> {
-                Ok(Scalar::Str(s.to_owned()))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Scalar, E> {
-                Ok(Scalar::Str(s))
-            }
-            fn visit_unit<E>(self) -> Result<Scalar, E> {
-                Ok(Scalar::Other)
-            }
-            fn visit_none<E>(self) -> Result<Scalar, E> {
-                Ok(Scalar::Other)
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
-                Scalar::deserialize(d)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scalar, A::Error> {
-                drain_seq(seq).map(|()| Scalar::Other)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Scalar, A::Error> {
-                drain_map(map).map(|()| Scalar::Other)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// A field read as an object of type `T` when it is one (absent or anything else: `None`,
-/// with `present` saying which).
-#[derive(Debug)]
-struct Obj<T> {
-    present: bool,
-    is: Option<T>,
-}
-
-impl<T> Default for Obj<T> {
-    fn default() -> Self {
-        Obj {
-            present: false,
-            is: None,
-        }
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Option<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_unit<E>(self) -> Result<Option<T>, E> {
-                Ok(None)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<T>, A::Error> {
-                drain_seq(seq).map(|()| None)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(Some)
-            }
-        }
-        d.deserialize_any(V(PhantomData))
-            .map(|is| Obj { present: true, is })
-    }
-}
-
-/// A field read as an array of `T`s when it is one.
-#[derive(Debug)]
-struct Arr<T>(Option<Vec<T>>);
-
-impl<T> Default for Arr<T> {
-    fn default() -> Self {
-        Arr(None)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Arr<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Option<Vec<T>>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut all = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(x) = seq.next_element()? {
-                    all.push(x);
-                }
-                Ok(Some(all))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                drain_map(map).map(|()| None)
-            }
-        }
-        d.deserialize_any(V(PhantomData)).map(Arr)
-    }
-}
-
-/// The value a JSON pointer's token `0` names: an array's first element, or an object's
-/// member `"0"` (the last one written, as a `Value`'s map keeps it).
-#[derive(Debug)]
-struct First<T>(Option<T>);
-
-impl<T> Default for First<T> {
-    fn default() -> Self {
-        First(None)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Option<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let first = seq.next_element()?;
-                drain_seq(seq).map(|()| first)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut found = None;
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    if key == "0" {
-                        found = Some(map.next_value()?);
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(found)
-            }
-        }
-        d.deserialize_any(V(PhantomData)).map(First)
-    }
-}
-
-#[derive(Deserialize)]
-struct Top {
-    #[serde(default)]
-    id: Present,
-    #[serde(default)]
-    method: Scalar,
-    #[serde(default)]
-    error: Obj<ErrorBody>,
-    #[serde(default)]
-    result: Obj<ResultBody>,
-    #[serde(default)]
-    params: Obj<ParamsBody>,
-}
-
-/// A field that is there (whatever it holds, `null` included), as a `Value`.
-#[derive(Debug, Default)]
-struct Present(Option<Value>);
-
-impl<'de> Deserialize<'de> for Present {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(|v| Present(Some(v)))
-    }
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    code: Scalar,
-}
-
-#[derive(Deserialize)]
-struct ResultBody {
-    #[serde(default, rename = "isError")]
-    is_error: Scalar,
-    #[serde(default)]
-    content: First<Obj<Text>>,
-    #[serde(default, rename = "resultType")]
-    result_type: Scalar,
-    #[serde(default, rename = "requestState")]
-    request_state: Scalar,
-    #[serde(default, rename = "nextCursor")]
-    next_cursor: Scalar,
-    #[serde(default)]
-    tools: Arr<Obj<Keyed>>,
-    #[serde(default)]
-    resources: Arr<Obj<Keyed>>,
-    #[serde(default, rename = "resourceTemplates")]
-    resource_templates: Arr<Obj<Keyed>>,
-    #[serde(default)]
-    prompts: Arr<Obj<Keyed>>,
-    #[serde(default, rename = "inputRequests")]
-    input_requests: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct Text {
-    #[serde(default)]
-    text: Scalar,
-}
-
-/// A list item: the field naming it is `name`, `uri` or `uriTemplate` by its kind.
-#[derive(Deserialize)]
-struct Keyed {
-    #[serde(default)]
-    name: Scalar,
-    #[serde(default)]
-    uri: Scalar,
-    #[serde(default, rename = "uriTemplate")]
-    uri_template: Scalar,
-}
-
-#[derive(Deserialize)]
-struct ParamsBody {
-    #[serde(default)]
-    mode: Scalar,
-    #[serde(default, rename = "requestedSchema")]
-    requested_schema: Option<Value>,
-}
 
 /// What a frame the gateway wrote says, as far as anyone in the world reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -402,7 +57,7 @@ pub(super) struct Written {
 impl Written {
     /// Read a frame: `None` when it is not JSON.
     pub(super) fn read(frame: &Bytes) -> Option<Written> {
-        let fast = Self::typed(frame);
+        let fast = super::downstream_scan::scan(frame);
         let reference = || {
             serde_json::from_slice::<Value>(frame)
                 .ok()
@@ -421,65 +76,8 @@ impl Written {
         }
     }
 
-    /// The typed reading; `None` when it refuses the frame (not JSON, or a key it reads
-    /// written twice), which [`Written::read`] then reads through a `Value`.
-    fn typed(frame: &Bytes) -> Option<Written> {
-        // Invalid UTF-8 can only be inside a string (anything else is not JSON), where a
-        // `Value` would refuse it; the typed reading skips some strings unchecked.
-        let text = std::str::from_utf8(frame).ok()?;
-        let top: Obj<Top> = serde_json::from_str(text).ok()?;
-        let mut w = Written::empty(frame.clone());
-        let Some(top) = top.is else { return Some(w) };
-        w.id = top.id.0;
-        w.method = top.method.into_string();
-        w.error = top.error.present;
-        w.code = top.error.is.and_then(|e| e.code.as_i64());
-        if let Some(r) = top.result.is {
-            w.is_error = r.is_error == Scalar::Bool(true);
-            w.text = r
-                .content
-                .0
-                .and_then(|c| c.is)
-                .and_then(|t| t.text.into_string());
-            w.result_type = r.result_type.into_string();
-            w.request_state = r.request_state.into_string();
-            w.more = r.next_cursor.present();
-            w.cursor = r.next_cursor.into_string();
-            let keys = |a: Arr<Obj<Keyed>>, k: usize| {
-                a.0.map(|items| {
-                    items
-                        .into_iter()
-                        .map(|i| {
-                            let i = i.is?;
-                            match k {
-                                0 | 3 => i.name,
-                                1 => i.uri,
-                                _ => i.uri_template,
-                            }
-                            .into_string()
-                        })
-                        .collect()
-                })
-            };
-            w.items = [
-                keys(r.tools, 0),
-                keys(r.resources, 1),
-                keys(r.resource_templates, 2),
-                keys(r.prompts, 3),
-            ];
-            w.input_requests = match r.input_requests {
-                Some(Value::Object(m)) => Some(m),
-                _ => None,
-            };
-        }
-        if let Some(p) = top.params.is {
-            w.url = p.mode.as_str() == Some("url");
-            w.requested_schema = p.requested_schema.unwrap_or(Value::Null);
-        }
-        Some(w)
-    }
-
-    fn empty(frame: Bytes) -> Written {
+    /// Nothing read yet.
+    pub(super) fn empty(frame: Bytes) -> Written {
         Written {
             frame,
             id: None,
@@ -497,6 +95,18 @@ impl Written {
             url: false,
             requested_schema: Value::Null,
         }
+    }
+
+    /// Forget what a `result` said (another one follows, which is the one read).
+    pub(super) fn clear_result(&mut self) {
+        self.is_error = false;
+        self.text = None;
+        self.result_type = None;
+        self.request_state = None;
+        self.more = false;
+        self.cursor = None;
+        self.items = Default::default();
+        self.input_requests = None;
     }
 
     /// What the lookups on the frame's `Value` say (the reference for the typed reading).
@@ -827,4 +437,68 @@ pub(super) fn notification(method: &str, params: Option<&Params>) -> (Bytes, Sen
 pub(super) fn message(v: &Value) -> (Bytes, Sent) {
     let frame = serde_json::to_vec(v).unwrap_or_default();
     (Bytes::from(frame), Sent::of_value(v))
+}
+
+/// A stateless client's envelope: the entries of its requests' `_meta` that are the same in
+/// every request it sends, written once (without the braces).
+pub(super) fn envelope(meta: &Meta) -> std::sync::Arc<str> {
+    let whole = serde_json::to_string(meta).unwrap_or_default();
+    let inner = whole
+        .strip_prefix('{')
+        .and_then(|s| s.strip_suffix('}'))
+        .unwrap_or_default();
+    std::sync::Arc::from(inner)
+}
+
+/// A stateless client's request, written around its envelope: `params` with `_meta` holding
+/// the envelope's entries and then its own (a progress token, which sorts after them).
+/// Debug builds check the bytes are those of `params` with the envelope merged in.
+pub(super) fn enveloped(
+    id: u64,
+    method: &str,
+    params: &Params,
+    envelope: &str,
+    merged: impl FnOnce() -> Params,
+) -> (Bytes, Sent) {
+    use std::io::Write as _;
+    let mut out = Vec::with_capacity(160 + envelope.len());
+    let _ = write!(out, "{{\"id\":{id},\"jsonrpc\":\"2.0\",\"method\":");
+    let _ = serde_json::to_writer(&mut out, method);
+    out.extend_from_slice(b",\"params\":{\"_meta\":{");
+    out.extend_from_slice(envelope.as_bytes());
+    let token = params.meta.as_ref().and_then(|m| m.progress_token.as_ref());
+    if let Some(token) = token {
+        out.extend_from_slice(b",\"progressToken\":");
+        let _ = serde_json::to_writer(&mut out, token);
+    }
+    out.push(b'}');
+    let rest = serde_json::to_vec(&Params {
+        meta: None,
+        ..params.clone()
+    })
+    .unwrap_or_default();
+    match rest.get(1..) {
+        Some(inner) if rest.len() > 2 => {
+            out.push(b',');
+            out.extend_from_slice(inner);
+        }
+        _ => out.push(b'}'),
+    }
+    out.push(b'}');
+    let sent = Sent {
+        id: Some(Value::from(id)),
+        method: Some(method.to_string()),
+        cursor: params.cursor.is_some(),
+        request_state: params.request_state.clone(),
+    };
+    if cfg!(debug_assertions) {
+        let (whole, whole_sent) = request(id, method, &merged());
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&whole),
+            "a request written around its envelope is the request with it merged in"
+        );
+        assert_eq!(sent, whole_sent);
+    }
+    (Bytes::from(out), sent)
 }

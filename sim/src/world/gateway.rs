@@ -103,7 +103,7 @@ pub(super) struct GatewayWorld {
 struct ViewMemo {
     gens: (u64, u64),
     view: View,
-    expected: Arc<[judge::Expected; 4]>,
+    expected: [Arc<judge::Expected>; 4],
 }
 
 impl GatewayWorld {
@@ -133,28 +133,50 @@ impl GatewayWorld {
         }
     }
 
-    /// The manager's view now: read again only when one of its generations moved (debug
-    /// builds, the tests among them, read it every time and check that promise).
+    /// The manager's view now: the tools read again only when `view_generation()` moved,
+    /// the catalog (resources, templates, prompts) only when `catalog_generation()` did; what
+    /// did not move is the same `Arc`s as before (debug builds, the tests among them, read
+    /// the whole view every time and check that promise).
     fn view(&mut self, m: &Manager) -> &ViewMemo {
         let gens = (m.view_generation(), m.catalog_generation());
-        match &self.memo {
-            Some(memo) if memo.gens == gens => {
-                debug_assert!(
-                    memo.view == current_view(m),
-                    "the manager's view changed but neither generation moved"
-                );
+        let memo = match self.memo.take() {
+            Some(memo) if memo.gens == gens => memo,
+            Some(mut memo) => {
+                if memo.gens.0 != gens.0 {
+                    memo.view.tools = Arc::new(m.tools());
+                    memo.expected[0] = Arc::new(expected_tools(&memo.view));
+                }
+                if memo.gens.1 != gens.1 {
+                    memo.view.resources = Arc::new(m.resources());
+                    memo.view.templates = Arc::new(m.resource_templates());
+                    memo.view.prompts = Arc::new(m.prompts());
+                    let [_, r, t, p] = expected_catalog(&memo.view);
+                    memo.expected[1] = Arc::new(r);
+                    memo.expected[2] = Arc::new(t);
+                    memo.expected[3] = Arc::new(p);
+                }
+                memo.gens = gens;
+                memo
             }
-            _ => {
+            None => {
                 let view = current_view(m);
-                let expected = Arc::new(expected_views(&view));
-                self.memo = Some(ViewMemo {
+                let expected = expected_views(&view).map(Arc::new);
+                ViewMemo {
                     gens,
                     view,
                     expected,
-                });
+                }
             }
-        }
-        self.memo.as_ref().expect("set above")
+        };
+        debug_assert!(
+            memo.view == current_view(m),
+            "the manager's view changed but its generation did not move"
+        );
+        debug_assert!(
+            memo.expected.iter().map(|e| &**e).eq(expected_views(&memo.view).iter()),
+            "the judge's lists are those of the view"
+        );
+        self.memo.insert(memo)
     }
 
     pub(super) fn exchange(&mut self) -> ExchangeId {
@@ -321,7 +343,8 @@ impl World<'_> {
             return;
         }
         let plain = gw.plan.plain_names;
-        let views = Arc::clone(&gw.view(&self.m).expected);
+        let memo = gw.view(&self.m);
+        let (views, gens) = (memo.expected.clone(), memo.gens);
         let checks = gw
             .obs
             .sessions
@@ -350,7 +373,8 @@ impl World<'_> {
         let announced = if same && !cfg!(debug_assertions) {
             Ok(())
         } else {
-            judge::downstream_view_is_announced(&gw.obs, &views, plain)
+            let views = std::array::from_fn(|k| &*views[k]);
+            judge::downstream_view_is_announced(&mut gw.obs, views, plain, gens)
         };
         debug_assert!(
             !same || announced.is_ok(),
@@ -829,11 +853,21 @@ fn current_view(m: &Manager) -> View {
 
 /// The core's view of each list kind, as [`judge::downstream_view_is_announced`] reads it.
 fn expected_views(v: &View) -> [judge::Expected; 4] {
+    let [_, r, t, p] = expected_catalog(v);
+    [expected_tools(v), r, t, p]
+}
+
+fn expected_tools(v: &View) -> judge::Expected {
+    v.tools
+        .iter()
+        .map(|t| (t.qualified_name.clone(), Some(t.def.name.clone())))
+        .collect()
+}
+
+/// The catalog's three kinds (the first is left empty).
+fn expected_catalog(v: &View) -> [judge::Expected; 4] {
     [
-        v.tools
-            .iter()
-            .map(|t| (t.qualified_name.clone(), Some(t.def.name.clone())))
-            .collect(),
+        Vec::new(),
         v.resources
             .iter()
             .map(|r| (r.def.uri.clone(), None))

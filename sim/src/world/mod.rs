@@ -12,6 +12,7 @@
 mod catalog;
 mod downstream;
 mod downstream_modern;
+mod downstream_scan;
 mod downstream_wire;
 mod embedder;
 mod era;
