@@ -140,15 +140,14 @@ impl World<'_> {
                 meta.level = Some(level.clone());
             }
         };
-        let envelope = c
-            .m
-            .envelope
-            .get_or_insert_with(|| {
-                let mut meta = Meta::default();
-                merge(&mut meta);
-                wire::envelope(&meta)
-            })
-            .clone();
+        let envelope =
+            c.m.envelope
+                .get_or_insert_with(|| {
+                    let mut meta = Meta::default();
+                    merge(&mut meta);
+                    wire::envelope(&meta)
+                })
+                .clone();
         let merged = || {
             let mut sent = params.clone();
             merge(sent.meta.get_or_insert_with(Meta::default));

@@ -12,6 +12,7 @@
 //! bytes are those the `Value` would have given (debug builds check that the bytes are the
 //! canonical writing of what they parse to).
 
+use super::downstream_scan::Results;
 use crate::invariants::gateway::{Page, LIST_FIELDS};
 use crate::json::At;
 use bytes::Bytes;
@@ -56,8 +57,8 @@ pub(super) struct Written {
 
 impl Written {
     /// Read a frame: `None` when it is not JSON.
-    pub(super) fn read(frame: &Bytes) -> Option<Written> {
-        let fast = super::downstream_scan::scan(frame);
+    pub(super) fn read(frame: &Bytes, seen: &mut Results) -> Option<Written> {
+        let fast = super::downstream_scan::scan(frame, seen);
         let reference = || {
             serde_json::from_slice::<Value>(frame)
                 .ok()
@@ -95,6 +96,18 @@ impl Written {
             url: false,
             requested_schema: Value::Null,
         }
+    }
+
+    /// What `other`'s `result` said, as this one's.
+    pub(super) fn result_from(&mut self, other: &Written) {
+        self.is_error = other.is_error;
+        self.text.clone_from(&other.text);
+        self.result_type.clone_from(&other.result_type);
+        self.request_state.clone_from(&other.request_state);
+        self.more = other.more;
+        self.cursor.clone_from(&other.cursor);
+        self.items.clone_from(&other.items);
+        self.input_requests.clone_from(&other.input_requests);
     }
 
     /// Forget what a `result` said (another one follows, which is the one read).

@@ -95,6 +95,8 @@ pub(super) struct GatewayWorld {
     pub(super) lists_set: u64,
     /// The view's generations and `lists_set` the announced-view check last passed with.
     announced: Option<(Option<(u64, u64)>, u64)>,
+    /// Results of the gateway's frames read before, by their bytes.
+    results: super::downstream_scan::Results,
 }
 
 /// The manager's view read once per change of its `view_generation()` and
@@ -130,6 +132,7 @@ impl GatewayWorld {
             memo: None,
             lists_set: 0,
             announced: None,
+            results: Default::default(),
         }
     }
 
@@ -173,7 +176,10 @@ impl GatewayWorld {
             "the manager's view changed but its generation did not move"
         );
         debug_assert!(
-            memo.expected.iter().map(|e| &**e).eq(expected_views(&memo.view).iter()),
+            memo.expected
+                .iter()
+                .map(|e| &**e)
+                .eq(expected_views(&memo.view).iter()),
             "the judge's lists are those of the view"
         );
         self.memo.insert(memo)
@@ -343,8 +349,7 @@ impl World<'_> {
             return;
         }
         let plain = gw.plan.plain_names;
-        let memo = gw.view(&self.m);
-        let (views, gens) = (memo.expected.clone(), memo.gens);
+        let gens = gw.view(&self.m).gens;
         let checks = gw
             .obs
             .sessions
@@ -373,7 +378,8 @@ impl World<'_> {
         let announced = if same && !cfg!(debug_assertions) {
             Ok(())
         } else {
-            let views = std::array::from_fn(|k| &*views[k]);
+            let memo = gw.memo.as_ref().expect("read above");
+            let views = std::array::from_fn(|k| &*memo.expected[k]);
             judge::downstream_view_is_announced(&mut gw.obs, views, plain, gens)
         };
         debug_assert!(
@@ -479,7 +485,8 @@ impl World<'_> {
                 let _ = writeln!(t, "            ds< s{} {text}", session.0);
             });
         }
-        let v = Written::read(frame).map(Box::new);
+        let gw = self.gw.as_mut()?;
+        let v = Written::read(frame, &mut gw.results).map(Box::new);
         if let Some(v) = &v {
             self.observe_sent(session, target, v, cause);
         }
