@@ -38,7 +38,7 @@ enum Req {
     /// A call, read or prompt (or a retry of one): its method and params (no envelope).
     Call {
         method: String,
-        params: Params,
+        params: Box<Params>,
     },
 }
 
@@ -47,7 +47,7 @@ enum Req {
 enum Later {
     Send {
         method: String,
-        params: Params,
+        params: Box<Params>,
         req: Req,
     },
     Listen,
@@ -202,7 +202,7 @@ impl World<'_> {
                 params,
                 req,
             } => {
-                let _ = self.modern_request(i, &method, params, req);
+                let _ = self.modern_request(i, &method, *params, req);
             }
             Later::Listen => {
                 if gw.clients[i].m.listen.is_none() {
@@ -338,7 +338,7 @@ impl World<'_> {
             }
             Req::Call { method, params } => {
                 if v.result_type.as_deref() == Some("input_required") {
-                    self.modern_inputs(i, &method, params, v);
+                    self.modern_inputs(i, &method, *params, v);
                 }
             }
         }
@@ -406,7 +406,7 @@ impl World<'_> {
         let late = 300 + gw.rng.below(2_700);
         let req = Req::Call {
             method: method.to_string(),
-            params: params.clone(),
+            params: Box::new(params.clone()),
         };
         match choice {
             0 => {
@@ -416,7 +416,7 @@ impl World<'_> {
                 self.cov.modern_retries_late += 1;
                 let what = Later::Send {
                     method: method.to_string(),
-                    params: retry(state),
+                    params: Box::new(retry(state)),
                     req,
                 };
                 self.put_off(i, late, what);
@@ -448,7 +448,7 @@ impl World<'_> {
                 params.clone(),
                 Req::Call {
                     method: method.to_string(),
-                    params,
+                    params: Box::new(params),
                 },
             )
         };
