@@ -69,7 +69,7 @@ impl Written {
                 debug_assert_eq!(
                     Some(&w),
                     reference().as_ref(),
-                    "the typed reading of a frame says what its Value says"
+                    "the scan of a frame says what its Value says"
                 );
                 Some(w)
             }
@@ -122,7 +122,7 @@ impl Written {
         self.input_requests = None;
     }
 
-    /// What the lookups on the frame's `Value` say (the reference for the typed reading).
+    /// What the lookups on the frame's `Value` say (the reference for the scan).
     pub(super) fn of_value(v: &Value, frame: Bytes) -> Written {
         let str_at = |p: &str| v.at(p).and_then(Value::as_str).map(str::to_string);
         let result = v.get("result");
