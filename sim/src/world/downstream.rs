@@ -10,10 +10,10 @@
 //! These are the legacy era's clients (`DownstreamEra::Legacy`); the stateless era's are in
 //! [`super::downstream_modern`], sharing the world's plumbing here.
 
+use super::downstream_wire::{self as wire, Caps, Info, Params, Sent, Written};
 use super::gateway::{open_request, session_obs, Cause, DownEv};
 use super::{Ev, World};
-use crate::invariants::gateway::{announced_lists, LIST_FIELDS, LIST_METHODS};
-use crate::json::At;
+use crate::invariants::gateway::{announced_lists, LIST_METHODS};
 use crate::scenario::{DownstreamEra, DownstreamKind};
 use crate::verdict::Invariant;
 use bytes::Bytes;
@@ -95,8 +95,8 @@ impl World<'_> {
             DownEv::Later { client, token } => self.modern_later(client, token),
             DownEv::ToClient {
                 session,
-                frame: Some(v),
-            } => self.frame_to_client(session, &v),
+                frame: Some(w),
+            } => self.frame_to_client(session, &w),
             DownEv::ToClient { frame: None, .. } => {}
             DownEv::Manager(input) => self.gateway_manager_input(input),
         }
@@ -135,7 +135,7 @@ impl World<'_> {
             Cause::Other,
         );
         if rude {
-            self.client_request(i, "tools/list", json!({}), Waiting::Other);
+            self.client_request(i, "tools/list", Params::default(), Waiting::Other);
             return;
         }
         let version = match plan.era {
@@ -144,46 +144,32 @@ impl World<'_> {
                 DOWNSTREAM_VERSIONS[k % DOWNSTREAM_VERSIONS.len()]
             }
         };
-        let mut caps = serde_json::Map::new();
-        if plan.sampling {
-            caps.insert("sampling".into(), json!({}));
-        }
-        let mut modes = serde_json::Map::new();
-        if plan.form {
-            modes.insert("form".into(), json!({}));
-        }
-        if plan.url {
-            modes.insert("url".into(), json!({}));
-        }
-        if !modes.is_empty() {
-            caps.insert("elicitation".into(), Value::Object(modes));
-        }
-        self.client_request(
-            i,
-            "initialize",
-            json!({
-                "protocolVersion": version,
-                "capabilities": caps,
-                "clientInfo": { "name": format!("sim-client-{i}"), "version": "1" }
+        let params = Params {
+            capabilities: Some(Caps::new(plan.sampling, false, plan.form, plan.url)),
+            client_info: Some(Info {
+                name: format!("sim-client-{i}"),
+                version: "1",
             }),
-            Waiting::Initialize,
-        );
+            protocol_version: Some(version),
+            ..Params::default()
+        };
+        self.client_request(i, "initialize", params, Waiting::Initialize);
     }
 
     /// The client sends a request.
-    fn client_request(&mut self, i: usize, method: &str, params: Value, what: Waiting) -> u64 {
+    fn client_request(&mut self, i: usize, method: &str, params: Params, what: Waiting) -> u64 {
         let Some(gw) = self.gw.as_mut() else { return 0 };
         let c = &mut gw.clients[i];
         c.next_id += 1;
         let id = c.next_id;
         c.waiting.insert(id, what);
-        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.client_send(i, frame);
+        let (frame, sent) = wire::request(id, method, &params);
+        self.client_send(i, frame, sent);
         id
     }
 
     /// The client writes one message (a new exchange when its session is HTTP-like).
-    fn client_send(&mut self, i: usize, v: Value) {
+    fn client_send(&mut self, i: usize, frame: Bytes, sent: Sent) {
         let Some(gw) = self.gw.as_mut() else { return };
         let Some(session) = gw.clients[i].session else {
             return;
@@ -198,19 +184,13 @@ impl World<'_> {
         let last = gw.to_gateway_at.entry(session).or_insert(at);
         let at = at.max(*last);
         *last = at;
-        let frame = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
-        debug_assert_eq!(
-            serde_json::from_slice::<Value>(&frame).ok().as_ref(),
-            Some(&v),
-            "a client's message reads back as it was written"
-        );
         self.push(
             at,
             Ev::Downstream(DownEv::ToGateway {
                 session,
                 exchange,
                 frame,
-                message: std::sync::Arc::new(v),
+                message: sent,
                 headers: None,
             }),
         );
@@ -221,7 +201,7 @@ impl World<'_> {
         session: SessionId,
         exchange: ExchangeId,
         frame: Bytes,
-        v: &Value,
+        v: &Sent,
         headers: Option<RequestHeaders>,
     ) {
         let now = self.now;
@@ -229,16 +209,16 @@ impl World<'_> {
         if !gw.obs.sessions.contains_key(&session) {
             return; // The gateway ended the session while this was under way.
         }
-        let method = v.get("method").and_then(Value::as_str);
-        let id = v.get("id").cloned();
+        let method = v.method.as_deref();
+        let id = v.id.clone();
         let cause = match (&id, method) {
             (Some(id), Some(method)) => {
                 let key = id.to_string();
-                let first_page = v.at("/params/cursor").is_none();
+                let first_page = !v.cursor;
                 let mut r = open_request(exchange, method, now, first_page);
                 // A retry continues the call whose round its state names (if it is one the
                 // gateway issued).
-                if let Some(state) = v.at("/params/requestState").and_then(Value::as_str) {
+                if let Some(state) = v.request_state.as_deref() {
                     if let Some(issued) = gw.obs.states.get(state) {
                         r.call = Some(issued.call);
                         r.server = issued.server.clone();
@@ -275,7 +255,7 @@ impl World<'_> {
             Cause::Frame {
                 request: Some((id, _)),
                 ..
-            } if v.at("/params/requestState").is_some() => Some(id.clone()),
+            } if v.request_state.is_some() => Some(id.clone()),
             _ => None,
         };
         let input = match headers {
@@ -302,7 +282,7 @@ impl World<'_> {
         gw.clients.iter().position(|c| c.session == Some(session))
     }
 
-    fn frame_to_client(&mut self, session: SessionId, v: &Value) {
+    fn frame_to_client(&mut self, session: SessionId, v: &Written) {
         if let Some(i) = self.modern_client_of(session) {
             self.modern_frame(i, session, v);
             return;
@@ -310,12 +290,11 @@ impl World<'_> {
         let Some(i) = self.client_of(session) else {
             return;
         };
-        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
-        match (v.get("id").cloned(), method) {
-            (Some(id), None) => self.client_response(i, &id, v),
-            (Some(id), Some(method)) => self.client_asked(i, id, &method, v),
+        match (&v.id, &v.method) {
+            (Some(id), None) => self.client_response(i, id, v),
+            (Some(id), Some(method)) => self.client_asked(i, id.clone(), method, v),
             (None, Some(method)) => {
-                for &k in announced_lists(&method) {
+                for &k in announced_lists(method) {
                     self.client_list(i, k, true);
                 }
             }
@@ -334,15 +313,15 @@ impl World<'_> {
         l.listing = true;
         l.again = false;
         l.so_far.clear();
-        self.client_request(i, LIST_METHODS[k], json!({}), Waiting::List(k));
+        self.client_request(i, LIST_METHODS[k], Params::default(), Waiting::List(k));
     }
 
-    fn client_response(&mut self, i: usize, id: &Value, v: &Value) {
+    fn client_response(&mut self, i: usize, id: &Value, v: &Written) {
         let Some(gw) = self.gw.as_mut() else { return };
         let Some(what) = id.as_u64().and_then(|n| gw.clients[i].waiting.remove(&n)) else {
             return;
         };
-        let error = v.get("error").is_some();
+        let error = v.error;
         match what {
             Waiting::Initialize => {
                 if error {
@@ -351,20 +330,17 @@ impl World<'_> {
                 gw.clients[i].initialized = true;
                 self.cov.downstream_sessions_opened += 1;
                 let level = gw.plan.clients[i].log_level.clone();
-                self.client_send(
-                    i,
-                    json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-                );
+                let (frame, sent) = wire::notification("notifications/initialized", None);
+                self.client_send(i, frame, sent);
                 for k in 0..4 {
                     self.client_list(i, k, false);
                 }
                 if let Some(level) = level {
-                    self.client_request(
-                        i,
-                        "logging/setLevel",
-                        json!({ "level": level }),
-                        Waiting::Other,
-                    );
+                    let params = Params {
+                        level: Some(level),
+                        ..Params::default()
+                    };
+                    self.client_request(i, "logging/setLevel", params, Waiting::Other);
                 }
             }
             Waiting::List(k) => {
@@ -376,28 +352,13 @@ impl World<'_> {
                     }
                     return;
                 }
-                let (field, name) = LIST_FIELDS[k];
-                if let Some(items) = v
-                    .get("result")
-                    .and_then(|r| r.get(field))
-                    .and_then(Value::as_array)
-                {
-                    l.so_far.extend(
-                        items
-                            .iter()
-                            .filter_map(|it| it.get(name).and_then(Value::as_str))
-                            .map(str::to_string),
-                    );
+                if let Some(items) = &v.items[k] {
+                    l.so_far.extend(items.iter().flatten().cloned());
                 }
-                match v.at("/result/nextCursor").and_then(Value::as_str) {
+                match &v.cursor {
                     Some(cursor) => {
-                        let cursor = cursor.to_string();
-                        self.client_request(
-                            i,
-                            LIST_METHODS[k],
-                            json!({ "cursor": cursor }),
-                            Waiting::List(k),
-                        );
+                        let params = Params::cursor(Some(cursor.clone()));
+                        self.client_request(i, LIST_METHODS[k], params, Waiting::List(k));
                     }
                     None => {
                         l.items = std::mem::take(&mut l.so_far);
@@ -417,7 +378,7 @@ impl World<'_> {
                 gw.clients[i].subscribed.remove(&uri);
             }
             Waiting::Call | Waiting::Other => {
-                if v.at("/error/code").and_then(Value::as_i64) == Some(-32000) {
+                if v.code == Some(-32000) {
                     self.cov.downstream_too_many += 1;
                 }
             }
@@ -425,10 +386,10 @@ impl World<'_> {
     }
 
     /// The gateway forwarded a server's request: answer it as the plan's weights draw.
-    fn client_asked(&mut self, i: usize, id: Value, method: &str, v: &Value) {
+    fn client_asked(&mut self, i: usize, id: Value, method: &str, v: &Written) {
         let Some(gw) = self.gw.as_mut() else { return };
         let plan = gw.plan.clients[i].clone();
-        let url = v.at("/params/mode") == Some(&Value::String("url".into()));
+        let url = v.url;
         let declared = match method {
             "sampling/createMessage" => plan.sampling,
             "elicitation/create" if url => plan.url,
@@ -446,11 +407,7 @@ impl World<'_> {
             }
             _ if url => json!({"action": "accept"}),
             _ => {
-                let schema = v
-                    .at("/params/requestedSchema")
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                json!({"action": "accept", "content": form_defaults(&schema)})
+                json!({"action": "accept", "content": form_defaults(&v.requested_schema)})
             }
         };
         let total: u64 = plan
@@ -469,16 +426,20 @@ impl World<'_> {
             pick -= u64::from(w);
         }
         let answer = json!({"jsonrpc": "2.0", "id": id, "result": good});
+        let send = |w: &mut Self, v: &Value| {
+            let (frame, sent) = wire::message(v);
+            w.client_send(i, frame, sent);
+        };
         match choice {
-            0 => self.client_send(i, answer),
-            1 => self.client_send(
-                i,
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "the client failed"}}),
+            0 => send(self, &answer),
+            1 => send(
+                self,
+                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "the client failed"}}),
             ),
             2 => {}
             _ => {
-                self.client_send(i, answer.clone());
-                self.client_send(i, answer);
+                send(self, &answer);
+                send(self, &answer);
             }
         }
     }
@@ -507,11 +468,13 @@ impl World<'_> {
                     format!("nosuch_tool_{pick}")
                 };
                 let id = c.next_id + 1;
-                let mut params = json!({ "name": name, "arguments": { "n": id } });
-                if progress {
-                    params["_meta"] = json!({ "progressToken": format!("pt-{i}-{id}") });
-                }
-                self.client_request(i, "tools/call", params, Waiting::Call);
+                let token = progress.then(|| format!("pt-{i}-{id}"));
+                self.client_request(
+                    i,
+                    "tools/call",
+                    Params::call(name, id, token),
+                    Waiting::Call,
+                );
             }
             DownstreamKind::Cancel(pick) => {
                 let ids: Vec<u64> = c
@@ -525,10 +488,13 @@ impl World<'_> {
                 }
                 let id = ids[pick % ids.len()];
                 gw.clients[i].waiting.remove(&id);
-                self.client_send(
-                    i,
-                    json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "the user moved on" }}),
-                );
+                let params = Params {
+                    reason: Some("the user moved on"),
+                    request_id: Some(id),
+                    ..Params::default()
+                };
+                let (frame, sent) = wire::notification("notifications/cancelled", Some(&params));
+                self.client_send(i, frame, sent);
             }
             DownstreamKind::Read(pick) => {
                 let uris = &c.lists[1].items;
@@ -537,7 +503,7 @@ impl World<'_> {
                 } else {
                     uris[pick % uris.len()].clone()
                 };
-                self.client_request(i, "resources/read", json!({ "uri": uri }), Waiting::Other);
+                self.client_request(i, "resources/read", Params::uri(uri), Waiting::Other);
             }
             DownstreamKind::Prompt(pick) => {
                 let names = &c.lists[3].items;
@@ -545,12 +511,7 @@ impl World<'_> {
                     return;
                 }
                 let name = names[pick % names.len()].clone();
-                self.client_request(
-                    i,
-                    "prompts/get",
-                    json!({ "name": name, "arguments": {} }),
-                    Waiting::Other,
-                );
+                self.client_request(i, "prompts/get", Params::prompt(name), Waiting::Other);
             }
             DownstreamKind::Subscribe(pick) => {
                 let uris = &c.lists[1].items;
@@ -562,20 +523,20 @@ impl World<'_> {
                     self.client_request(
                         i,
                         "resources/unsubscribe",
-                        json!({ "uri": uri }),
+                        Params::uri(uri.clone()),
                         Waiting::Unsubscribe(uri),
                     );
                 } else {
                     self.client_request(
                         i,
                         "resources/subscribe",
-                        json!({ "uri": uri.clone() }),
+                        Params::uri(uri.clone()),
                         Waiting::Subscribe(uri),
                     );
                 }
             }
             DownstreamKind::Ping => {
-                self.client_request(i, "ping", json!({}), Waiting::Other);
+                self.client_request(i, "ping", Params::default(), Waiting::Other);
             }
             DownstreamKind::Close => {
                 let Some(session) = c.session else { return };

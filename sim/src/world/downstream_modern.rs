@@ -14,23 +14,17 @@
 //! called from `super::gateway` while outputs are drained.
 
 use super::downstream::Client;
+use super::downstream_wire::{self as wire, Caps, Info, Listen, Meta, Params, Written};
 use super::gateway::{session_obs, Cause, DownEv};
 use super::{Ev, World};
-use crate::invariants::gateway::{
-    announced_lists, IssuedState, OpenRequest, LIST_FIELDS, LIST_METHODS,
-};
-use crate::json::At;
+use crate::invariants::gateway::{announced_lists, IssuedState, OpenRequest, LIST_METHODS};
 use crate::verdict::Invariant;
-use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
 use switchboard_core::gateway::{GatewayInput, RequestHeaders, SessionId};
-use switchboard_core::protocol::{
-    form_defaults, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
-};
+use switchboard_core::protocol::form_defaults;
 
 /// The revision the clients speak.
 const VERSION: &str = "2026-07-28";
@@ -44,7 +38,7 @@ enum Req {
     /// A call, read or prompt (or a retry of one): its method and params (no envelope).
     Call {
         method: String,
-        params: Value,
+        params: Box<Params>,
     },
 }
 
@@ -53,7 +47,7 @@ enum Req {
 enum Later {
     Send {
         method: String,
-        params: Value,
+        params: Box<Params>,
         req: Req,
     },
     Listen,
@@ -70,16 +64,17 @@ pub(super) struct ModernClient {
     uris: BTreeSet<String>,
     later: BTreeMap<u64, Later>,
     next_token: u64,
+    /// Its requests' envelope, once written.
+    envelope: Option<std::sync::Arc<str>>,
 }
 
 /// The name the `Mcp-Name` header repeats.
-fn named(method: &str, params: &Value) -> Option<String> {
-    let key = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return None,
-    };
-    params.get(key).and_then(Value::as_str).map(str::to_string)
+fn named(method: &str, params: &Params) -> Option<String> {
+    match method {
+        "tools/call" | "prompts/get" => params.name.clone(),
+        "resources/read" => params.uri.clone(),
+        _ => None,
+    }
 }
 
 /// A `requestState` changed as a client might (its last character): the seal no longer
@@ -115,7 +110,7 @@ impl World<'_> {
         self.tr(|t| {
             let _ = writeln!(t, "            ds: stateless client {i} discovers");
         });
-        let _ = self.modern_request(i, "server/discover", json!({}), Req::Discover);
+        let _ = self.modern_request(i, "server/discover", Params::default(), Req::Discover);
     }
 
     /// The client sends a request on an exchange of its own.
@@ -123,51 +118,41 @@ impl World<'_> {
         &mut self,
         i: usize,
         method: &str,
-        params: Value,
+        params: Params,
         req: Req,
     ) -> Option<SessionId> {
         let gw = self.gw.as_mut()?;
-        let plan = gw.plan.clients[i].clone();
+        let plan = &gw.plan.clients[i];
+        let (sampling, roots, form, url) = (plan.sampling, plan.roots, plan.form, plan.url);
+        let level = plan.log_level.clone();
         let c = &mut gw.clients[i];
         c.next_id += 1;
         let id = c.next_id;
-        let mut caps = Map::new();
-        if plan.sampling {
-            caps.insert("sampling".into(), json!({}));
-        }
-        if plan.roots {
-            caps.insert("roots".into(), json!({}));
-        }
-        let mut modes = Map::new();
-        if plan.form {
-            modes.insert("form".into(), json!({}));
-        }
-        if plan.url {
-            modes.insert("url".into(), json!({}));
-        }
-        if !modes.is_empty() {
-            caps.insert("elicitation".into(), Value::Object(modes));
-        }
-        let mut sent = params.clone();
-        if !sent.is_object() {
-            sent = json!({});
-        }
-        let meta = sent
-            .as_object_mut()
-            .expect("an object")
-            .entry("_meta")
-            .or_insert_with(|| json!({}));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(META_PROTOCOL_VERSION.into(), json!(VERSION));
-            meta.insert(META_CLIENT_CAPABILITIES.into(), Value::Object(caps));
-            meta.insert(
-                META_CLIENT_INFO.into(),
-                json!({ "name": format!("sim-client-{i}"), "version": "1" }),
-            );
-            if let Some(level) = &plan.log_level {
-                meta.insert(META_LOG_LEVEL.into(), json!(level));
+        // The envelope, in the call's own `_meta` (its progress token) when it has one.
+        let merge = |meta: &mut Meta| {
+            meta.version = Some(VERSION);
+            meta.caps = Some(Caps::new(sampling, roots, form, url));
+            meta.info = Some(Info {
+                name: format!("sim-client-{i}"),
+                version: "1",
+            });
+            if let Some(level) = &level {
+                meta.level = Some(level.clone());
             }
-        }
+        };
+        let envelope =
+            c.m.envelope
+                .get_or_insert_with(|| {
+                    let mut meta = Meta::default();
+                    merge(&mut meta);
+                    wire::envelope(&meta)
+                })
+                .clone();
+        let merged = || {
+            let mut sent = params.clone();
+            merge(sent.meta.get_or_insert_with(Meta::default));
+            sent
+        };
         let headers = RequestHeaders {
             protocol_version: Some(VERSION.into()),
             method: Some(method.into()),
@@ -181,11 +166,10 @@ impl World<'_> {
         gw.obs.modern.entry(i).or_default();
         gw.obs
             .sessions
-            .insert(session, session_obs((plan.sampling, plan.form, plan.url)));
+            .insert(session, session_obs((sampling, form, url)));
         let lat = 1 + gw.rng.below(4);
         let at = self.now + Duration::from_millis(lat);
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": sent});
-        let frame = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
+        let (frame, message) = wire::enveloped(id, method, &params, &envelope, merged);
         self.gateway_input(
             GatewayInput::Opened {
                 session,
@@ -199,7 +183,7 @@ impl World<'_> {
                 session,
                 exchange,
                 frame,
-                message: std::sync::Arc::new(message),
+                message,
                 headers: Some(headers),
             }),
         );
@@ -218,7 +202,7 @@ impl World<'_> {
                 params,
                 req,
             } => {
-                let _ = self.modern_request(i, &method, params, req);
+                let _ = self.modern_request(i, &method, *params, req);
             }
             Later::Listen => {
                 if gw.clients[i].m.listen.is_none() {
@@ -243,12 +227,15 @@ impl World<'_> {
     fn modern_listen(&mut self, i: usize) {
         let Some(gw) = self.gw.as_mut() else { return };
         let uris: Vec<String> = gw.clients[i].m.uris.iter().cloned().collect();
-        let params = json!({ "notifications": {
-            "toolsListChanged": true,
-            "promptsListChanged": true,
-            "resourcesListChanged": true,
-            "resourceSubscriptions": uris,
-        }});
+        let params = Params {
+            notifications: Some(Listen {
+                prompts_list_changed: true,
+                resource_subscriptions: uris,
+                resources_list_changed: true,
+                tools_list_changed: true,
+            }),
+            ..Params::default()
+        };
         let session = self.modern_request(i, "subscriptions/listen", params, Req::Listen);
         if let Some(gw) = self.gw.as_mut() {
             gw.clients[i].m.listen = session;
@@ -266,13 +253,12 @@ impl World<'_> {
         l.listing = true;
         l.again = false;
         l.so_far.clear();
-        let _ = self.modern_request(i, LIST_METHODS[k], json!({}), Req::List(k));
+        let _ = self.modern_request(i, LIST_METHODS[k], Params::default(), Req::List(k));
     }
 
     /// A frame on one of the client's exchanges.
-    pub(super) fn modern_frame(&mut self, i: usize, session: SessionId, v: &Value) {
-        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
-        match (v.get("id"), method) {
+    pub(super) fn modern_frame(&mut self, i: usize, session: SessionId, v: &Written) {
+        match (&v.id, &v.method) {
             (Some(_), None) => {
                 let Some(gw) = self.gw.as_mut() else { return };
                 let Some((_, req)) = gw.clients[i].m.exchanges.remove(&session) else {
@@ -294,20 +280,20 @@ impl World<'_> {
                         self.modern_list(i, k);
                     }
                 }
-                for &k in announced_lists(&method) {
+                for &k in announced_lists(method) {
                     self.modern_list(i, k);
                 }
             }
             _ => {
-                let d = format!("stateless client {i} was sent a request: {v}");
+                let d = format!("stateless client {i} was sent a request: {}", v.shown());
                 self.fail(Invariant::ForwardedRequestsAnsweredOnce, d);
             }
         }
     }
 
-    fn modern_response(&mut self, i: usize, session: SessionId, req: Req, v: &Value) {
+    fn modern_response(&mut self, i: usize, session: SessionId, req: Req, v: &Written) {
         let Some(gw) = self.gw.as_mut() else { return };
-        let error = v.get("error").is_some();
+        let error = v.error;
         match req {
             Req::Discover => {
                 if error || gw.clients[i].initialized {
@@ -333,18 +319,12 @@ impl World<'_> {
                     }
                     return;
                 }
-                let (field, name) = LIST_FIELDS[k];
-                if let Some(items) = v.at(&format!("/result/{field}")).and_then(Value::as_array) {
-                    l.so_far.extend(
-                        items
-                            .iter()
-                            .filter_map(|it| it.get(name).and_then(Value::as_str))
-                            .map(str::to_string),
-                    );
+                if let Some(items) = &v.items[k] {
+                    l.so_far.extend(items.iter().flatten().cloned());
                 }
-                match v.at("/result/nextCursor").and_then(Value::as_str) {
+                match &v.cursor {
                     Some(cursor) => {
-                        let params = json!({ "cursor": cursor });
+                        let params = Params::cursor(Some(cursor.clone()));
                         let _ = self.modern_request(i, LIST_METHODS[k], params, Req::List(k));
                     }
                     None => {
@@ -357,29 +337,26 @@ impl World<'_> {
                 }
             }
             Req::Call { method, params } => {
-                if v.at("/result/resultType") == Some(&json!("input_required")) {
-                    self.modern_inputs(i, &method, params, v);
+                if v.result_type.as_deref() == Some("input_required") {
+                    self.modern_inputs(i, &method, *params, v);
                 }
             }
         }
     }
 
     /// An `InputRequiredResult`: answer what it asks, as the plan's weights draw.
-    fn modern_inputs(&mut self, i: usize, method: &str, params: Value, v: &Value) {
+    fn modern_inputs(&mut self, i: usize, method: &str, params: Params, v: &Written) {
         let Some(gw) = self.gw.as_mut() else { return };
         let plan = gw.plan.clients[i].clone();
-        let Some(state) = v.at("/result/requestState").and_then(Value::as_str) else {
+        let Some(state) = v.request_state.as_deref() else {
             let d = format!(
-                "stateless client {i} got an InputRequiredResult without requestState: {v}"
+                "stateless client {i} got an InputRequiredResult without requestState: {}",
+                v.shown()
             );
             return self.fail(Invariant::InputRoundsHonoured, d);
         };
         let mut responses = Map::new();
-        let asked = v
-            .at("/result/inputRequests")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let asked = v.input_requests.clone().unwrap_or_default();
         for (key, input) in &asked {
             let kind = input.get("method").and_then(Value::as_str).unwrap_or("");
             let p = input.get("params").cloned().unwrap_or(Value::Null);
@@ -408,13 +385,10 @@ impl World<'_> {
             }
             responses.insert(key.clone(), answer);
         }
-        let retry = |state: &str| {
-            let mut p = params.clone();
-            if let Some(obj) = p.as_object_mut() {
-                obj.insert("inputResponses".into(), Value::Object(responses.clone()));
-                obj.insert("requestState".into(), json!(state));
-            }
-            p
+        let retry = |state: &str| Params {
+            input_responses: Some(responses.clone()),
+            request_state: Some(state.to_string()),
+            ..params.clone()
         };
         let w = plan.rounds;
         let total: u64 = w.iter().map(|&w| u64::from(w)).sum();
@@ -432,7 +406,7 @@ impl World<'_> {
         let late = 300 + gw.rng.below(2_700);
         let req = Req::Call {
             method: method.to_string(),
-            params: params.clone(),
+            params: Box::new(params.clone()),
         };
         match choice {
             0 => {
@@ -442,7 +416,7 @@ impl World<'_> {
                 self.cov.modern_retries_late += 1;
                 let what = Later::Send {
                     method: method.to_string(),
-                    params: retry(state),
+                    params: Box::new(retry(state)),
                     req,
                 };
                 self.put_off(i, late, what);
@@ -468,13 +442,13 @@ impl World<'_> {
         if !c.initialized {
             return;
         }
-        let call = |method: &str, params: Value| {
+        let call = |method: &str, params: Params| {
             (
                 method.to_string(),
                 params.clone(),
                 Req::Call {
                     method: method.to_string(),
-                    params,
+                    params: Box::new(params),
                 },
             )
         };
@@ -491,11 +465,8 @@ impl World<'_> {
                     format!("nosuch_tool_{pick}")
                 };
                 let n = c.next_id + 1;
-                let mut params = json!({ "name": name, "arguments": { "n": n } });
-                if progress {
-                    params["_meta"] = json!({ "progressToken": format!("pt-{i}-{n}") });
-                }
-                call("tools/call", params)
+                let token = progress.then(|| format!("pt-{i}-{n}"));
+                call("tools/call", Params::call(name, n, token))
             }
             K::Cancel(pick) => {
                 let calls: Vec<SessionId> =
@@ -516,7 +487,7 @@ impl World<'_> {
                 } else {
                     uris[pick % uris.len()].clone()
                 };
-                call("resources/read", json!({ "uri": uri }))
+                call("resources/read", Params::uri(uri))
             }
             K::Prompt(pick) => {
                 let names = &c.lists[3].items;
@@ -524,7 +495,7 @@ impl World<'_> {
                     return;
                 }
                 let name = names[pick % names.len()].clone();
-                call("prompts/get", json!({ "name": name, "arguments": {} }))
+                call("prompts/get", Params::prompt(name))
             }
             K::Subscribe(pick) => {
                 // The filter is the stream's: follow (or stop following) a resource by
@@ -545,7 +516,11 @@ impl World<'_> {
                 }
                 return;
             }
-            K::Ping => ("server/discover".to_string(), json!({}), Req::Discover),
+            K::Ping => (
+                "server/discover".to_string(),
+                Params::default(),
+                Req::Discover,
+            ),
             K::Close => {
                 // The client ends its stream; it opens another a little later.
                 let Some(session) = c.m.listen else { return };
@@ -646,17 +621,19 @@ impl World<'_> {
     }
 
     /// The judge's side of an answer on a stateless client's exchange.
-    pub(super) fn modern_answered(&mut self, client: usize, r: &OpenRequest, v: &Value) {
+    pub(super) fn modern_answered(&mut self, client: usize, r: &OpenRequest, v: &Written) {
         let Some(gw) = self.gw.as_mut() else { return };
-        if let Err(d) = crate::invariants::gateway::forged_state_refused(&gw.obs, r, v) {
+        let code = v.code;
+        if let Err(d) =
+            crate::invariants::gateway::forged_state_refused(&gw.obs, r, code, || v.shown())
+        {
             gw.obs.found.push((Invariant::InputRoundsHonoured, d));
         }
-        let error = v.get("error").is_some();
-        let code = v.at("/error/code").and_then(Value::as_i64);
+        let error = v.error;
         if let Some(k) = LIST_METHODS.iter().position(|l| *l == r.method) {
             let o = gw.obs.modern.entry(client).or_default();
             let unwatched = o.listen.is_none();
-            let page = o.lists[k].take_page(k, v, r.first_page, unwatched);
+            let page = o.lists[k].take_page(v.page(k), r.first_page, unwatched);
             self.cov.modern_lists_paged += u64::from(page.paged);
             if page.completed {
                 // The announced-view check runs again (see `lists_set`).
@@ -685,9 +662,9 @@ impl World<'_> {
         if code == Some(-32021) {
             self.cov.modern_capability_missing += 1;
         }
-        match v.at("/result/resultType").and_then(Value::as_str) {
+        match v.result_type.as_deref() {
             Some("input_required") => {
-                let Some(state) = v.at("/result/requestState").and_then(Value::as_str) else {
+                let Some(state) = v.request_state.as_deref() else {
                     return; // the client says so
                 };
                 let Some(call) = r.call else {

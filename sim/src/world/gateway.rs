@@ -9,11 +9,11 @@
 //! traces are as they were.
 
 use super::downstream::Client;
+use super::downstream_wire::{Sent, Written};
 use super::{Ev, World};
 use crate::invariants::gateway::{
     self as judge, announced_lists, GatewayObs, OpenRequest, PeerObs, SessionObs, LIST_METHODS,
 };
-use crate::json::At;
 use crate::scenario::GatewayPlan;
 use crate::verdict::Invariant;
 use bytes::Bytes;
@@ -44,19 +44,18 @@ pub(super) enum DownEv {
         session: SessionId,
         exchange: ExchangeId,
         frame: Bytes,
-        /// The message the client wrote as `frame`, which the world reads instead of parsing
-        /// the frame again.
-        message: Arc<Value>,
+        /// What the client wrote as `frame`, which the world reads instead of parsing the
+        /// frame again.
+        message: Sent,
         headers: Option<RequestHeaders>,
     },
     /// A stateless client does what it put off (a late retry, re-opening its stream).
     Later { client: usize, token: u64 },
-    /// A frame reaches a client.
-    /// A frame reaches a client: parsed once, when the gateway wrote it (`None` when it is
+    /// A frame reaches a client: read once, when the gateway wrote it (`None` when it is
     /// not JSON, which a client ignores).
     ToClient {
         session: SessionId,
-        frame: Option<Arc<Value>>,
+        frame: Option<Box<Written>>,
     },
     /// The gateway's input for the manager reaches it.
     Manager(Input),
@@ -96,6 +95,8 @@ pub(super) struct GatewayWorld {
     pub(super) lists_set: u64,
     /// The view's generations and `lists_set` the announced-view check last passed with.
     announced: Option<(Option<(u64, u64)>, u64)>,
+    /// Results of the gateway's frames read before, by their bytes.
+    results: super::downstream_scan::Results,
 }
 
 /// The manager's view read once per change of its `view_generation()` and
@@ -104,7 +105,7 @@ pub(super) struct GatewayWorld {
 struct ViewMemo {
     gens: (u64, u64),
     view: View,
-    expected: Arc<[judge::Expected; 4]>,
+    expected: [Arc<judge::Expected>; 4],
 }
 
 impl GatewayWorld {
@@ -131,31 +132,57 @@ impl GatewayWorld {
             memo: None,
             lists_set: 0,
             announced: None,
+            results: Default::default(),
         }
     }
 
-    /// The manager's view now: read again only when one of its generations moved (debug
-    /// builds, the tests among them, read it every time and check that promise).
+    /// The manager's view now: the tools read again only when `view_generation()` moved,
+    /// the catalog (resources, templates, prompts) only when `catalog_generation()` did; what
+    /// did not move is the same `Arc`s as before (debug builds, the tests among them, read
+    /// the whole view every time and check that promise).
     fn view(&mut self, m: &Manager) -> &ViewMemo {
         let gens = (m.view_generation(), m.catalog_generation());
-        match &self.memo {
-            Some(memo) if memo.gens == gens => {
-                debug_assert!(
-                    memo.view == current_view(m),
-                    "the manager's view changed but neither generation moved"
-                );
+        let memo = match self.memo.take() {
+            Some(memo) if memo.gens == gens => memo,
+            Some(mut memo) => {
+                if memo.gens.0 != gens.0 {
+                    memo.view.tools = Arc::new(m.tools());
+                    memo.expected[0] = Arc::new(expected_tools(&memo.view));
+                }
+                if memo.gens.1 != gens.1 {
+                    memo.view.resources = Arc::new(m.resources());
+                    memo.view.templates = Arc::new(m.resource_templates());
+                    memo.view.prompts = Arc::new(m.prompts());
+                    let [_, r, t, p] = expected_catalog(&memo.view);
+                    memo.expected[1] = Arc::new(r);
+                    memo.expected[2] = Arc::new(t);
+                    memo.expected[3] = Arc::new(p);
+                }
+                memo.gens = gens;
+                memo
             }
-            _ => {
+            None => {
                 let view = current_view(m);
-                let expected = Arc::new(expected_views(&view));
-                self.memo = Some(ViewMemo {
+                let expected = expected_views(&view).map(Arc::new);
+                ViewMemo {
                     gens,
                     view,
                     expected,
-                });
+                }
             }
-        }
-        self.memo.as_ref().expect("set above")
+        };
+        debug_assert!(
+            memo.view == current_view(m),
+            "the manager's view changed but its generation did not move"
+        );
+        debug_assert!(
+            memo.expected
+                .iter()
+                .map(|e| &**e)
+                .eq(expected_views(&memo.view).iter()),
+            "the judge's lists are those of the view"
+        );
+        self.memo.insert(memo)
     }
 
     pub(super) fn exchange(&mut self) -> ExchangeId {
@@ -322,7 +349,7 @@ impl World<'_> {
             return;
         }
         let plain = gw.plan.plain_names;
-        let views = Arc::clone(&gw.view(&self.m).expected);
+        let gens = gw.view(&self.m).gens;
         let checks = gw
             .obs
             .sessions
@@ -351,7 +378,9 @@ impl World<'_> {
         let announced = if same && !cfg!(debug_assertions) {
             Ok(())
         } else {
-            judge::downstream_view_is_announced(&gw.obs, &views, plain)
+            let memo = gw.memo.as_ref().expect("read above");
+            let views = std::array::from_fn(|k| &*memo.expected[k]);
+            judge::downstream_view_is_announced(&mut gw.obs, views, plain, gens)
         };
         debug_assert!(
             !same || announced.is_ok(),
@@ -430,7 +459,7 @@ impl World<'_> {
     }
 
     /// A frame for a client, delivered after a little latency, in order.
-    fn send_to_client(&mut self, session: SessionId, frame: Option<Arc<Value>>) {
+    fn send_to_client(&mut self, session: SessionId, frame: Option<Box<Written>>) {
         let Some(gw) = self.gw.as_mut() else { return };
         let lat = 1 + gw.rng.below(4);
         let at = self.now + Duration::from_millis(lat);
@@ -440,15 +469,15 @@ impl World<'_> {
         self.push(at, Ev::Downstream(DownEv::ToClient { session, frame }));
     }
 
-    /// What a frame the gateway writes tells about the promises; the frame parsed, for the
+    /// What a frame the gateway writes tells about the promises; the frame read, for the
     /// client that reads it.
     fn observe_send(
         &mut self,
         session: SessionId,
         target: Target,
-        frame: &[u8],
+        frame: &Bytes,
         cause: &Cause,
-    ) -> Option<Arc<Value>> {
+    ) -> Option<Box<Written>> {
         if self.trace.is_some() {
             let text = String::from_utf8_lossy(frame).into_owned();
             let text: String = text.chars().take(160).collect();
@@ -456,18 +485,19 @@ impl World<'_> {
                 let _ = writeln!(t, "            ds< s{} {text}", session.0);
             });
         }
-        let v = serde_json::from_slice::<Value>(frame).ok().map(Arc::new);
+        let gw = self.gw.as_mut()?;
+        let v = Written::read(frame, &mut gw.results).map(Box::new);
         if let Some(v) = &v {
             self.observe_sent(session, target, v, cause);
         }
         v
     }
 
-    fn observe_sent(&mut self, session: SessionId, target: Target, v: &Value, cause: &Cause) {
+    fn observe_sent(&mut self, session: SessionId, target: Target, v: &Written, cause: &Cause) {
         let now = self.now;
         let Some(gw) = self.gw.as_mut() else { return };
-        let id = v.get("id").cloned();
-        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
+        let id = v.id.clone();
+        let method = v.method.clone();
         let mut found = Vec::new();
         match (id, method) {
             (Some(id), None) => {
@@ -498,8 +528,9 @@ impl World<'_> {
                 }
                 let Some(r) = s.open.remove(&key) else {
                     found.push(format!(
-                        "session {} was answered for request {key} twice, or never asked: {v}",
-                        session.0
+                        "session {} was answered for request {key} twice, or never asked: {}",
+                        session.0,
+                        v.shown()
                     ));
                     gw.obs.found.extend(
                         found
@@ -533,16 +564,13 @@ impl World<'_> {
                     self.modern_answered(client, &r, v);
                     return;
                 }
-                let error = v.get("error").is_some();
+                let error = v.error;
                 match r.method.as_str() {
                     "tools/call" => {
                         if error {
                             self.cov.downstream_calls_rpc_errors += 1;
-                        } else if v.at("/result/isError") == Some(&Value::Bool(true)) {
-                            let text = v
-                                .at("/result/content/0/text")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default();
+                        } else if v.is_error {
+                            let text = v.text.as_deref().unwrap_or_default();
                             if text.starts_with("the call to server") {
                                 self.cov.downstream_calls_tool_errors += 1;
                             }
@@ -555,7 +583,7 @@ impl World<'_> {
                     }
                     m => {
                         if let Some(k) = LIST_METHODS.iter().position(|l| *l == m) {
-                            let page = s.lists[k].take_page(k, v, r.first_page, false);
+                            let page = s.lists[k].take_page(v.page(k), r.first_page, false);
                             self.cov.downstream_lists_paged += u64::from(page.paged);
                             if page.completed {
                                 gw.lists_set += 1;
@@ -599,7 +627,7 @@ impl World<'_> {
                                 last: false,
                             }
                 });
-                let url = v.at("/params/mode") == Some(&Value::String("url".into()));
+                let url = v.url;
                 let declared = match method.as_str() {
                     "sampling/createMessage" => s.caps.0,
                     _ if url => s.caps.2,
@@ -832,11 +860,21 @@ fn current_view(m: &Manager) -> View {
 
 /// The core's view of each list kind, as [`judge::downstream_view_is_announced`] reads it.
 fn expected_views(v: &View) -> [judge::Expected; 4] {
+    let [_, r, t, p] = expected_catalog(v);
+    [expected_tools(v), r, t, p]
+}
+
+fn expected_tools(v: &View) -> judge::Expected {
+    v.tools
+        .iter()
+        .map(|t| (t.qualified_name.clone(), Some(t.def.name.clone())))
+        .collect()
+}
+
+/// The catalog's three kinds (the first is left empty).
+fn expected_catalog(v: &View) -> [judge::Expected; 4] {
     [
-        v.tools
-            .iter()
-            .map(|t| (t.qualified_name.clone(), Some(t.def.name.clone())))
-            .collect(),
+        Vec::new(),
         v.resources
             .iter()
             .map(|r| (r.def.uri.clone(), None))

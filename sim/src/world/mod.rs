@@ -13,6 +13,8 @@ mod answers;
 mod catalog;
 mod downstream;
 mod downstream_modern;
+mod downstream_scan;
+mod downstream_wire;
 mod embedder;
 mod era;
 mod gateway;
