@@ -274,3 +274,44 @@ fn every_page_counts_the_earliest_expiry_and_the_narrowest_scope_win() {
     assert_eq!(f.ttl_ms, 4_990);
     assert_eq!(f.scope, CacheScope::Private);
 }
+
+#[test]
+fn lists_whose_freshness_ends_at_the_warm_starts_instant_are_listed_again() {
+    // The cache loads at 1 ms, the transport opens at 2 ms: an entry fresh for 1 ms more
+    // has expired by then (freshness is "until", not "through"), one fresh for 2 ms has not.
+    let mut ending = first_run_public();
+    if let Some(f) = ending.freshness.as_mut() {
+        f.ttl_ms = 1;
+    }
+    let (m, outs) = warm_start(ending);
+    assert_eq!(methods(&outs), vec!["tools/list".to_string()]);
+    assert_eq!(m.counters().lists_skipped_fresh, 0);
+    assert_ne!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let mut still = first_run_public();
+    if let Some(f) = still.freshness.as_mut() {
+        f.ttl_ms = 2;
+    }
+    let (m, outs) = warm_start(still);
+    assert!(methods(&outs).is_empty(), "{:?}", methods(&outs));
+    assert_eq!(m.counters().lists_skipped_fresh, 1);
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+}
+
+#[test]
+fn fresh_lists_are_asked_again_when_the_shell_wakes_after_they_expired() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, _) = connect_listed(&mut m, json!({"ttlMs": 60_000, "cacheScope": "public"}));
+    let (conn2, _) = reconnect(&mut m, conn, 1_000);
+    assert_eq!(m.counters().lists_skipped_fresh, 1);
+    // Expiry is at 60,010 ms; a loaded machine wakes the driver half a second late. What is
+    // overdue is acted on all the same.
+    m.handle_timeout(Instant::from_millis(60_500));
+    let relisted = sent(&drain(&mut m));
+    assert!(
+        relisted.iter().any(|r| r.0 == conn2 && r.2 == "tools/list"),
+        "{relisted:?}"
+    );
+    assert_eq!(m.counters().lists_expired_relisted, 1);
+    // Nothing is left armed for the expiry that was acted on.
+    assert!(m.poll_timeout().is_none_or(|t| t > Instant::from_millis(60_500)));
+}
