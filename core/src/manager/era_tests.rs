@@ -121,6 +121,7 @@ fn a_discover_result_makes_the_attempt_stateless_and_every_request_carries_the_m
         state.tool_count, 1,
         "the tool whose header cannot be mirrored is dropped"
     );
+    assert_eq!(m.counters().tools_dropped_for_headers, 1);
     let stored = outs.iter().find_map(|o| match o {
         Output::StoreCache { catalog, .. } => catalog.handshake.clone(),
         _ => None,
