@@ -367,3 +367,46 @@ fn a_failed_attempt_carries_the_last_stderr_lines_within_their_bounds() {
     let line = format!("{}{}", "c".repeat(4095), "é".repeat(10));
     assert_eq!(tail_after(&[line]), Some("c".repeat(4095)));
 }
+
+#[test]
+fn the_configs_tool_filters_hide_tools_and_say_how_many() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let mut config = crate::config::ServerConfig::stdio("srv", &[]);
+    config.disabled_tools = vec!["b".into()];
+    let spec = crate::config::ServerSpec::new("s", config);
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers: vec![spec],
+        },
+    );
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("opened");
+    m.handle(
+        Instant::ZERO,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let init = request_of(&drain(&mut m), "initialize");
+    let outs = answer(&mut m, 1, conn, initialize_ok(init, json!({"tools": {}})));
+    let list = request_of(&outs, "tools/list");
+    answer(
+        &mut m,
+        2,
+        conn,
+        tools(list, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}])),
+    );
+    let state = m.server_state("s").unwrap();
+    assert_eq!(state.status, ServerStatus::Connected);
+    assert_eq!((state.tool_count, state.filtered_tools), (2, 1));
+    let names: Vec<String> = m.tools().iter().map(|t| t.qualified_name.clone()).collect();
+    assert_eq!(names, vec!["mcp_s_a".to_string(), "mcp_s_c".to_string()]);
+}
