@@ -510,4 +510,11 @@ fn an_input_round_asks_the_embedder_then_retries_with_the_state_as_written() {
     assert_eq!(v["params"]["inputResponses"]["ok"]["action"], "accept");
     assert!(v["params"]["inputResponses"]["roots"]["roots"].is_array());
     assert!(has_full_meta(&v["params"]));
+    assert_eq!(
+        (
+            m.counters().input_required_rounds,
+            m.counters().input_retries
+        ),
+        (1, 1)
+    );
 }
