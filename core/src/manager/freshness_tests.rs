@@ -326,5 +326,7 @@ fn fresh_lists_are_asked_again_when_the_shell_wakes_after_they_expired() {
     );
     assert_eq!(m.counters().lists_expired_relisted, 1);
     // Nothing is left armed for the expiry that was acted on.
-    assert!(m.poll_timeout().is_none_or(|t| t > Instant::from_millis(60_500)));
+    assert!(m
+        .poll_timeout()
+        .is_none_or(|t| t > Instant::from_millis(60_500)));
 }
