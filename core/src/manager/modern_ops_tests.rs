@@ -745,3 +745,46 @@ fn an_input_left_unanswered_fails_the_tool_call_that_asked_for_it() {
     assert!(m.calls_in_flight().is_empty());
     assert_eq!(m.counters().inputs_unavailable, 1);
 }
+
+#[test]
+fn a_completion_answers_with_its_values_and_is_counted_as_one() {
+    let caps = json!({"tools": {}, "prompts": {}, "completions": {}});
+    let (mut m, conn, _) = connected_with(probing(), caps);
+    m.handle(
+        Instant::from_millis(10),
+        Input::Operation {
+            call: CallId(5),
+            op: Operation::Complete {
+                reference: crate::catalog::CompletionRef::Prompt {
+                    name: "mcp_s_p".into(),
+                },
+                argument: "city".into(),
+                value: "Pa".into(),
+                context: BTreeMap::new(),
+            },
+            timeout: None,
+        },
+    );
+    let (_, id, _, params, _) = sent(&drain(&mut m))
+        .into_iter()
+        .find(|r| r.2 == "completion/complete")
+        .expect("the completion is asked");
+    assert_eq!(params["ref"], json!({"type": "ref/prompt", "name": "p"}));
+    assert_eq!(params["argument"], json!({"name": "city", "value": "Pa"}));
+    let done = json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+        "completion": {"values": ["Paris", "Pau"], "total": 2, "hasMore": false}}});
+    match completed(&answer(&mut m, 11, conn, done)) {
+        Some(OperationOutcome::Ok(OperationResult::Completion(c))) => {
+            assert_eq!(c.values, vec!["Paris".to_string(), "Pau".to_string()]);
+            assert_eq!(c.total, Some(2));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        (
+            m.counters().completions,
+            m.counters().operations_acknowledged
+        ),
+        (1, 0)
+    );
+}
