@@ -410,3 +410,26 @@ fn the_configs_tool_filters_hide_tools_and_say_how_many() {
     let names: Vec<String> = m.tools().iter().map(|t| t.qualified_name.clone()).collect();
     assert_eq!(names, vec!["mcp_s_a".to_string(), "mcp_s_c".to_string()]);
 }
+
+#[test]
+fn a_resource_update_the_server_announces_reaches_the_embedder() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t"}]),
+    );
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+        "params": {"uri": "file:///notes.txt"}});
+    let outs = answer(&mut m, 3, conn, note);
+    let updated: Vec<(&str, &str)> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Event(Event::ResourceUpdated { server, uri }) => {
+                Some((server.as_str(), uri.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updated, vec![("s", "file:///notes.txt")]);
+    assert_eq!(m.counters().resource_updates, 1);
+}
