@@ -433,3 +433,69 @@ fn a_resource_update_the_server_announces_reaches_the_embedder() {
     assert_eq!(updated, vec![("s", "file:///notes.txt")]);
     assert_eq!(m.counters().resource_updates, 1);
 }
+
+#[test]
+fn a_server_that_does_not_initialize_in_time_fails_with_a_connect_timeout() {
+    let mut o = ManagerOptions::default();
+    o.default_connect_timeout = Duration::from_secs(5);
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    request_of(&outs, "initialize");
+    m.handle_timeout(Instant::from_millis(4_999));
+    drain(&mut m);
+    assert_eq!(m.counters().connect_timeouts, 0);
+    m.handle_timeout(Instant::from_millis(5_000));
+    let outs = drain(&mut m);
+    assert!(outs
+        .iter()
+        .any(|o| matches!(o, Output::CloseTransport { conn: c } if *c == conn)));
+    let state = m.server_state("s").unwrap();
+    assert_eq!(
+        state.last_error.map(|e| e.kind),
+        Some(ServerErrorKind::ConnectTimeout)
+    );
+    assert_eq!(m.counters().connect_timeouts, 1);
+}
+
+#[test]
+fn a_servers_sampling_request_is_forwarded_to_the_embedder_and_answered_under_its_id() {
+    let mut o = ManagerOptions::default();
+    o.client_features.sampling = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    let ask = json!({"jsonrpc": "2.0", "id": "q-1", "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+        "maxTokens": 10}});
+    let outs = answer(&mut m, 3, conn, ask);
+    let key = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest {
+                server, request, ..
+            }) if server == "s" => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked");
+    assert_eq!(m.counters().peer_requests_forwarded, 1);
+    m.handle(
+        Instant::from_millis(4),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: crate::protocol::PeerAnswer::Result {
+                result: json!({"role": "assistant", "model": "m",
+                    "content": {"type": "text", "text": "hello"}}),
+            },
+        },
+    );
+    let reply = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::Send { conn: c, frame, .. } if *c == conn => {
+                serde_json::from_slice::<Value>(frame).ok()
+            }
+            _ => None,
+        })
+        .expect("answered");
+    assert_eq!(reply["id"], "q-1");
+    assert_eq!(reply["result"]["content"]["text"], "hello");
+    assert_eq!(m.counters().peer_answered, 1);
+}
