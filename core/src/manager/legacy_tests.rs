@@ -499,3 +499,92 @@ fn a_servers_sampling_request_is_forwarded_to_the_embedder_and_answered_under_it
     assert_eq!(reply["result"]["content"]["text"], "hello");
     assert_eq!(m.counters().peer_answered, 1);
 }
+
+#[test]
+fn a_servers_phase_reads_by_its_status_name_at_every_step() {
+    let phase = |m: &Manager| m.server_state("s").unwrap().phase.to_string();
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let spec = crate::config::ServerSpec::new("s", crate::config::ServerConfig::stdio("srv", &[]));
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers: vec![spec],
+        },
+    );
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("opened");
+    assert_eq!(phase(&m), "opening");
+    m.handle(
+        Instant::ZERO,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let init = request_of(&drain(&mut m), "initialize");
+    assert_eq!(phase(&m), "initializing");
+    let outs = answer(&mut m, 1, conn, initialize_ok(init, json!({"tools": {}})));
+    let list = request_of(&outs, "tools/list");
+    assert_eq!(phase(&m), "listing-tools");
+    answer(&mut m, 2, conn, tools(list, json!([{"name": "t"}])));
+    assert_eq!(phase(&m), "connected");
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    assert_eq!(phase(&m), "backoff");
+    // With reconnects off, a lost server stays down.
+    let mut o = ManagerOptions::default();
+    o.reconnect = ReconnectPolicy::never();
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    assert_eq!(phase(&m), "idle");
+}
+
+#[test]
+fn a_servers_log_message_reaches_the_embedder_with_its_data_as_text() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}, "logging": {}}),
+        json!([{"name": "t"}]),
+    );
+    let mut texts = Vec::new();
+    for data in [json!("disk almost full"), json!({"free": 3})] {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "warning", "logger": "disk", "data": data}});
+        for o in answer(&mut m, 3, conn, note) {
+            if let Output::Event(Event::ServerLog {
+                server,
+                level,
+                data,
+                ..
+            }) = o
+            {
+                assert_eq!((server.as_str(), level), ("s", Level::Warn));
+                texts.push(log_text(&data).into_owned());
+            }
+        }
+    }
+    assert_eq!(texts, vec!["disk almost full", r#"{"free":3}"#]);
+}
