@@ -588,3 +588,51 @@ fn a_servers_log_message_reaches_the_embedder_with_its_data_as_text() {
     }
     assert_eq!(texts, vec!["disk almost full", r#"{"free":3}"#]);
 }
+
+#[test]
+fn a_url_elicitation_completes_once_and_only_when_the_server_asked_for_it() {
+    let mut o = ManagerOptions::default();
+    o.client_features.elicitation_url = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    let completions = |outs: &[Output]| -> Vec<String> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Output::Event(Event::ElicitationComplete { elicitation_id, .. }) => {
+                    Some(elicitation_id.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let complete = |id: &str| {
+        json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": id}})
+    };
+    // A completion nobody asked for is ignored.
+    assert!(completions(&answer(&mut m, 3, conn, complete("e1"))).is_empty());
+    let ask = json!({"jsonrpc": "2.0", "id": 7, "method": "elicitation/create",
+        "params": {"mode": "url", "message": "sign in", "url": "https://example.com/login",
+        "elicitationId": "e1"}});
+    let key = answer(&mut m, 4, conn, ask)
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked");
+    m.handle(
+        Instant::from_millis(5),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: crate::protocol::PeerAnswer::Accept { content: None },
+        },
+    );
+    drain(&mut m);
+    // The one it asked for completes once; a repeat is ignored.
+    assert_eq!(
+        completions(&answer(&mut m, 6, conn, complete("e1"))),
+        vec!["e1"]
+    );
+    assert!(completions(&answer(&mut m, 7, conn, complete("e1"))).is_empty());
+    assert_eq!(m.counters().elicitations_completed, 1);
+}
