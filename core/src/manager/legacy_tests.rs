@@ -436,8 +436,10 @@ fn a_resource_update_the_server_announces_reaches_the_embedder() {
 
 #[test]
 fn a_server_that_does_not_initialize_in_time_fails_with_a_connect_timeout() {
-    let mut o = ManagerOptions::default();
-    o.default_connect_timeout = Duration::from_secs(5);
+    let o = ManagerOptions {
+        default_connect_timeout: Duration::from_secs(5),
+        ..ManagerOptions::default()
+    };
     let mut m = Manager::new(o, Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);
     request_of(&outs, "initialize");
@@ -546,8 +548,10 @@ fn a_servers_phase_reads_by_its_status_name_at_every_step() {
     drain(&mut m);
     assert_eq!(phase(&m), "backoff");
     // With reconnects off, a lost server stays down.
-    let mut o = ManagerOptions::default();
-    o.reconnect = ReconnectPolicy::never();
+    let o = ManagerOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..ManagerOptions::default()
+    };
     let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
     m.handle(
         Instant::from_millis(3),
