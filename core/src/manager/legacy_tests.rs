@@ -640,3 +640,76 @@ fn a_url_elicitation_completes_once_and_only_when_the_server_asked_for_it() {
     assert!(completions(&answer(&mut m, 7, conn, complete("e1"))).is_empty());
     assert_eq!(m.counters().elicitations_completed, 1);
 }
+
+/// The `ReconnectScheduled` among `outs`: (attempt, delay).
+fn scheduled(outs: &[Output]) -> Option<(u32, Duration)> {
+    outs.iter().find_map(|o| match o {
+        Output::Event(Event::ReconnectScheduled { attempt, delay, .. }) => Some((*attempt, *delay)),
+        _ => None,
+    })
+}
+
+/// Connected with `o`, then lost: the reconnect it schedules.
+fn lost(o: ManagerOptions) -> (Manager, Option<(u32, Duration)>) {
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    let first = scheduled(&drain(&mut m));
+    (m, first)
+}
+
+#[test]
+fn reconnect_delays_follow_the_ladder_exactly_without_jitter_and_spread_with_it() {
+    let mut o = ManagerOptions::default();
+    o.reconnect.jitter = 0.0;
+    let (mut m, first) = lost(o);
+    assert_eq!(first, Some((1, Duration::from_millis(500))));
+    // The attempt opens when due and fails: the next waits twice as long.
+    m.handle_timeout(Instant::from_millis(503));
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("the reconnect opens");
+    m.handle(
+        Instant::from_millis(504),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Failed {
+                error: "refused".into(),
+            },
+        },
+    );
+    assert_eq!(
+        scheduled(&drain(&mut m)),
+        Some((2, Duration::from_millis(1_000)))
+    );
+    // With the default jitter (±20 %), delays drawn under different seeds spread over the
+    // band around 500 ms instead of all landing on it.
+    let delays: Vec<Duration> = (0..8)
+        .map(|seed| {
+            let o = ManagerOptions {
+                seed,
+                ..ManagerOptions::default()
+            };
+            lost(o).1.expect("scheduled").1
+        })
+        .collect();
+    for d in &delays {
+        assert!(
+            (Duration::from_millis(400)..=Duration::from_millis(600)).contains(d),
+            "{d:?}"
+        );
+    }
+    let spread = *delays.iter().max().unwrap() - *delays.iter().min().unwrap();
+    assert!(spread > Duration::from_millis(10), "{delays:?}");
+}
