@@ -366,6 +366,13 @@ fn a_failed_attempt_carries_the_last_stderr_lines_within_their_bounds() {
     // ...and a longer line keeps its first 4,096 bytes, cut on a character boundary.
     let line = format!("{}{}", "c".repeat(4095), "é".repeat(10));
     assert_eq!(tail_after(&[line]), Some("c".repeat(4095)));
+    // The byte bound still holds after lines left by count: 21 lines of 100 bytes (the first
+    // leaves), then one of 3,000 bytes, which pushes out the ten oldest of the rest.
+    let mut lines: Vec<String> = (0..21).map(|i| format!("{i:0>100}")).collect();
+    lines.push("d".repeat(3000));
+    assert_eq!(tail_after(&lines), Some(lines[11..].join("\n")));
+    // Blank lines are lines too.
+    assert_eq!(tail_after(&vec![String::new(); 25]), Some("\n".repeat(19)));
 }
 
 #[test]
