@@ -720,3 +720,36 @@ fn reconnect_delays_follow_the_ladder_exactly_without_jitter_and_spread_with_it(
     let spread = *delays.iter().max().unwrap() - *delays.iter().min().unwrap();
     assert!(spread > Duration::from_millis(10), "{delays:?}");
 }
+
+#[test]
+fn a_task_call_is_polled_at_the_servers_interval_then_answered_by_its_result() {
+    let caps = json!({"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}});
+    let tool = json!([{"name": "t", "execution": {"taskSupport": "required"}}]);
+    let (mut m, conn) = connected(ManagerOptions::default(), caps, tool);
+    let call = call(&mut m, 3, 1, Some(Duration::from_secs(60)));
+    let first = request_of(&call, "tools/call");
+    let created = json!({"jsonrpc": "2.0", "id": first, "result": {
+        "task": {"taskId": "job-1", "status": "working", "pollInterval": 200}}});
+    assert!(sent(&answer(&mut m, 4, conn, created)).is_empty());
+    assert_eq!(m.counters().task_calls, 1);
+    // Polled when the server said, not before.
+    m.handle_timeout(Instant::from_millis(203));
+    assert!(sent(&drain(&mut m)).is_empty());
+    m.handle_timeout(Instant::from_millis(204));
+    let outs = drain(&mut m);
+    let get = request_of(&outs, "tasks/get");
+    assert_eq!(sent(&outs)[0].3, json!({"taskId": "job-1"}));
+    assert_eq!(m.counters().task_polls, 1);
+    let done = json!({"jsonrpc": "2.0", "id": get, "result": {"taskId": "job-1",
+        "status": "completed"}});
+    let result = request_of(&answer(&mut m, 205, conn, done), "tasks/result");
+    let answer_of = json!({"jsonrpc": "2.0", "id": result, "result": {
+        "content": [{"type": "text", "text": "done"}]}});
+    let outs = answer(&mut m, 206, conn, answer_of);
+    assert!(
+        matches!(call_outcome(&outs), Some(CallOutcome::Ok(_))),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().task_polls, 1);
+    assert!(m.calls_in_flight().is_empty());
+}
