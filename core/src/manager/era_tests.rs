@@ -121,6 +121,7 @@ fn a_discover_result_makes_the_attempt_stateless_and_every_request_carries_the_m
         state.tool_count, 1,
         "the tool whose header cannot be mirrored is dropped"
     );
+    assert_eq!(m.counters().tools_dropped_for_headers, 1);
     let stored = outs.iter().find_map(|o| match o {
         Output::StoreCache { catalog, .. } => catalog.handshake.clone(),
         _ => None,
@@ -509,4 +510,11 @@ fn an_input_round_asks_the_embedder_then_retries_with_the_state_as_written() {
     assert_eq!(v["params"]["inputResponses"]["ok"]["action"], "accept");
     assert!(v["params"]["inputResponses"]["roots"]["roots"].is_array());
     assert!(has_full_meta(&v["params"]));
+    assert_eq!(
+        (
+            m.counters().input_required_rounds,
+            m.counters().input_retries
+        ),
+        (1, 1)
+    );
 }

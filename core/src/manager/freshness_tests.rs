@@ -43,6 +43,16 @@ fn connect_listed(m: &mut Manager, hints: Value) -> (ConnId, Catalog) {
 
 /// The connection ends by itself; the reconnect that follows opens. Its first outputs.
 fn reconnect(m: &mut Manager, conn: ConnId, at: u64) -> (ConnId, Vec<Output>) {
+    reconnect_finding(m, conn, at, discover_ok)
+}
+
+/// [`reconnect`], the server answering the probe with `discover(id)`.
+fn reconnect_finding(
+    m: &mut Manager,
+    conn: ConnId,
+    at: u64,
+    discover: impl Fn(u64) -> Value,
+) -> (ConnId, Vec<Output>) {
     m.handle(
         Instant::from_millis(at),
         Input::Transport {
@@ -75,7 +85,7 @@ fn reconnect(m: &mut Manager, conn: ConnId, at: u64) -> (ConnId, Vec<Output>) {
                 .into_iter()
                 .find(|r| r.2 == "server/discover");
             let probe = probe.expect("a probe").1;
-            return (next, answer(m, t + 1, next, discover_ok(probe)));
+            return (next, answer(m, t + 1, next, discover(probe)));
         }
     }
 }
@@ -131,24 +141,27 @@ fn a_missing_or_zero_ttl_lists_again_at_once() {
     }
 }
 
+/// A discover answer declaring `tools.listChanged`.
+fn discover_announcing(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {"listChanged": true}}, "serverInfo": {"name": "s", "version": "1"}}})
+}
+
 #[test]
 fn a_change_the_server_announces_makes_fresh_lists_stale() {
     let mut m = Manager::new(probing(), Instant::ZERO);
-    let caps = json!({"jsonrpc": "2.0", "id": 0, "result": {
-        "resultType": "complete", "supportedVersions": ["2026-07-28"],
-        "capabilities": {"tools": {"listChanged": true}}, "serverInfo": {"name": "s", "version": "1"}}});
     let (conn, outs) = open(&mut m, 0);
-    let mut discover = caps;
-    discover["id"] = json!(sent(&outs)[0].1);
-    let outs = answer(&mut m, 5, conn, discover);
+    let outs = answer(&mut m, 5, conn, discover_announcing(sent(&outs)[0].1));
     let list = sent(&outs)[0].1;
     answer(&mut m, 10, conn, tools_page(list, json!({"ttlMs": 60_000})));
     let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
     let outs = answer(&mut m, 20, conn, changed);
     // The re-list it causes fails to come back before the connection ends...
     assert!(methods(&outs).contains(&"tools/list".to_string()));
-    // ...so the reconnect lists: what the cache holds predates the change.
-    let (_, outs) = reconnect(&mut m, conn, 30);
+    // ...so the reconnect lists: what the cache holds predates the change (the server
+    // declares what it declared when the lists were made, so only their staleness says so).
+    let (_, outs) = reconnect_finding(&mut m, conn, 30, discover_announcing);
     assert!(methods(&outs).contains(&"tools/list".to_string()));
     assert_eq!(m.counters().lists_skipped_fresh, 0);
 }
@@ -273,4 +286,47 @@ fn every_page_counts_the_earliest_expiry_and_the_narrowest_scope_win() {
     // 5 s from the first page (at 10 ms), counted from the store (at 20 ms).
     assert_eq!(f.ttl_ms, 4_990);
     assert_eq!(f.scope, CacheScope::Private);
+}
+
+#[test]
+fn lists_whose_freshness_ends_at_the_warm_starts_instant_are_listed_again() {
+    // The cache loads at 1 ms, the transport opens at 2 ms: an entry fresh for 1 ms more
+    // has expired by then (freshness is "until", not "through"), one fresh for 2 ms has not.
+    let mut ending = first_run_public();
+    if let Some(f) = ending.freshness.as_mut() {
+        f.ttl_ms = 1;
+    }
+    let (m, outs) = warm_start(ending);
+    assert_eq!(methods(&outs), vec!["tools/list".to_string()]);
+    assert_eq!(m.counters().lists_skipped_fresh, 0);
+    assert_ne!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let mut still = first_run_public();
+    if let Some(f) = still.freshness.as_mut() {
+        f.ttl_ms = 2;
+    }
+    let (m, outs) = warm_start(still);
+    assert!(methods(&outs).is_empty(), "{:?}", methods(&outs));
+    assert_eq!(m.counters().lists_skipped_fresh, 1);
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+}
+
+#[test]
+fn fresh_lists_are_asked_again_when_the_shell_wakes_after_they_expired() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, _) = connect_listed(&mut m, json!({"ttlMs": 60_000, "cacheScope": "public"}));
+    let (conn2, _) = reconnect(&mut m, conn, 1_000);
+    assert_eq!(m.counters().lists_skipped_fresh, 1);
+    // Expiry is at 60,010 ms; a loaded machine wakes the driver half a second late. What is
+    // overdue is acted on all the same.
+    m.handle_timeout(Instant::from_millis(60_500));
+    let relisted = sent(&drain(&mut m));
+    assert!(
+        relisted.iter().any(|r| r.0 == conn2 && r.2 == "tools/list"),
+        "{relisted:?}"
+    );
+    assert_eq!(m.counters().lists_expired_relisted, 1);
+    // Nothing is left armed for the expiry that was acted on.
+    assert!(m
+        .poll_timeout()
+        .is_none_or(|t| t > Instant::from_millis(60_500)));
 }

@@ -366,4 +366,390 @@ fn a_failed_attempt_carries_the_last_stderr_lines_within_their_bounds() {
     // ...and a longer line keeps its first 4,096 bytes, cut on a character boundary.
     let line = format!("{}{}", "c".repeat(4095), "é".repeat(10));
     assert_eq!(tail_after(&[line]), Some("c".repeat(4095)));
+    // The byte bound still holds after lines left by count: 21 lines of 100 bytes (the first
+    // leaves), then one of 3,000 bytes, which pushes out the ten oldest of the rest.
+    let mut lines: Vec<String> = (0..21).map(|i| format!("{i:0>100}")).collect();
+    lines.push("d".repeat(3000));
+    assert_eq!(tail_after(&lines), Some(lines[11..].join("\n")));
+    // Blank lines are lines too.
+    assert_eq!(tail_after(&vec![String::new(); 25]), Some("\n".repeat(19)));
+}
+
+#[test]
+fn the_configs_tool_filters_hide_tools_and_say_how_many() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let mut config = crate::config::ServerConfig::stdio("srv", &[]);
+    config.disabled_tools = vec!["b".into()];
+    let spec = crate::config::ServerSpec::new("s", config);
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers: vec![spec],
+        },
+    );
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("opened");
+    m.handle(
+        Instant::ZERO,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let init = request_of(&drain(&mut m), "initialize");
+    let outs = answer(&mut m, 1, conn, initialize_ok(init, json!({"tools": {}})));
+    let list = request_of(&outs, "tools/list");
+    answer(
+        &mut m,
+        2,
+        conn,
+        tools(list, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}])),
+    );
+    let state = m.server_state("s").unwrap();
+    assert_eq!(state.status, ServerStatus::Connected);
+    assert_eq!((state.tool_count, state.filtered_tools), (2, 1));
+    let names: Vec<String> = m.tools().iter().map(|t| t.qualified_name.clone()).collect();
+    assert_eq!(names, vec!["mcp_s_a".to_string(), "mcp_s_c".to_string()]);
+}
+
+#[test]
+fn a_resource_update_the_server_announces_reaches_the_embedder() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t"}]),
+    );
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+        "params": {"uri": "file:///notes.txt"}});
+    let outs = answer(&mut m, 3, conn, note);
+    let updated: Vec<(&str, &str)> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Event(Event::ResourceUpdated { server, uri }) => {
+                Some((server.as_str(), uri.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updated, vec![("s", "file:///notes.txt")]);
+    assert_eq!(m.counters().resource_updates, 1);
+}
+
+#[test]
+fn a_server_that_does_not_initialize_in_time_fails_with_a_connect_timeout() {
+    let o = ManagerOptions {
+        default_connect_timeout: Duration::from_secs(5),
+        ..ManagerOptions::default()
+    };
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    request_of(&outs, "initialize");
+    m.handle_timeout(Instant::from_millis(4_999));
+    drain(&mut m);
+    assert_eq!(m.counters().connect_timeouts, 0);
+    m.handle_timeout(Instant::from_millis(5_000));
+    let outs = drain(&mut m);
+    assert!(outs
+        .iter()
+        .any(|o| matches!(o, Output::CloseTransport { conn: c } if *c == conn)));
+    let state = m.server_state("s").unwrap();
+    assert_eq!(
+        state.last_error.map(|e| e.kind),
+        Some(ServerErrorKind::ConnectTimeout)
+    );
+    assert_eq!(m.counters().connect_timeouts, 1);
+}
+
+#[test]
+fn a_servers_sampling_request_is_forwarded_to_the_embedder_and_answered_under_its_id() {
+    let mut o = ManagerOptions::default();
+    o.client_features.sampling = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    let ask = json!({"jsonrpc": "2.0", "id": "q-1", "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+        "maxTokens": 10}});
+    let outs = answer(&mut m, 3, conn, ask);
+    let key = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest {
+                server, request, ..
+            }) if server == "s" => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked");
+    assert_eq!(m.counters().peer_requests_forwarded, 1);
+    m.handle(
+        Instant::from_millis(4),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: crate::protocol::PeerAnswer::Result {
+                result: json!({"role": "assistant", "model": "m",
+                    "content": {"type": "text", "text": "hello"}}),
+            },
+        },
+    );
+    let reply = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::Send { conn: c, frame, .. } if *c == conn => {
+                serde_json::from_slice::<Value>(frame).ok()
+            }
+            _ => None,
+        })
+        .expect("answered");
+    assert_eq!(reply["id"], "q-1");
+    assert_eq!(reply["result"]["content"]["text"], "hello");
+    assert_eq!(m.counters().peer_answered, 1);
+}
+
+#[test]
+fn a_servers_phase_reads_by_its_status_name_at_every_step() {
+    let phase = |m: &Manager| m.server_state("s").unwrap().phase.to_string();
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let spec = crate::config::ServerSpec::new("s", crate::config::ServerConfig::stdio("srv", &[]));
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers: vec![spec],
+        },
+    );
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("opened");
+    assert_eq!(phase(&m), "opening");
+    m.handle(
+        Instant::ZERO,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let init = request_of(&drain(&mut m), "initialize");
+    assert_eq!(phase(&m), "initializing");
+    let outs = answer(&mut m, 1, conn, initialize_ok(init, json!({"tools": {}})));
+    let list = request_of(&outs, "tools/list");
+    assert_eq!(phase(&m), "listing-tools");
+    answer(&mut m, 2, conn, tools(list, json!([{"name": "t"}])));
+    assert_eq!(phase(&m), "connected");
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    assert_eq!(phase(&m), "backoff");
+    // With reconnects off, a lost server stays down.
+    let o = ManagerOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..ManagerOptions::default()
+    };
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    assert_eq!(phase(&m), "idle");
+}
+
+#[test]
+fn a_servers_log_message_reaches_the_embedder_with_its_data_as_text() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}, "logging": {}}),
+        json!([{"name": "t"}]),
+    );
+    let mut texts = Vec::new();
+    for data in [json!("disk almost full"), json!({"free": 3})] {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "warning", "logger": "disk", "data": data}});
+        for o in answer(&mut m, 3, conn, note) {
+            if let Output::Event(Event::ServerLog {
+                server,
+                level,
+                data,
+                ..
+            }) = o
+            {
+                assert_eq!((server.as_str(), level), ("s", Level::Warn));
+                texts.push(log_text(&data).into_owned());
+            }
+        }
+    }
+    assert_eq!(texts, vec!["disk almost full", r#"{"free":3}"#]);
+}
+
+#[test]
+fn a_url_elicitation_completes_once_and_only_when_the_server_asked_for_it() {
+    let mut o = ManagerOptions::default();
+    o.client_features.elicitation_url = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    let completions = |outs: &[Output]| -> Vec<String> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Output::Event(Event::ElicitationComplete { elicitation_id, .. }) => {
+                    Some(elicitation_id.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let complete = |id: &str| {
+        json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": id}})
+    };
+    // A completion nobody asked for is ignored.
+    assert!(completions(&answer(&mut m, 3, conn, complete("e1"))).is_empty());
+    let ask = json!({"jsonrpc": "2.0", "id": 7, "method": "elicitation/create",
+        "params": {"mode": "url", "message": "sign in", "url": "https://example.com/login",
+        "elicitationId": "e1"}});
+    let key = answer(&mut m, 4, conn, ask)
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked");
+    m.handle(
+        Instant::from_millis(5),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: crate::protocol::PeerAnswer::Accept { content: None },
+        },
+    );
+    drain(&mut m);
+    // The one it asked for completes once; a repeat is ignored.
+    assert_eq!(
+        completions(&answer(&mut m, 6, conn, complete("e1"))),
+        vec!["e1"]
+    );
+    assert!(completions(&answer(&mut m, 7, conn, complete("e1"))).is_empty());
+    assert_eq!(m.counters().elicitations_completed, 1);
+}
+
+/// The `ReconnectScheduled` among `outs`: (attempt, delay).
+fn scheduled(outs: &[Output]) -> Option<(u32, Duration)> {
+    outs.iter().find_map(|o| match o {
+        Output::Event(Event::ReconnectScheduled { attempt, delay, .. }) => Some((*attempt, *delay)),
+        _ => None,
+    })
+}
+
+/// Connected with `o`, then lost: the reconnect it schedules.
+fn lost(o: ManagerOptions) -> (Manager, Option<(u32, Duration)>) {
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    let first = scheduled(&drain(&mut m));
+    (m, first)
+}
+
+#[test]
+fn reconnect_delays_follow_the_ladder_exactly_without_jitter_and_spread_with_it() {
+    let mut o = ManagerOptions::default();
+    o.reconnect.jitter = 0.0;
+    let (mut m, first) = lost(o);
+    assert_eq!(first, Some((1, Duration::from_millis(500))));
+    // The attempt opens when due and fails: the next waits twice as long.
+    m.handle_timeout(Instant::from_millis(503));
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("the reconnect opens");
+    m.handle(
+        Instant::from_millis(504),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Failed {
+                error: "refused".into(),
+            },
+        },
+    );
+    assert_eq!(
+        scheduled(&drain(&mut m)),
+        Some((2, Duration::from_millis(1_000)))
+    );
+    // With the default jitter (±20 %), delays drawn under different seeds spread over the
+    // band around 500 ms instead of all landing on it.
+    let delays: Vec<Duration> = (0..8)
+        .map(|seed| {
+            let o = ManagerOptions {
+                seed,
+                ..ManagerOptions::default()
+            };
+            lost(o).1.expect("scheduled").1
+        })
+        .collect();
+    for d in &delays {
+        assert!(
+            (Duration::from_millis(400)..=Duration::from_millis(600)).contains(d),
+            "{d:?}"
+        );
+    }
+    let spread = *delays.iter().max().unwrap() - *delays.iter().min().unwrap();
+    assert!(spread > Duration::from_millis(10), "{delays:?}");
+}
+
+#[test]
+fn a_task_call_is_polled_at_the_servers_interval_then_answered_by_its_result() {
+    let caps = json!({"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}});
+    let tool = json!([{"name": "t", "execution": {"taskSupport": "required"}}]);
+    let (mut m, conn) = connected(ManagerOptions::default(), caps, tool);
+    let call = call(&mut m, 3, 1, Some(Duration::from_secs(60)));
+    let first = request_of(&call, "tools/call");
+    let created = json!({"jsonrpc": "2.0", "id": first, "result": {
+        "task": {"taskId": "job-1", "status": "working", "pollInterval": 200}}});
+    assert!(sent(&answer(&mut m, 4, conn, created)).is_empty());
+    assert_eq!(m.counters().task_calls, 1);
+    // Polled when the server said, not before.
+    m.handle_timeout(Instant::from_millis(203));
+    assert!(sent(&drain(&mut m)).is_empty());
+    m.handle_timeout(Instant::from_millis(204));
+    let outs = drain(&mut m);
+    let get = request_of(&outs, "tasks/get");
+    assert_eq!(sent(&outs)[0].3, json!({"taskId": "job-1"}));
+    assert_eq!(m.counters().task_polls, 1);
+    let done = json!({"jsonrpc": "2.0", "id": get, "result": {"taskId": "job-1",
+        "status": "completed"}});
+    let result = request_of(&answer(&mut m, 205, conn, done), "tasks/result");
+    let answer_of = json!({"jsonrpc": "2.0", "id": result, "result": {
+        "content": [{"type": "text", "text": "done"}]}});
+    let outs = answer(&mut m, 206, conn, answer_of);
+    assert!(
+        matches!(call_outcome(&outs), Some(CallOutcome::Ok(_))),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().task_polls, 1);
+    assert!(m.calls_in_flight().is_empty());
 }

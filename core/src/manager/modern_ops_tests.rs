@@ -658,3 +658,133 @@ fn a_reconnect_outside_a_round_announces_the_catalog_once_it_is_live_again() {
     assert_eq!(count(|e| matches!(e, Event::PromptsChanged { .. })), 1);
     assert!(!m.prompts()[0].deferred);
 }
+
+/// The first `PeerRequest` among `outs`: its key.
+fn asked(outs: &[Output]) -> PeerRequestKey {
+    outs.iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked")
+}
+
+#[test]
+fn an_input_the_embedder_cannot_give_fails_the_read_that_asked_for_it() {
+    let mut o = probing();
+    o.client_features.elicitation_form = true;
+    let (mut m, conn) = connected(o);
+    let (first, _) = read(&mut m, 10, None);
+    let outs = frame(&mut m, 11, conn, input_required(first, ELICIT, r#""s""#));
+    assert_eq!(m.counters().input_required_rounds, 1);
+    m.handle(
+        Instant::from_millis(12),
+        Input::AnswerPeerRequest {
+            request: asked(&outs),
+            answer: PeerAnswer::Error {
+                code: -32603,
+                message: "no form to show".into(),
+            },
+        },
+    );
+    let outs = drain(&mut m);
+    match completed(&outs) {
+        Some(OperationOutcome::Err(CallError::InputUnavailable { method, .. })) => {
+            assert_eq!(method, "elicitation/create")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(sent(&outs).is_empty(), "no retry without the input");
+    assert!(m.operations_in_flight().is_empty());
+    assert_eq!(m.counters().inputs_unavailable, 1);
+    assert_eq!(m.counters().input_retries, 0);
+}
+
+#[test]
+fn an_input_left_unanswered_fails_the_tool_call_that_asked_for_it() {
+    let mut o = probing();
+    o.client_features.elicitation_form = true;
+    o.peer_request_timeout = Duration::from_secs(2);
+    let (mut m, conn) = connected(o);
+    m.handle(
+        Instant::from_millis(10),
+        Input::CallTool {
+            call: CallId(4),
+            tool: "mcp_s_t".into(),
+            arguments: None,
+            timeout: Some(Duration::from_secs(600)),
+            progress: false,
+            meta: None,
+        },
+    );
+    let first = sent(&drain(&mut m))
+        .into_iter()
+        .find(|r| r.2 == "tools/call")
+        .expect("the call is sent")
+        .1;
+    let outs = frame(&mut m, 11, conn, input_required(first, ELICIT, "1"));
+    asked(&outs);
+    assert_eq!(m.counters().input_required_rounds, 1);
+    // The embedder never answers: after `peer_request_timeout` the call fails, long before
+    // its own deadline, and the input is withdrawn.
+    m.handle_timeout(Instant::from_millis(2_011));
+    let outs = drain(&mut m);
+    let outcome = outs.iter().find_map(|o| match o {
+        Output::Event(Event::CallCompleted { call, outcome }) => Some((*call, outcome.clone())),
+        _ => None,
+    });
+    match outcome {
+        Some((CallId(4), CallOutcome::Err(CallError::InputUnavailable { method, .. }))) => {
+            assert_eq!(method, "elicitation/create")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(outs
+        .iter()
+        .any(|o| matches!(o, Output::Event(Event::PeerRequestWithdrawn { .. }))));
+    assert!(m.calls_in_flight().is_empty());
+    assert_eq!(m.counters().inputs_unavailable, 1);
+}
+
+#[test]
+fn a_completion_answers_with_its_values_and_is_counted_as_one() {
+    let caps = json!({"tools": {}, "prompts": {}, "completions": {}});
+    let (mut m, conn, _) = connected_with(probing(), caps);
+    m.handle(
+        Instant::from_millis(10),
+        Input::Operation {
+            call: CallId(5),
+            op: Operation::Complete {
+                reference: crate::catalog::CompletionRef::Prompt {
+                    name: "mcp_s_p".into(),
+                },
+                argument: "city".into(),
+                value: "Pa".into(),
+                context: BTreeMap::new(),
+            },
+            timeout: None,
+        },
+    );
+    let (_, id, _, params, _) = sent(&drain(&mut m))
+        .into_iter()
+        .find(|r| r.2 == "completion/complete")
+        .expect("the completion is asked");
+    assert_eq!(params["ref"], json!({"type": "ref/prompt", "name": "p"}));
+    assert_eq!(params["argument"], json!({"name": "city", "value": "Pa"}));
+    let done = json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+        "completion": {"values": ["Paris", "Pau"], "total": 2, "hasMore": false}}});
+    match completed(&answer(&mut m, 11, conn, done)) {
+        Some(OperationOutcome::Ok(OperationResult::Completion(c))) => {
+            assert_eq!(c.values, vec!["Paris".to_string(), "Pau".to_string()]);
+            assert_eq!(c.total, Some(2));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        (
+            m.counters().completions,
+            m.counters().operations_acknowledged
+        ),
+        (1, 0)
+    );
+}
