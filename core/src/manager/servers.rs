@@ -151,6 +151,25 @@ pub struct ServerSummary {
     pub next_attempt_at: Option<Instant>,
 }
 
+impl ServerState {
+    /// Its lifecycle fields, as [`Manager::server_summary`] reports them.
+    pub fn summary(&self) -> ServerSummary {
+        ServerSummary {
+            status: self.status,
+            phase: self.phase,
+            conn: self.conn,
+            attempts: self.attempts,
+            started_at: self.started_at,
+            ready_at: self.ready_at,
+            time_to_ready: self.time_to_ready,
+            tool_count: self.tool_count,
+            deferred: self.deferred,
+            reconnect_attempt: self.reconnect_attempt,
+            next_attempt_at: self.next_attempt_at,
+        }
+    }
+}
+
 /// What the tool cache said about a server's current config.
 #[derive(Debug, Clone)]
 pub(super) enum CacheState {

@@ -248,19 +248,7 @@ pub fn summary(m: &Manager, name: &str) -> Option<ServerSummary> {
         debug_assert_eq!(
             full.map(|f| {
                 debug_assert_eq!(f.name, name, "server_state names another server");
-                ServerSummary {
-                    status: f.status,
-                    phase: f.phase,
-                    conn: f.conn,
-                    attempts: f.attempts,
-                    started_at: f.started_at,
-                    ready_at: f.ready_at,
-                    time_to_ready: f.time_to_ready,
-                    tool_count: f.tool_count,
-                    deferred: f.deferred,
-                    reconnect_attempt: f.reconnect_attempt,
-                    next_attempt_at: f.next_attempt_at,
-                }
+                f.summary()
             }),
             s,
             "server_summary disagrees with server_state"
