@@ -68,9 +68,19 @@ fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-# A free loopback port (the kernel's pick; released again before the server binds it).
-free_port() {
-  "$node" -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
+# N free loopback ports, one per line: the kernel's picks, all held open at once (so no two
+# runs get the same one) and released again before the servers bind them.
+free_ports() {
+  "$node" -e "
+    const net = require('net');
+    const n = Number(process.argv[1]);
+    const all = Array.from({ length: n }, () => net.createServer());
+    let up = 0;
+    for (const s of all) s.listen(0, '127.0.0.1', () => {
+      if (++up < n) return;
+      console.log(all.map((x) => x.address().port).join('\\n'));
+      for (const x of all) x.close();
+    });" "$1"
 }
 
 # Whether something accepts connections on 127.0.0.1:$1.
@@ -80,8 +90,7 @@ listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # against it, stop the server. Writes $dir/suite.log; a server that never listened leaves
 # $dir/failed.
 run_one() {
-  local set="$1" target="$2" dir="$3" port pid waited=0
-  port="$(free_port)"
+  local set="$1" target="$2" dir="$3" port="$4" pid waited=0
   local mode=()
   [ "$target" = serve ] || mode=(--fixture-only)
   "$root/tests/conformance/serve" "$port" "${mode[@]}" >"$dir/server.log" 2>&1 &
@@ -104,13 +113,14 @@ run_one() {
 }
 
 start=$SECONDS
+mapfile -t ports < <(free_ports $((${#sets[@]} * ${#targets[@]})))
 runs=()
 for set in "${sets[@]}"; do
   for target in "${targets[@]}"; do
     dir="$out/$target-$set"
     rm -rf "$dir"
     mkdir -p "$dir"
-    run_one "$set" "$target" "$dir" &
+    run_one "$set" "$target" "$dir" "${ports[${#runs[@]}]}" &
     runs+=($!)
   done
 done
@@ -135,7 +145,7 @@ for set in "${sets[@]}"; do
     fi
     # The summary: `✓ name: 2 passed, 0 failed[, 1 warnings]` per scenario, then the
     # scenarios run but not scored (`  ✗ name (reason)`).
-    awk -v set="$set" -v target="$target" '
+    verdicts="$(awk -v set="$set" -v target="$target" '
       /^=== SUMMARY ===/ { summary = 1; next }
       summary && /^(✓|✗) [^ ]+: [0-9]+ passed, [0-9]+ failed/ {
         mark = $1; name = $2; sub(/:$/, "", name)
@@ -157,7 +167,13 @@ for set in "${sets[@]}"; do
         }
         printf "%-10s  %-7s  total: %d/%d scored scenarios pass; not scored: %d/%d pass\n",
           set, target, pass["scored"], total["scored"], pass["unscored"], total["unscored"]
-      }' "$log"
+      }' "$log")"
+    echo "$verdicts"
+    # A scored scenario that did not pass: what the server said, so the cause can be read.
+    if ! echo "$verdicts" | grep -q ' total: \([0-9]*\)/\1 scored'; then
+      echo "--- $target $set: the server's output" >&2
+      tail -40 "$dir/server.log" >&2
+    fi
   done
 done
 echo "conformance-server: ${#sets[@]} requirement set(s), ${#targets[@]} target(s) in $((SECONDS - start)) s (binary: $bin)"
