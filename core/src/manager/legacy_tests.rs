@@ -43,6 +43,26 @@ fn connected(o: ManagerOptions, caps: Value, t: Value) -> (Manager, ConnId) {
     (m, conn)
 }
 
+/// The attempt these outputs open, if any.
+fn opened(outs: &[Output]) -> Option<ConnId> {
+    outs.iter().find_map(|o| match o {
+        Output::OpenTransport { conn, .. } => Some(*conn),
+        _ => None,
+    })
+}
+
+/// Connects `spec` at time zero; the attempt it opens.
+fn connect_spec(m: &mut Manager, spec: crate::config::ServerSpec) -> ConnId {
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers: vec![spec],
+        },
+    );
+    opened(&drain(m)).expect("opened")
+}
+
 fn call(m: &mut Manager, at: u64, id: u64, timeout: Option<Duration>) -> Vec<Output> {
     call_with(m, at, id, timeout, false)
 }
@@ -381,20 +401,7 @@ fn the_configs_tool_filters_hide_tools_and_say_how_many() {
     let mut config = crate::config::ServerConfig::stdio("srv", &[]);
     config.disabled_tools = vec!["b".into()];
     let spec = crate::config::ServerSpec::new("s", config);
-    m.handle(
-        Instant::ZERO,
-        Input::Connect {
-            request: RequestId(1),
-            servers: vec![spec],
-        },
-    );
-    let conn = drain(&mut m)
-        .iter()
-        .find_map(|o| match o {
-            Output::OpenTransport { conn, .. } => Some(*conn),
-            _ => None,
-        })
-        .expect("opened");
+    let conn = connect_spec(&mut m, spec);
     m.handle(
         Instant::ZERO,
         Input::Transport {
@@ -514,20 +521,7 @@ fn a_servers_phase_reads_by_its_status_name_at_every_step() {
     let phase = |m: &Manager| m.server_state("s").unwrap().phase.to_string();
     let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
     let spec = crate::config::ServerSpec::new("s", crate::config::ServerConfig::stdio("srv", &[]));
-    m.handle(
-        Instant::ZERO,
-        Input::Connect {
-            request: RequestId(1),
-            servers: vec![spec],
-        },
-    );
-    let conn = drain(&mut m)
-        .iter()
-        .find_map(|o| match o {
-            Output::OpenTransport { conn, .. } => Some(*conn),
-            _ => None,
-        })
-        .expect("opened");
+    let conn = connect_spec(&mut m, spec);
     assert_eq!(phase(&m), "opening");
     m.handle(
         Instant::ZERO,
@@ -680,13 +674,7 @@ fn reconnect_delays_follow_the_ladder_exactly_without_jitter_and_spread_with_it(
     assert_eq!(first, Some((1, Duration::from_millis(500))));
     // The attempt opens when due and fails: the next waits twice as long.
     m.handle_timeout(Instant::from_millis(503));
-    let conn = drain(&mut m)
-        .iter()
-        .find_map(|o| match o {
-            Output::OpenTransport { conn, .. } => Some(*conn),
-            _ => None,
-        })
-        .expect("the reconnect opens");
+    let conn = opened(&drain(&mut m)).expect("the reconnect opens");
     m.handle(
         Instant::from_millis(504),
         Input::Transport {
