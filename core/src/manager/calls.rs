@@ -3,7 +3,7 @@
 //! and completed exactly once.
 
 use super::errors::CallError;
-use super::sessions::Req;
+use super::sessions::{Req, RequestExtras};
 use super::tasks::TaskRun;
 use super::{CallId, CallOutcome, ConnId, Event, Level, Manager, TimerReason};
 use crate::protocol;
@@ -196,10 +196,10 @@ impl Manager {
     ) -> Option<(u64, bool)> {
         let server = self.conns.get(&conn).map(|c| c.server.clone())?;
         let headers = self.call_headers(conn, &server, raw, arguments.as_ref());
-        let mut params = protocol::call_tool_params(raw, arguments);
+        let mut params = protocol::call_tool_params(raw, arguments.as_ref());
         let as_task = self.call_as_task(conn, raw);
         if as_task {
-            params["task"] = Value::Object(Map::new());
+            params.task = Some(protocol::Empty {});
         }
         let mut meta = meta.unwrap_or_default();
         // Progress tokens are the core's: a caller's own could name another call.
@@ -207,24 +207,18 @@ impl Manager {
         if progress {
             meta.insert("progressToken".into(), Value::from(call.0));
         }
-        if !meta.is_empty() {
-            params["_meta"] = Value::Object(meta);
-        }
-        if let Some(retry) = input {
-            return self
-                .request_spliced(
-                    conn,
-                    "tools/call",
-                    params,
-                    retry.responses,
-                    retry.state.as_deref(),
-                    Req::Call(call),
-                    headers,
-                )
-                .map(|req| (req, as_task));
-        }
-        self.request_with(conn, "tools/call", Some(params), Req::Call(call), headers)
-            .map(|req| (req, as_task))
+        let extras = RequestExtras {
+            name: Some(raw),
+            headers,
+            own_meta: Some(&meta),
+        };
+        let req = match input {
+            Some(retry) => {
+                self.request_spliced(conn, "tools/call", params, retry, Req::Call(call), extras)
+            }
+            None => self.request_with(conn, "tools/call", Some(params), Req::Call(call), extras),
+        };
+        req.map(|req| (req, as_task))
     }
 
     pub(super) fn flush_waiting_calls(&mut self, server: &str, conn: ConnId) {

@@ -206,8 +206,9 @@ impl Manager {
         deadline: Instant,
     ) -> Option<u64> {
         self.set_wire(conn, Wire::Legacy);
-        let params =
-            protocol::initialize_params(&self.opts.client_version, self.client_capabilities());
+        // The version is copied out: the request is written while the manager is borrowed.
+        let version = self.opts.client_version.clone();
+        let params = protocol::initialize_params(&version, self.client_capabilities());
         let id = self.request(conn, "initialize", Some(params), Req::Initialize);
         self.set_phase(
             server,
@@ -235,7 +236,8 @@ impl Manager {
                 deadline: None,
             },
         );
-        let Some(id) = self.request(conn, "server/discover", None, Req::Probe) else {
+        let Some(id) = self.request(conn, "server/discover", protocol::NO_PARAMS, Req::Probe)
+        else {
             return;
         };
         let stdio = self
@@ -548,44 +550,38 @@ impl Manager {
         true
     }
 
-    /// The `_meta` and frame metadata of request `method` on `conn`: the params to send and
-    /// the metadata to send them with.
+    /// The stateless `_meta` members and the frame metadata of `method` on `conn`: the
+    /// members a request carries there (none on a legacy connection, none for a
+    /// notification), and what the transport needs to know. `name` is the params' `name` or
+    /// `uri`, which a stateless `tools/call`, `prompts/get` or `resources/read` mirrors in
+    /// its `Mcp-Name` header.
     pub(super) fn frame_for(
         &self,
         conn: ConnId,
         method: &'static str,
-        params: Option<Value>,
+        name: Option<&str>,
         kind: FrameKind,
         headers: Vec<(String, String)>,
-    ) -> (Option<Value>, FrameMeta) {
+    ) -> (Option<protocol::StatelessMeta<'_>>, FrameMeta) {
         let Some(c) = self.conns.get(&conn) else {
-            return (params, FrameMeta::legacy(kind, Some(method)));
+            return (None, FrameMeta::legacy(kind, Some(method)));
         };
         let Some(version) = c.wire.modern_version() else {
-            return (params, FrameMeta::legacy(kind, Some(method)));
+            return (None, FrameMeta::legacy(kind, Some(method)));
         };
-        let name = params.as_ref().and_then(|p| {
-            let key = match method {
-                "tools/call" | "prompts/get" => "name",
-                "resources/read" => "uri",
-                _ => return None,
-            };
-            p.get(key)
-                .and_then(Value::as_str)
-                .map(protocol::header_text)
-        });
-        let params = if matches!(kind, FrameKind::Request { .. }) {
+        let name = match method {
+            "tools/call" | "prompts/get" | "resources/read" => name.map(protocol::header_text),
+            _ => None,
+        };
+        let stateless = matches!(kind, FrameKind::Request { .. }).then(|| {
             let level = self.servers.get(&c.server).and_then(|s| s.log_level);
-            let meta = protocol::request_meta(
+            protocol::StatelessMeta {
                 version,
-                &self.client_capabilities(),
-                &self.opts.client_version,
-                level.map(crate::catalog::LogLevel::as_str),
-            );
-            Some(protocol::with_meta(params, meta))
-        } else {
-            params
-        };
+                capabilities: self.client_capabilities(),
+                client_info: protocol::ClientInfo::new(&self.opts.client_version),
+                log_level: level.map(crate::catalog::LogLevel::as_str),
+            }
+        });
         let meta = FrameMeta {
             kind,
             method: Some(method),
@@ -593,7 +589,7 @@ impl Manager {
             name,
             params: headers,
         };
-        (params, meta)
+        (stateless, meta)
     }
 
     /// Is `conn` a stateless connection?
@@ -667,34 +663,40 @@ impl Manager {
         }
     }
 
-    /// Issue request `method` on `conn` with params given as JSON text after the `_meta` was
-    /// merged (a retry that echoes a server's state byte for byte).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn request_spliced(
+    /// Issue request `method` on `conn` again, as the retry of a round of inputs: its params
+    /// (`body` and the `_meta` of `extras`, merged as for any request) with `inputResponses`
+    /// and the server's `requestState`, echoed byte for byte, spliced in.
+    pub(super) fn request_spliced<B: Serialize>(
         &mut self,
         conn: ConnId,
         method: &'static str,
-        params: Value,
-        responses: Option<serde_json::Map<String, Value>>,
-        state: Option<&RawValue>,
+        body: B,
+        retry: super::mrtr::Retry,
         req: Req,
-        headers: Vec<(String, String)>,
+        extras: super::sessions::RequestExtras<'_>,
     ) -> Option<u64> {
-        let (params, mut meta) = self.frame_for(
+        let id = self.conns.get_mut(&conn)?.tracker.issue(req);
+        let (stateless, meta) = self.frame_for(
             conn,
             method,
-            Some(params),
-            FrameKind::Request { id: 0 },
-            headers,
+            extras.name,
+            FrameKind::Request { id },
+            extras.headers,
         );
-        let obj = match params {
-            Some(Value::Object(o)) => o,
+        let params = protocol::RequestParams {
+            meta: protocol::RequestMeta {
+                stateless,
+                own: extras.own_meta,
+            },
+            body: Some(body),
+        };
+        // The splice works on the params as an object: read back what was written.
+        let obj = match serde_json::to_value(&params) {
+            Ok(Value::Object(o)) => o,
             _ => serde_json::Map::new(),
         };
-        let text = protocol::retry_params_text(obj, responses, state);
-        let c = self.conns.get_mut(&conn)?;
-        let (id, frame) = c.tracker.start_text(method, &text, req);
-        meta.kind = FrameKind::Request { id };
+        let text = protocol::retry_params_text(obj, retry.responses, retry.state.as_deref());
+        let frame = protocol::encode_request_text(id, method, &text);
         self.out.push_back(Output::Send { conn, frame, meta });
         Some(id)
     }

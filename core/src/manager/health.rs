@@ -6,6 +6,7 @@ use super::errors::{ServerError, ServerErrorKind};
 use super::servers::Stage;
 use super::sessions::Req;
 use super::{ConnId, Manager, TimerReason};
+use crate::protocol;
 use crate::time::Instant;
 
 impl Manager {
@@ -23,7 +24,7 @@ impl Manager {
             return;
         }
         let method = self.health_method(conn);
-        let Some(id) = self.request(conn, method, None, Req::Ping) else {
+        let Some(id) = self.request(conn, method, protocol::NO_PARAMS, Req::Ping) else {
             return;
         };
         self.arm_ping(

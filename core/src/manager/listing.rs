@@ -79,7 +79,7 @@ impl Manager {
         cursors: BTreeSet<String>,
         acc: Vec<ToolDef>,
     ) -> Option<Listing> {
-        let params = protocol::list_tools_params(cursor.as_deref());
+        let params = protocol::list_params(cursor.as_deref());
         let req = self.request(conn, "tools/list", params, Req::ListTools)?;
         let deadline = self.now + self.opts.request_timeout;
         self.timers

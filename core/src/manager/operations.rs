@@ -7,7 +7,7 @@
 //! completed exactly once with `Event::OperationCompleted`.
 
 use super::errors::{CallError, ServerError, ServerErrorKind};
-use super::sessions::Req;
+use super::sessions::{Req, RequestExtras};
 use super::{CallId, ConnId, Event, Level, Manager, TimerReason};
 use crate::catalog::{CompletionRef, Operation, OperationOutcome, OperationResult};
 use crate::protocol::{self, ServerCapabilities, WireRef};
@@ -82,6 +82,16 @@ fn op_params(op: &Operation, raw_prompt: Option<&str>) -> serde_json::Value {
             Some(c) => serde_json::json!({ "cursor": c }),
             None => serde_json::json!({}),
         },
+    }
+}
+
+/// What a stateless request of `op` mirrors in its `Mcp-Name` header: the prompt's name as
+/// sent, or the resource's URI.
+fn header_name<'a>(op: &'a Operation, raw_prompt: Option<&'a str>) -> Option<&'a str> {
+    match op {
+        Operation::GetPrompt { name, .. } => Some(raw_prompt.unwrap_or(name)),
+        Operation::ReadResource { uri, .. } => Some(uri),
+        _ => None,
     }
 }
 
@@ -289,7 +299,11 @@ impl Manager {
         raw_prompt: Option<&str>,
     ) -> Option<u64> {
         let params = op_params(op, raw_prompt);
-        self.request(conn, op.method(), Some(params), Req::Op(call))
+        let extras = RequestExtras {
+            name: header_name(op, raw_prompt),
+            ..RequestExtras::default()
+        };
+        self.request_with(conn, op.method(), Some(params), Req::Op(call), extras)
     }
 
     /// Send operation `call` again on `conn`, with a round's inputs and the server's state.
@@ -300,16 +314,13 @@ impl Manager {
         retry: super::mrtr::Retry,
     ) -> Option<u64> {
         let o = self.catalog.ops.get(&call)?;
-        let (method, params) = (o.op.method(), op_params(&o.op, o.raw_prompt.as_deref()));
-        self.request_spliced(
-            conn,
-            method,
-            params,
-            retry.responses,
-            retry.state.as_deref(),
-            Req::Op(call),
-            Vec::new(),
-        )
+        let (op, raw_prompt) = (o.op.clone(), o.raw_prompt.clone());
+        let params = op_params(&op, raw_prompt.as_deref());
+        let extras = RequestExtras {
+            name: header_name(&op, raw_prompt.as_deref()),
+            ..RequestExtras::default()
+        };
+        self.request_spliced(conn, op.method(), params, retry, Req::Op(call), extras)
     }
 
     /// The server connected: send the operations that waited for it.

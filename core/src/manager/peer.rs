@@ -132,7 +132,7 @@ impl Manager {
     }
 
     /// The capabilities `initialize` declares.
-    pub(super) fn client_capabilities(&self) -> Value {
+    pub(super) fn client_capabilities(&self) -> protocol::ClientCapabilities {
         let mut f = self.opts.client_features;
         f.roots = self.roots_declared();
         protocol::client_capabilities(&f)
@@ -417,7 +417,7 @@ impl Manager {
             .collect();
         for conn in ready {
             self.counters.roots_list_changed_sent += 1;
-            self.notify(conn, "notifications/roots/list_changed", None);
+            self.notify(conn, "notifications/roots/list_changed");
         }
     }
 }

@@ -13,13 +13,24 @@ use crate::config::{self, ServerSpec};
 use crate::protocol::{self, Incoming, RequestTracker, ServerNotification};
 use crate::time::Instant;
 use bytes::Bytes;
+use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::{BTreeSet, VecDeque};
 
 /// Most stderr lines the core keeps per attempt, and most bytes they may take together.
 const TAIL_LINES: usize = 20;
 const TAIL_BYTES: usize = 4096;
+
+/// What a stateless tool call or operation adds to its request: the value its `Mcp-Name`
+/// header mirrors (the params' `name` or `uri`), its `Mcp-Param-*` headers, and the caller's
+/// own `_meta` members (a call's progress token and the embedder's `_meta`).
+#[derive(Debug, Default)]
+pub(super) struct RequestExtras<'a> {
+    pub(super) name: Option<&'a str>,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) own_meta: Option<&'a Map<String, Value>>,
+}
 
 /// The last lines an attempt's process wrote to stderr, bounded in lines and bytes.
 #[derive(Debug, Clone, Default)]
@@ -705,7 +716,7 @@ impl Manager {
             },
         );
         if notify {
-            self.notify(conn, "notifications/initialized", None);
+            self.notify(conn, "notifications/initialized");
         }
         let has_tools = init.has_tools;
         if let Some(s) = self.servers.get_mut(server) {
@@ -769,44 +780,55 @@ impl Manager {
 
     /// Issue request `method` on `conn` (tracked as `req`) and write it; its id, unless the
     /// connection is no longer tracked.
-    pub(super) fn request(
+    pub(super) fn request<P: Serialize>(
         &mut self,
         conn: ConnId,
         method: &'static str,
-        params: Option<Value>,
+        params: Option<P>,
         req: Req,
     ) -> Option<u64> {
-        self.request_with(conn, method, params, req, Vec::new())
+        self.request_with(conn, method, params, req, RequestExtras::default())
     }
 
-    /// [`request`](Self::request) with the `Mcp-Param-*` headers of a stateless tool call.
-    pub(super) fn request_with(
+    /// [`request`](Self::request) with what a stateless call adds (see [`RequestExtras`]).
+    pub(super) fn request_with<P: Serialize>(
         &mut self,
         conn: ConnId,
         method: &'static str,
-        params: Option<Value>,
+        params: Option<P>,
         req: Req,
-        headers: Vec<(String, String)>,
+        extras: RequestExtras<'_>,
     ) -> Option<u64> {
-        let (params, mut meta) =
-            self.frame_for(conn, method, params, FrameKind::Request { id: 0 }, headers);
-        let c = self.conns.get_mut(&conn)?;
-        let (id, frame) = c.tracker.start(method, params, req);
-        meta.kind = FrameKind::Request { id };
+        let id = self.conns.get_mut(&conn)?.tracker.issue(req);
+        let (stateless, meta) = self.frame_for(
+            conn,
+            method,
+            extras.name,
+            FrameKind::Request { id },
+            extras.headers,
+        );
+        let params = protocol::RequestParams {
+            meta: protocol::RequestMeta {
+                stateless,
+                own: extras.own_meta,
+            },
+            body: params,
+        };
+        let frame = protocol::encode_request(id, method, (!params.is_absent()).then_some(params));
         self.out.push_back(Output::Send { conn, frame, meta });
         Some(id)
     }
 
-    /// Write notification `method` on `conn`.
-    pub(super) fn notify(&mut self, conn: ConnId, method: &'static str, params: Option<Value>) {
-        let (params, meta) = self.frame_for(
+    /// Write notification `method` (without params) on `conn`.
+    pub(super) fn notify(&mut self, conn: ConnId, method: &'static str) {
+        let (_, meta) = self.frame_for(
             conn,
             method,
-            params,
+            None,
             FrameKind::Notification { cancels: None },
             Vec::new(),
         );
-        let frame = protocol::encode_notification(method, params);
+        let frame = protocol::encode_notification(method, protocol::NO_PARAMS);
         self.send(conn, frame, meta);
     }
 

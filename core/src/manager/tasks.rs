@@ -15,8 +15,15 @@ use crate::manager::errors::CallError;
 use crate::protocol;
 use crate::tool::TaskSupport;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
+
+/// `tasks/get`, `tasks/result` and `tasks/cancel` params.
+#[derive(serde::Serialize)]
+struct TaskParams<'a> {
+    #[serde(rename = "taskId")]
+    task_id: &'a str,
+}
 
 /// The shortest wait between two `tasks/get` of one task, whatever the server asks.
 pub const TASK_POLL_MIN: Duration = Duration::from_millis(100);
@@ -194,7 +201,7 @@ impl Manager {
         let req = self.request(
             conn,
             "tasks/get",
-            Some(json!({ "taskId": id })),
+            Some(TaskParams { task_id: &id }),
             Req::TaskGet(call),
         );
         self.set_task_req(call, req);
@@ -256,7 +263,7 @@ impl Manager {
         let req = self.request(
             conn,
             "tasks/result",
-            Some(json!({ "taskId": id })),
+            Some(TaskParams { task_id: &id }),
             Req::TaskResult(call),
         );
         self.set_task_req(call, req);
@@ -297,7 +304,7 @@ impl Manager {
         self.request(
             conn,
             "tasks/cancel",
-            Some(json!({ "taskId": run.id })),
+            Some(TaskParams { task_id: &run.id }),
             Req::TaskCancel,
         );
     }
@@ -306,6 +313,7 @@ impl Manager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn task_objects_and_poll_bounds() {

@@ -38,26 +38,10 @@ impl ClientFeatures {
     }
 }
 
-/// The `capabilities` object `initialize` sends for these features: exactly those that are on.
-pub fn client_capabilities(features: &ClientFeatures) -> Value {
-    let mut caps = Map::new();
-    if features.roots {
-        caps.insert("roots".into(), json!({"listChanged": true}));
-    }
-    if features.sampling {
-        caps.insert("sampling".into(), json!({}));
-    }
-    if features.elicitation() {
-        let mut modes = Map::new();
-        if features.elicitation_form {
-            modes.insert("form".into(), json!({}));
-        }
-        if features.elicitation_url {
-            modes.insert("url".into(), json!({}));
-        }
-        caps.insert("elicitation".into(), Value::Object(modes));
-    }
-    Value::Object(caps)
+/// The `capabilities` object `initialize` (and every stateless request's `_meta`) sends for
+/// these features: exactly those that are on.
+pub fn client_capabilities(features: &ClientFeatures) -> super::ClientCapabilities {
+    super::ClientCapabilities(*features)
 }
 
 /// What a server asks the embedder for, with the essentials parsed.

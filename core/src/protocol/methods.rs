@@ -23,12 +23,28 @@ pub struct Root {
 
 /// `initialize` params: our client info, protocol version and capabilities (see
 /// [`client_capabilities`](super::client_capabilities)).
-pub fn initialize_params(client_version: &str, capabilities: Value) -> Value {
-    json!({
-        "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": capabilities,
-        "clientInfo": {"name": "switchboard", "version": client_version},
-    })
+pub fn initialize_params(
+    client_version: &str,
+    capabilities: super::ClientCapabilities,
+) -> InitializeParams<'_> {
+    InitializeParams {
+        capabilities,
+        client_info: super::ClientInfo::new(client_version),
+        protocol_version: PROTOCOL_VERSION,
+    }
+}
+
+/// `initialize` params (keys in byte order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct InitializeParams<'a> {
+    /// What the client supports.
+    pub capabilities: super::ClientCapabilities,
+    /// Who the client is.
+    #[serde(rename = "clientInfo")]
+    pub client_info: super::ClientInfo<'a>,
+    /// The revision asked for.
+    #[serde(rename = "protocolVersion")]
+    pub protocol_version: &'static str,
 }
 
 /// What we keep of a server's `initialize` answer.
@@ -110,17 +126,35 @@ impl InitializeResult {
     }
 }
 
-/// `tools/list` params for a page.
-pub fn list_tools_params(cursor: Option<&str>) -> Option<Value> {
-    cursor.map(|c| json!({ "cursor": c }))
+/// `tools/call` params; arguments default to `{}`; `task` asks for the call to run as a
+/// task (keys in byte order).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct CallToolParams<'a> {
+    /// The arguments as the embedder gave them.
+    #[serde(serialize_with = "object_or_empty")]
+    pub arguments: Option<&'a Value>,
+    /// The server's own name for the tool.
+    pub name: &'a str,
+    /// `{}` to ask for a task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<super::Empty>,
 }
 
-/// `tools/call` params; arguments default to `{}`.
-pub fn call_tool_params(name: &str, arguments: Option<Value>) -> Value {
-    json!({
-        "name": name,
-        "arguments": arguments.unwrap_or_else(|| json!({})),
-    })
+/// `tools/call` params of `name` with `arguments`.
+pub fn call_tool_params<'a>(name: &'a str, arguments: Option<&'a Value>) -> CallToolParams<'a> {
+    CallToolParams {
+        arguments,
+        name,
+        task: None,
+    }
+}
+
+fn object_or_empty<S: serde::Serializer>(v: &Option<&Value>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    match v {
+        Some(v) => v.serialize(s),
+        None => super::Empty {}.serialize(s),
+    }
 }
 
 /// Parse a `tools/call` answer straight from its JSON text.

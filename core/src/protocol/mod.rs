@@ -34,22 +34,23 @@ pub use client_requests::{
 };
 pub use decode::{decode, decode_expecting, salvage_response_id, Expect};
 pub use encode::{
-    encode_cancelled, encode_error, encode_notification, encode_request, encode_result,
+    encode_cancelled, encode_error, encode_notification, encode_request, encode_request_text,
+    encode_result, ClientCapabilities, ClientInfo, Empty, RequestMeta, RequestParams,
+    StatelessMeta, NO_PARAMS,
 };
 pub use message::{
     DecodeError, Incoming, PeerRequestId, ProtocolError, RpcError, ServerNotification,
 };
 pub use methods::{
-    answer_peer_request, call_tool_params, initialize_params, list_tools_params,
-    parse_call_tool_result, parse_initialize_result, InitializeResult, Root,
+    answer_peer_request, call_tool_params, initialize_params, parse_call_tool_result,
+    parse_initialize_result, CallToolParams, InitializeParams, InitializeResult, Root,
 };
 pub use modern::{
     classify_probe, header_params, header_text, modern_codes, param_header_values,
-    parse_discover_result, parse_input_required, pick_modern, request_meta, result_type,
-    retry_params_text, supported_versions, with_meta, HeaderAnnotationError, InputRequest,
-    InputRequired, ProbeAnswer, ResultType, MAX_INPUT_REQUESTS, META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID, MODERN_VERSION,
-    MODERN_VERSIONS,
+    parse_discover_result, parse_input_required, pick_modern, result_type, retry_params_text,
+    supported_versions, HeaderAnnotationError, InputRequest, InputRequired, ProbeAnswer,
+    ResultType, MAX_INPUT_REQUESTS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
+    META_PROTOCOL_VERSION, META_SUBSCRIPTION_ID, MODERN_VERSION, MODERN_VERSIONS,
 };
 pub use prompts::{
     complete_params, get_prompt_params, parse_completion_result, parse_prompt_result,
@@ -57,7 +58,7 @@ pub use prompts::{
 };
 pub use resources::{
     list_params, parse_catalog_page, parse_empty_result, parse_read_result, uri_params,
-    CatalogPage, ServerCapabilities, MAX_READ_CONTENTS,
+    CatalogPage, ListParams, ServerCapabilities, MAX_READ_CONTENTS,
 };
 pub use tools_list::{parse_list_tools_result, ToolsPage};
 pub use tracker::RequestTracker;

@@ -39,45 +39,6 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// The log level the server may send `notifications/message` at for this request.
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
-/// The `_meta` members every stateless request carries.
-pub fn request_meta(
-    version: &str,
-    capabilities: &Value,
-    client_version: &str,
-    log_level: Option<&str>,
-) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert(META_PROTOCOL_VERSION.into(), json!(version));
-    m.insert(META_CLIENT_CAPABILITIES.into(), capabilities.clone());
-    m.insert(
-        META_CLIENT_INFO.into(),
-        json!({"name": "switchboard", "version": client_version}),
-    );
-    if let Some(level) = log_level {
-        m.insert(META_LOG_LEVEL.into(), json!(level));
-    }
-    m
-}
-
-/// `params` with `meta` merged into its `_meta` (the request's own members win over nothing:
-/// the protocol's keys are always ours).
-pub fn with_meta(params: Option<Value>, meta: Map<String, Value>) -> Value {
-    let mut obj = match params {
-        Some(Value::Object(o)) => o,
-        _ => Map::new(),
-    };
-    let existing = obj.remove("_meta");
-    let mut merged = match existing {
-        Some(Value::Object(o)) => o,
-        _ => Map::new(),
-    };
-    for (k, v) in meta {
-        merged.insert(k, v);
-    }
-    obj.insert("_meta".into(), Value::Object(merged));
-    Value::Object(obj)
-}
-
 /// The first stateless version we speak among `supported`.
 pub fn pick_modern(supported: &[String]) -> Option<&'static str> {
     MODERN_VERSIONS

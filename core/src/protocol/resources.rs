@@ -125,9 +125,17 @@ pub fn parse_catalog_page<T: DeserializeOwned>(
     })
 }
 
-/// Params of a list page (`resources/list`, `resources/templates/list`, `prompts/list`).
-pub fn list_params(cursor: Option<&str>) -> Option<Value> {
-    cursor.map(|c| json!({ "cursor": c }))
+/// The params of a page of a `*/list` request: the cursor, on every page but the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ListParams<'a> {
+    /// Where the page starts.
+    pub cursor: &'a str,
+}
+
+/// `tools/list`, `resources/list`, `resources/templates/list` and `prompts/list` params: none
+/// on the first page, the cursor on the next.
+pub fn list_params(cursor: Option<&str>) -> Option<ListParams<'_>> {
+    cursor.map(|cursor| ListParams { cursor })
 }
 
 /// `resources/read`, `resources/subscribe` and `resources/unsubscribe` params.

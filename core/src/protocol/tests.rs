@@ -213,8 +213,8 @@ fn peer_requests_get_answers() {
 #[test]
 fn tracker_matches_each_response_once() {
     let mut t = RequestTracker::default();
-    let (a, _) = t.start("ping", None, "a");
-    let (b, _) = t.start("ping", None, "b");
+    let a = t.issue("a");
+    let b = t.issue("b");
     assert_eq!((a, b), (0, 1));
     assert_eq!(t.complete(b), Some("b"));
     assert_eq!(t.complete(b), None);
@@ -337,9 +337,10 @@ fn peer_answers_encode_per_kind() {
         (v["error"]["code"].clone(), c),
         (json!(codes::INTERNAL_ERROR), AnswerClass::Failed)
     );
-    assert_eq!(client_capabilities(&ClientFeatures::default()), json!({}));
+    let caps = |f: &ClientFeatures| serde_json::to_value(client_capabilities(f)).unwrap();
+    assert_eq!(caps(&ClientFeatures::default()), json!({}));
     assert_eq!(
-        client_capabilities(&all_on()),
+        caps(&all_on()),
         json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {"form": {}, "url": {}}})
     );
 }
@@ -369,4 +370,203 @@ fn elicitation_complete_decodes_with_its_id() {
         n,
         Ok(Incoming::Notification(ServerNotification::Other { .. }))
     ));
+}
+
+/// The frames as they were written before the typed encoders: each params object built as a
+/// `Value` (keys sorted by its map), the stateless `_meta` merged into it. The typed encoders
+/// must write the same bytes.
+mod value_built {
+    use super::super::META_PROTOCOL_VERSION;
+    use super::super::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL};
+    use serde_json::{json, Map, Value};
+
+    pub fn request(id: u64, method: &str, params: Option<Value>) -> Vec<u8> {
+        let mut obj = Map::new();
+        obj.insert("id".into(), json!(id));
+        obj.insert("jsonrpc".into(), json!("2.0"));
+        obj.insert("method".into(), json!(method));
+        if let Some(p) = params {
+            obj.insert("params".into(), p);
+        }
+        serde_json::to_vec(&Value::Object(obj)).unwrap()
+    }
+
+    pub fn stateless(
+        params: Option<Value>,
+        version: &str,
+        caps: Value,
+        client: &str,
+        level: Option<&str>,
+    ) -> Value {
+        let mut meta = Map::new();
+        meta.insert(META_PROTOCOL_VERSION.into(), json!(version));
+        meta.insert(META_CLIENT_CAPABILITIES.into(), caps);
+        meta.insert(
+            META_CLIENT_INFO.into(),
+            json!({"name": "switchboard", "version": client}),
+        );
+        if let Some(level) = level {
+            meta.insert(META_LOG_LEVEL.into(), json!(level));
+        }
+        let mut obj = match params {
+            Some(Value::Object(o)) => o,
+            _ => Map::new(),
+        };
+        let mut merged = match obj.remove("_meta") {
+            Some(Value::Object(o)) => o,
+            _ => Map::new(),
+        };
+        for (k, v) in meta {
+            merged.insert(k, v);
+        }
+        obj.insert("_meta".into(), Value::Object(merged));
+        Value::Object(obj)
+    }
+}
+
+/// A request frame as the manager writes one: params left out when absent.
+fn frame_of<B: serde::Serialize>(params: RequestParams<'_, B>) -> bytes::Bytes {
+    encode_request(5, "m", (!params.is_absent()).then_some(params))
+}
+
+#[test]
+fn typed_requests_write_the_bytes_value_built_ones_did() {
+    let features = [ClientFeatures::default(), all_on()];
+    let caps = |f: &ClientFeatures| serde_json::to_value(client_capabilities(f)).unwrap();
+    let args = json!({"b": [1, {"z": null, "a": "x"}], "a": "é\"\n"});
+    let mut own = serde_json::Map::new();
+    own.insert("progressToken".into(), json!(7));
+    own.insert("aaa".into(), json!({"k": 1}));
+    own.insert(META_CLIENT_INFO.into(), json!("the caller's, replaced"));
+    own.insert("zzz".into(), json!(true));
+    let no_meta = serde_json::Map::new();
+    for f in &features {
+        // initialize.
+        let new = encode_request(
+            0,
+            "initialize",
+            Some(initialize_params("1.2.3", client_capabilities(f))),
+        );
+        let old = value_built::request(
+            0,
+            "initialize",
+            Some(
+                json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": caps(f),
+                        "clientInfo": {"name": "switchboard", "version": "1.2.3"}}),
+            ),
+        );
+        assert_eq!(new.as_ref(), old.as_slice());
+        for level in [None, Some("debug")] {
+            let stateless = StatelessMeta {
+                version: MODERN_VERSION,
+                capabilities: client_capabilities(f),
+                client_info: ClientInfo::new("1.2.3"),
+                log_level: level,
+            };
+            for modern in [false, true] {
+                let meta = |own| RequestMeta {
+                    stateless: modern.then_some(stateless),
+                    own,
+                };
+                let old_of = |p: Option<Value>| {
+                    if modern {
+                        Some(value_built::stateless(
+                            p,
+                            MODERN_VERSION,
+                            caps(f),
+                            "1.2.3",
+                            level,
+                        ))
+                    } else {
+                        p
+                    }
+                };
+                // No params (ping, server/discover).
+                let new = frame_of(RequestParams {
+                    meta: meta(None),
+                    body: NO_PARAMS,
+                });
+                assert_eq!(
+                    new.as_ref(),
+                    value_built::request(5, "m", old_of(None)).as_slice()
+                );
+                // A list page with and without a cursor.
+                for cursor in [None, Some("c\u{1}1")] {
+                    let new = frame_of(RequestParams {
+                        meta: meta(None),
+                        body: list_params(cursor),
+                    });
+                    let old = old_of(cursor.map(|c| json!({"cursor": c})));
+                    assert_eq!(new.as_ref(), value_built::request(5, "m", old).as_slice());
+                }
+                // A tool call, with and without arguments, its own `_meta` and a task.
+                for (arguments, own_meta, task) in [
+                    (None, None, false),
+                    (Some(&args), Some(&own), true),
+                    (Some(&args), Some(&no_meta), false),
+                ] {
+                    let mut p = call_tool_params("t-1", arguments);
+                    p.task = task.then_some(Empty {});
+                    let new = frame_of(RequestParams {
+                        meta: meta(own_meta),
+                        body: Some(p),
+                    });
+                    let mut old = json!({"name": "t-1", "arguments": arguments.cloned().unwrap_or(json!({}))});
+                    if task {
+                        old["task"] = json!({});
+                    }
+                    if let Some(m) = own_meta.filter(|m| !m.is_empty()) {
+                        old["_meta"] = Value::Object(m.clone());
+                    }
+                    assert_eq!(
+                        new.as_ref(),
+                        value_built::request(5, "m", old_of(Some(old))).as_slice()
+                    );
+                }
+                // A body still built as a `Value` (an operation's).
+                let body = json!({"uri": "file:///a", "ref": {"type": "ref/prompt"}});
+                let new = frame_of(RequestParams {
+                    meta: meta(None),
+                    body: Some(&body),
+                });
+                assert_eq!(
+                    new.as_ref(),
+                    value_built::request(5, "m", old_of(Some(body.clone()))).as_slice()
+                );
+            }
+        }
+    }
+    // Notifications and answers.
+    let old = serde_json::to_vec(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 42, "reason": "timed \"out\""}}),
+    )
+    .unwrap();
+    assert_eq!(
+        encode_cancelled(42, "timed \"out\"").as_ref(),
+        old.as_slice()
+    );
+    let old = serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .unwrap();
+    assert_eq!(
+        encode_notification("notifications/initialized", NO_PARAMS).as_ref(),
+        old.as_slice()
+    );
+    for id in [json!(3), json!("x-1")] {
+        let id = PeerRequestId(id);
+        let old =
+            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id.0, "result": {"roots": []}}))
+                .unwrap();
+        assert_eq!(
+            encode_result(&id, json!({"roots": []})).as_ref(),
+            old.as_slice()
+        );
+        let old = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id.0,
+            "error": {"code": -32601, "message": "Method not found: x"}}))
+        .unwrap();
+        assert_eq!(
+            encode_error(&id, -32601, "Method not found: x").as_ref(),
+            old.as_slice()
+        );
+    }
 }

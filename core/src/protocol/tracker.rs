@@ -1,8 +1,5 @@
 //! Outstanding requests of one connection, matched to their answers by id.
 
-use super::encode_request;
-use bytes::Bytes;
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Outstanding requests of one connection: ids increase per connection and each response is
@@ -23,21 +20,12 @@ impl<T> Default for RequestTracker<T> {
 }
 
 impl<T> RequestTracker<T> {
-    /// Issue a request: returns its id and frame.
-    pub fn start(&mut self, method: &str, params: Option<Value>, tag: T) -> (u64, Bytes) {
+    /// Issue a request id, tracked with `tag`; the caller writes the frame.
+    pub fn issue(&mut self, tag: T) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.pending.insert(id, tag);
-        (id, encode_request(id, method, params))
-    }
-
-    /// Issue a request whose params are already JSON text (a retry that echoes what a server
-    /// sent byte for byte): returns its id and frame.
-    pub fn start_text(&mut self, method: &str, params: &str, tag: T) -> (u64, Bytes) {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.pending.insert(id, tag);
-        (id, super::encode::encode_request_text(id, method, params))
+        id
     }
 
     /// Match a response; `None` for an unknown or already answered id.
