@@ -146,6 +146,8 @@ pub struct Manager {
     peer: PeerState,
     /// Prompt names and operations in flight (resources, prompts, completion, logging).
     catalog: catalog::CatalogState,
+    /// The config hash last computed for each server name, with its config.
+    hashes: reconcile::HashMemo,
 }
 
 impl Manager {
@@ -169,6 +171,7 @@ impl Manager {
             timers: Timers::default(),
             out: VecDeque::new(),
             counters: Counters::default(),
+            hashes: reconcile::HashMemo::default(),
         }
     }
 

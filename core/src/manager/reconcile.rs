@@ -114,26 +114,35 @@ impl Manager {
         }
         let mut start = Vec::new();
         for (name, spec) in wanted {
-            match self.servers.get_mut(&name) {
+            // Is the running config (with its hash) the one wanted: equal, or equal as
+            // written with the same values read for it (a `${file:…}` whose content changed
+            // is a change)?
+            let unchanged = match self.servers.get(&name) {
+                None => None,
+                Some(s) if s.spec.config == spec.config => Some(true),
+                Some(s) if s.spec.config.values != spec.config.values => Some(false),
+                Some(s) => {
+                    let running = s.hash.clone();
+                    Some(self.hashes.hash(&name, &spec.config) == running)
+                }
+            };
+            match (unchanged, self.servers.get_mut(&name)) {
                 // Unchanged and running (connected, connecting, waiting to reconnect): leave
                 // its transport, calls and tools alone.
-                Some(s)
-                    if unchanged(&s.spec.config, &s.hash, &spec.config)
-                        && !matches!(s.phase, Stage::Idle) =>
-                {
+                (Some(true), Some(s)) if !matches!(s.phase, Stage::Idle) => {
                     s.spec.source = spec.source;
                 }
                 // Unchanged but stopped (failed, its breaker tripped, or lost with reconnects
                 // off): Sync says "this is the set I want", so start it, like `Connect`.
-                Some(s) if unchanged(&s.spec.config, &s.hash, &spec.config) => {
+                (Some(true), Some(_)) => {
                     self.counters.syncs_restarted_stopped += 1;
                     start.push(spec);
                 }
-                Some(_) => {
+                (Some(_), Some(_)) => {
                     self.disconnect(&name);
                     start.push(spec);
                 }
-                None => start.push(spec),
+                _ => start.push(spec),
             }
         }
         if start.is_empty() {
@@ -144,8 +153,60 @@ impl Manager {
     }
 }
 
-/// A server's running config (with its hash) is the one wanted: equal, or equal as written
-/// with the same values read for it (a `${file:…}` whose content changed is a change).
-fn unchanged(running: &config::ServerConfig, hash: &str, wanted: &config::ServerConfig) -> bool {
-    running == wanted || (hash == config::config_hash(wanted) && running.values == wanted.values)
+/// Most server names whose last config hash [`HashMemo`] keeps.
+const HASH_MEMO_LIMIT: usize = 256;
+
+/// The config hash last computed for each server name, with the config it was computed from.
+/// A server connected again after it was forgotten (`Disconnect`, `DisconnectAll`, `Reload`, a
+/// `Sync` that replaced its config) with the same config finds its hash here instead of
+/// serializing and hashing the config again. An entry answers only for a config equal to its
+/// own, so it is never stale; it is replaced when another config of that name is hashed, and
+/// past [`HASH_MEMO_LIMIT`] names the first name in order makes room.
+#[derive(Debug, Default)]
+pub(super) struct HashMemo {
+    entries: BTreeMap<String, (config::ServerConfig, String)>,
+}
+
+impl HashMemo {
+    /// The hash of `config`, the config of server `name`.
+    pub(super) fn hash(&mut self, name: &str, config: &config::ServerConfig) -> String {
+        if let Some((c, h)) = self.entries.get(name) {
+            if c == config {
+                return h.clone();
+            }
+        }
+        let hash = config::config_hash(config);
+        if !self.entries.contains_key(name) && self.entries.len() >= HASH_MEMO_LIMIT {
+            self.entries.pop_first();
+        }
+        self.entries
+            .insert(name.to_string(), (config.clone(), hash.clone()));
+        hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HashMemo, HASH_MEMO_LIMIT};
+    use crate::config::{config_hash, ServerConfig};
+
+    #[test]
+    fn the_hash_memo_answers_what_hashing_answers_and_stays_bounded() {
+        let mut memo = HashMemo::default();
+        let a = ServerConfig::stdio("run", &["a"]);
+        let b = ServerConfig::stdio("run", &["b"]);
+        for _ in 0..2 {
+            assert_eq!(memo.hash("s", &a), config_hash(&a));
+            assert_eq!(memo.hash("s", &b), config_hash(&b));
+        }
+        // Values read for a config are not hashed: the memo answers alike.
+        let mut read = a.clone();
+        read.values.0.insert("file:/t".into(), "x".into());
+        assert_eq!(memo.hash("s", &read), config_hash(&a));
+        for i in 0..HASH_MEMO_LIMIT + 10 {
+            let c = ServerConfig::stdio("run", &[&i.to_string()]);
+            assert_eq!(memo.hash(&format!("n{i}"), &c), config_hash(&c));
+        }
+        assert_eq!(memo.entries.len(), HASH_MEMO_LIMIT);
+    }
 }

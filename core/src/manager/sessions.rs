@@ -156,11 +156,12 @@ impl Manager {
         round: Option<u64>,
     ) -> Result<(), ServerError> {
         let name = spec.name.clone();
-        // A reconnect or restart with the same config keeps its hash: hashing serializes the
-        // whole config, which is far dearer than comparing it.
+        // A reconnect or restart with the same config keeps its hash, and so does a server
+        // connected again after it was forgotten: hashing serializes the whole config, which
+        // is far dearer than comparing it.
         let hash = match self.servers.get(&name) {
             Some(s) if s.spec.config == spec.config => s.hash.clone(),
-            _ => config::config_hash(&spec.config),
+            _ => self.hashes.hash(&name, &spec.config),
         };
         let resolved = config::resolve(&name, &spec.config, &self.opts.env);
         let transport = spec
