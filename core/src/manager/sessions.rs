@@ -22,9 +22,10 @@ use std::collections::{BTreeSet, VecDeque};
 const TAIL_LINES: usize = 20;
 const TAIL_BYTES: usize = 4096;
 
-/// What a stateless tool call or operation adds to its request: the value its `Mcp-Name`
-/// header mirrors (the params' `name` or `uri`), its `Mcp-Param-*` headers, and the caller's
-/// own `_meta` members (a call's progress token and the embedder's `_meta`).
+/// What a tool call or an operation adds to its request: the value a stateless request's
+/// `Mcp-Name` header mirrors (the params' `name` or `uri`), the `Mcp-Param-*` headers of a
+/// stateless call, and the caller's own `_meta` members (a call's progress token and the
+/// embedder's `_meta`, on either revision).
 #[derive(Debug, Default)]
 pub(super) struct RequestExtras<'a> {
     pub(super) name: Option<&'a str>,
