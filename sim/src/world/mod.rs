@@ -599,9 +599,10 @@ impl<'a> World<'a> {
     }
 
     fn check(&mut self) {
-        self.listen_check();
-        self.fresh_check();
+        // Read first: the era checks read the statuses from it as the invariants do.
         let after = View::observe(&self.m, &self.obs.index, Some(&self.view));
+        self.listen_check(&after.status);
+        self.fresh_check(&after.status);
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;
         let catalog_settled = Self::catalog_settled(self.sc, &self.obs, &self.procs, &after);
