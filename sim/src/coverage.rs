@@ -33,7 +33,9 @@ macro_rules! coverage {
                 // Both read from the same `Counters`, the names are the same (the same static
                 // strings): add them pairwise, without a lookup each.
                 let same = |a: &&str, b: &&str| std::ptr::eq(*a, *b) || a == b;
-                if self.core.len() == o.core.len() && self.core.keys().zip(o.core.keys()).all(|(a, b)| same(a, b)) {
+                if self.core.len() == o.core.len()
+                    && self.core.keys().zip(o.core.keys()).all(|(a, b)| same(a, b))
+                {
                     for (v, n) in self.core.values_mut().zip(o.core.values()) {
                         *v += n;
                     }
@@ -238,7 +240,8 @@ coverage! {
 /// without a change here): read field by field as `Counters` serializes itself, the names
 /// borrowed, nothing built in between.
 pub fn add_core(into: &mut BTreeMap<&'static str, u64>, c: &Counters) {
-    // `Counters` is a struct of `u64`s: anything else is no counter (and left out).
+    // A field that is not a number counts 0, as `Value::as_u64` said; `Counters` is a
+    // struct, so the only error (serializing as something else) cannot happen.
     let _ = c.serialize(Fields(into));
 }
 
