@@ -2,6 +2,7 @@
 //! exploration of many seeds that never reached one of them proves nothing about it, so
 //! `explore` fails when a long run leaves one at zero.
 
+use serde::Serialize;
 use std::collections::BTreeMap;
 use switchboard_core::manager::Counters;
 
@@ -11,8 +12,8 @@ macro_rules! coverage {
         #[derive(Debug, Clone, Default, PartialEq, Eq)]
         pub struct Coverage {
             $(#[doc = $doc] pub $name: u64,)*
-            /// The manager's own counters, summed.
-            pub core: BTreeMap<String, u64>,
+            /// The manager's own counters, summed, by their serialized names.
+            pub core: BTreeMap<&'static str, u64>,
         }
 
         impl Coverage {
@@ -29,12 +30,18 @@ macro_rules! coverage {
 
             pub fn add(&mut self, o: &Coverage) {
                 $(self.$name += o.$name;)*
-                for (k, n) in &o.core {
-                    match self.core.get_mut(k) {
-                        Some(v) => *v += n,
-                        None => {
-                            self.core.insert(k.clone(), *n);
-                        }
+                // Both read from the same `Counters`, the names are the same (the same static
+                // strings): add them pairwise, without a lookup each.
+                let same = |a: &&str, b: &&str| std::ptr::eq(*a, *b) || a == b;
+                if self.core.len() == o.core.len()
+                    && self.core.keys().zip(o.core.keys()).all(|(a, b)| same(a, b))
+                {
+                    for (v, n) in self.core.values_mut().zip(o.core.values()) {
+                        *v += n;
+                    }
+                } else {
+                    for (k, n) in &o.core {
+                        *self.core.entry(k).or_default() += n;
                     }
                 }
             }
@@ -230,12 +237,159 @@ coverage! {
 }
 
 /// Add the manager's counters (by their serialized names, so new core counters show up
-/// without a change here).
-pub fn add_core(into: &mut BTreeMap<String, u64>, c: &Counters) {
-    if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(c) {
-        for (k, val) in map {
-            *into.entry(k).or_default() += val.as_u64().unwrap_or(0);
-        }
+/// without a change here): read field by field as `Counters` serializes itself, the names
+/// borrowed, nothing built in between.
+pub fn add_core(into: &mut BTreeMap<&'static str, u64>, c: &Counters) {
+    // A field that is not a number counts 0, as `Value::as_u64` said; `Counters` is a
+    // struct, so the only error (serializing as something else) cannot happen.
+    let _ = c.serialize(Fields(into));
+}
+
+/// A serializer that takes a struct of `u64` fields and adds each to the map by its name.
+struct Fields<'a>(&'a mut BTreeMap<&'static str, u64>);
+
+type Error = serde_json::Error;
+type Impossible = serde::ser::Impossible<(), Error>;
+
+fn no_counter<T>() -> Result<T, Error> {
+    Err(serde::ser::Error::custom("not a struct of counters"))
+}
+
+impl<'a> serde::Serializer for Fields<'a> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible;
+    type SerializeTuple = Impossible;
+    type SerializeTupleStruct = Impossible;
+    type SerializeTupleVariant = Impossible;
+    type SerializeMap = Impossible;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Impossible;
+
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Error> {
+        Ok(self)
+    }
+    fn serialize_bool(self, _: bool) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_i8(self, _: i8) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_i16(self, _: i16) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_i32(self, _: i32) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_i64(self, _: i64) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_u8(self, _: u8) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_u16(self, _: u16) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_u32(self, _: u32) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_u64(self, _: u64) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_f32(self, _: f32) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_f64(self, _: f64) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_char(self, _: char) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_str(self, _: &str) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Error> {
+        no_counter()
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Impossible, Error> {
+        no_counter()
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Impossible, Error> {
+        no_counter()
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Impossible, Error> {
+        no_counter()
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Impossible, Error> {
+        no_counter()
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Impossible, Error> {
+        no_counter()
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Impossible, Error> {
+        no_counter()
+    }
+}
+
+impl serde::ser::SerializeStruct for Fields<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        // A number is no allocation as a `Value`; what is not a `u64` counts 0.
+        let n = serde_json::to_value(value)?.as_u64().unwrap_or(0);
+        *self.0.entry(key).or_default() += n;
+        Ok(())
+    }
+    fn end(self) -> Result<(), Error> {
+        Ok(())
     }
 }
 

@@ -232,8 +232,10 @@ impl Manager {
             })
     }
 
-    /// The catalog shown for `server` now (live or cached), if any.
-    pub(super) fn shown_catalog(&self, server: &str) -> Option<(&Catalog, bool)> {
+    /// The catalog the getters show for `server` now, borrowed: its live one (`false`) or,
+    /// while it is deferred, its cached one (`true`); `None` when they show nothing of it.
+    /// Its prompts are shown through the prompt name table ([`Manager::prompts`]).
+    pub fn shown_catalog(&self, server: &str) -> Option<(&Catalog, bool)> {
         let s = self.servers.get(server)?;
         match s.exposed? {
             false => Some((&s.catalog.live, false)),

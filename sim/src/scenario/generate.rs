@@ -588,13 +588,18 @@ fn assign_downstream_eras(plan: &mut GatewayPlan, seed: u64) {
 }
 
 /// The scenario strategy: a fault mix first, then servers and actions shaped by it.
+///
+/// The large fixed-shape parts (the mix, the options, the late draws, the gateway) are boxed:
+/// their value trees hold a forked runner per option not picked, tens of kilobytes inline,
+/// which the tuple, the flat map and the map above them would otherwise move at every
+/// level. Boxing draws nothing, so every seed's scenario stays what it was.
 pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
-    (mix_strategy(), p.min_servers..=p.max_servers)
+    (mix_strategy().boxed(), p.min_servers..=p.max_servers)
         .prop_flat_map(move |(mix, n)| {
             let f = mix.attempt_faults;
             (
                 Just(mix),
-                options_strategy(),
+                options_strategy().boxed(),
                 proptest::sample::subsequence(NAMES, n),
                 prop::collection::vec(server_strategy(f), n),
                 prop::collection::vec(
@@ -611,11 +616,12 @@ pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
                     ],
                     prop_oneof![5 => Just(None), 1 => (2usize..=3).prop_map(Some)],
                     peer_strategy(),
-                ),
+                )
+                    .boxed(),
                 // The protocol revisions, drawn after everything else for the same reason.
                 any::<u64>(),
                 // The gateway and its downstream clients, last of all.
-                gateway_strategy(p.horizon_ms),
+                gateway_strategy(p.horizon_ms).boxed(),
             )
         })
         .prop_map(

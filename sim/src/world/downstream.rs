@@ -91,14 +91,14 @@ impl World<'_> {
                 frame,
                 message,
                 headers,
-            } => self.frame_to_gateway(session, exchange, frame, &message, headers),
+            } => self.frame_to_gateway(session, exchange, frame, &message, headers.map(|h| *h)),
             DownEv::Later { client, token } => self.modern_later(client, token),
             DownEv::ToClient {
                 session,
                 frame: Some(w),
             } => self.frame_to_client(session, &w),
             DownEv::ToClient { frame: None, .. } => {}
-            DownEv::Manager(input) => self.gateway_manager_input(input),
+            DownEv::Manager(input) => self.gateway_manager_input(*input),
         }
     }
 
@@ -190,7 +190,7 @@ impl World<'_> {
                 session,
                 exchange,
                 frame,
-                message: sent,
+                message: Box::new(sent),
                 headers: None,
             }),
         );

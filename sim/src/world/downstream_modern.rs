@@ -183,8 +183,8 @@ impl World<'_> {
                 session,
                 exchange,
                 frame,
-                message,
-                headers: Some(headers),
+                message: Box::new(message),
+                headers: Some(Box::new(headers)),
             }),
         );
         Some(session)

@@ -296,8 +296,9 @@ impl World<'_> {
     }
 
     /// A connection that became ready without asking for the tool list did so while the last
-    /// list its server delivered was fresh by its TTL.
-    pub(super) fn fresh_check(&mut self) {
+    /// list its server delivered was fresh by its TTL. `status`: `status()` of every server
+    /// after the step, by index.
+    pub(super) fn fresh_check(&mut self, status: &[ServerStatus]) {
         let now = self.now;
         let mut stale = None;
         let mut checked = Vec::new();
@@ -313,7 +314,7 @@ impl World<'_> {
                 || !p.alive()
                 || !lists_something
                 || self.obs.latest_conn[i] != Some(*conn)
-                || self.m.status(&self.sc.servers[i].name) != ServerStatus::Connected
+                || status[i] != ServerStatus::Connected
             {
                 continue;
             }
@@ -537,8 +538,9 @@ impl World<'_> {
     }
 
     /// No stream a server ended stays unasked for longer than the client's longest delay
-    /// while that server is connected on that process.
-    pub(super) fn listen_check(&mut self) {
+    /// while that server is connected on that process. `status`: `status()` of every server
+    /// after the step, by index.
+    pub(super) fn listen_check(&mut self, status: &[ServerStatus]) {
         let now = self.now;
         let mut late = None;
         for (conn, p) in &self.procs {
@@ -547,7 +549,7 @@ impl World<'_> {
             };
             let i = p.server;
             let current = self.obs.latest_conn[i] == Some(*conn);
-            let connected = self.m.status(&self.sc.servers[i].name) == ServerStatus::Connected;
+            let connected = status[i] == ServerStatus::Connected;
             if p.alive() && !p.reported && current && connected {
                 if now.saturating_duration_since(at) > LISTEN_GRACE {
                     late = Some((*conn, at));

@@ -46,8 +46,8 @@ pub(super) enum DownEv {
         frame: Bytes,
         /// What the client wrote as `frame`, which the world reads instead of parsing the
         /// frame again.
-        message: Sent,
-        headers: Option<RequestHeaders>,
+        message: Box<Sent>,
+        headers: Option<Box<RequestHeaders>>,
     },
     /// A stateless client does what it put off (a late retry, re-opening its stream).
     Later { client: usize, token: u64 },
@@ -58,7 +58,7 @@ pub(super) enum DownEv {
         frame: Option<Box<Written>>,
     },
     /// The gateway's input for the manager reaches it.
-    Manager(Input),
+    Manager(Box<Input>),
 }
 
 /// What the gateway was handling when it produced an output (to tie outputs to their cause).
@@ -442,7 +442,7 @@ impl World<'_> {
                 GatewayOutput::Manager(input) => {
                     self.observe_manager_input(&input, &cause);
                     let now = self.now;
-                    self.push(now, Ev::Downstream(DownEv::Manager(input)));
+                    self.push(now, Ev::Downstream(DownEv::Manager(Box::new(input))));
                 }
                 GatewayOutput::Close { session } if self.is_modern_exchange(session) => {
                     self.modern_exchange_closed(session);

@@ -72,12 +72,8 @@ enum Ev {
         exit: bool,
         tag: Tag,
     },
-    Cache {
-        server: String,
-        key: CacheKey,
-        tools: Option<Vec<ToolDef>>,
-        catalog: Option<Catalog>,
-    },
+    /// The cache answers (boxed: the queue moves its events often, and this one is large).
+    Cache(Box<CacheAnswer>),
     Heal,
     /// Something of the serving side (`switchboard serve`'s gateway and its clients).
     Downstream(gateway::DownEv),
@@ -86,6 +82,15 @@ enum Ev {
         request: switchboard_core::PeerRequestKey,
         answer: switchboard_core::protocol::PeerAnswer,
     },
+}
+
+/// What the cache answers for a server's key.
+#[derive(Debug, Clone)]
+struct CacheAnswer {
+    server: String,
+    key: CacheKey,
+    tools: Option<Vec<ToolDef>>,
+    catalog: Option<Catalog>,
 }
 
 struct Queued {
@@ -594,9 +599,10 @@ impl<'a> World<'a> {
     }
 
     fn check(&mut self) {
-        self.listen_check();
-        self.fresh_check();
+        // Read first: the era checks read the statuses from it as the invariants do.
         let after = View::observe(&self.m, &self.obs.index, Some(&self.view));
+        self.listen_check(&after.status);
+        self.fresh_check(&after.status);
         let settled = self.settled(&after);
         self.cov.list_settled_checks += settled.len() as u64;
         let catalog_settled = Self::catalog_settled(self.sc, &self.obs, &self.procs, &after);
@@ -713,12 +719,15 @@ impl<'a> World<'a> {
                     let _ = writeln!(t, "--- heal: faults off");
                 });
             }
-            Ev::Cache {
-                server,
-                key,
-                tools,
-                catalog,
-            } => self.cache_answers(server, key, tools, catalog),
+            Ev::Cache(c) => {
+                let CacheAnswer {
+                    server,
+                    key,
+                    tools,
+                    catalog,
+                } = *c;
+                self.cache_answers(server, key, tools, catalog)
+            }
             Ev::Deliver {
                 conn,
                 event,
@@ -732,4 +741,23 @@ impl<'a> World<'a> {
 /// Run one scenario.
 pub fn run_scenario(sc: &Scenario, tracing: bool) -> RunResult {
     World::new(sc, tracing).run()
+}
+
+#[cfg(test)]
+mod sizes {
+    /// The queue moves its events at every push and pop: a large payload goes in a box
+    /// (as the cache's answer and the gateway's input for the manager do), so that the
+    /// transport events, the most frequent, set the size.
+    #[test]
+    fn queued_events_stay_small() {
+        use std::mem::size_of;
+        let deliver = size_of::<switchboard_core::manager::TransportEvent>()
+            + size_of::<super::server::Tag>()
+            + 16;
+        assert!(
+            size_of::<super::Ev>() <= deliver,
+            "an event of the queue takes {} bytes, a delivery {deliver}",
+            size_of::<super::Ev>()
+        );
+    }
 }

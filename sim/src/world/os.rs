@@ -232,12 +232,12 @@ impl<'a> World<'a> {
         }
         self.push(
             at,
-            Ev::Cache {
+            Ev::Cache(Box::new(super::CacheAnswer {
                 server,
                 key,
                 tools,
                 catalog,
-            },
+            })),
         );
     }
 
