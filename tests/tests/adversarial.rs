@@ -331,11 +331,11 @@ fn a_secret_command_s_process_that_left_its_session_is_ended_by_the_cli() {
 const MAX_RSS_KIB: i64 = 200 * 1024;
 
 /// Runs `switchboard args…` against `log_flood.py --delay 3` (the flood runs while the CLI
-/// waits for the list, and for the call); returns (exit code, stdout, peak RSS in KiB), the
-/// peak read from `wait4` for that one process.
-#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also reads its peak memory
+/// waits for the list, and for the call); returns (exit code, stdout, peak RSS in KiB). The
+/// peak is read by `peak_rss.py`, which spawns the CLI and reads `wait4`'s figure for it: read
+/// here, it would start at this test process's own peak (Linux carries the spawner's
+/// high-water mark into the new process), which depends on the other tests running in it.
 fn under_a_log_flood(args: &[&str]) -> (i32, String, i64) {
-    use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("flood");
     let config = json!({"mcpServers": {"flood": {"command": "python3",
@@ -343,30 +343,26 @@ fn under_a_log_flood(args: &[&str]) -> (i32, String, i64) {
     std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let mut child = Command::new(switchboard_bin())
+    let peak_file = dir.path().join("peak-rss");
+    let out = Command::new("python3")
+        .arg(script("peak_rss.py"))
+        .arg(&peak_file)
+        .arg(switchboard_bin())
         .current_dir(dir.path())
         .env_remove("RUST_LOG")
         .env("HOME", &home)
         .args(["--no-project-config", "--no-cache", "--config"])
         .arg(dir.path().join("mcp.json"))
         .args(args)
-        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
-        .spawn()
+        .output()
         .unwrap();
-    let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it and reaps our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as i32;
-    // SAFETY: waiting for the child this function started, which nothing else reaps.
-    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-    let code = std::process::ExitStatus::from_raw(status)
-        .code()
-        .unwrap_or(-1);
+    let code = out.status.code().unwrap_or(-1);
+    let peak = std::fs::read_to_string(&peak_file)
+        .unwrap_or_else(|e| panic!("{args:?}: no peak memory figure ({e})"));
     assert_gone(recorded_pid(&pid_file), "the flooding server");
-    (code, stdout, usage.ru_maxrss)
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (code, stdout, peak.trim().parse().unwrap())
 }
 
 #[test]
