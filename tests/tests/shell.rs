@@ -59,9 +59,12 @@ fn warm_cache_serves_deferred_tools_at_the_gate_and_the_deferred_call_succeeds()
         assert_eq!(sb.status("slow"), ServerStatus::Connected);
         sb.shutdown().await;
 
-        // Warm: the slow server's tools come from the cache, deferred, at the gate.
+        // Warm: the slow server's tools come from the cache, deferred, at the gate. The gate
+        // is a second here, not 250 ms: the fast server must connect before it even on a
+        // loaded machine, and the slow one still cannot (its answer comes 2 s after it).
         let (sb, report) = Builder::servers(vec![demo("fast", &[]), slow])
             .cache_dir(cache.path())
+            .gate(Duration::from_secs(1))
             .start()
             .await
             .unwrap();
@@ -142,7 +145,8 @@ fn every_fault_is_isolated_to_its_server_with_a_precise_error() {
     smol::block_on(async {
         let (sb, report) = Builder::servers(vec![
             demo("good", &[]),
-            with_timeout(demo("hangs", &["--hang-init"]), 800),
+            // Long enough for the server to start and say why it hangs on a loaded machine.
+            with_timeout(demo("hangs", &["--hang-init"]), 2500),
             demo("refuses", &["--fail-init"]),
             demo("nolist", &["--fail-list"]),
             demo("garbage", &["--garbage-stdout"]),
@@ -168,7 +172,7 @@ fn every_fault_is_isolated_to_its_server_with_a_precise_error() {
         // still ends with the server's last stderr lines.
         assert_eq!(
             err("hangs"),
-            "connect timed out after 800 ms; last stderr lines:\n[hangs] --hang-init: not answering initialize"
+            "connect timed out after 2500 ms; last stderr lines:\n[hangs] --hang-init: not answering initialize"
         );
         assert_eq!(
             sb.server_state("hangs").unwrap().last_error.as_ref(),
