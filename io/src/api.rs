@@ -254,8 +254,9 @@ impl Builder {
         self
     }
 
-    /// Where OAuth tokens are kept (default: [`TokenStore::default_location`]
-    /// (crate::auth::TokenStore::default_location)); `None` keeps them in memory only.
+    /// Where OAuth tokens are kept (default:
+    /// [`TokenStore::default_location`](crate::auth::TokenStore::default_location)); `None`
+    /// keeps them in memory only.
     pub fn token_store(mut self, store: Option<crate::auth::TokenStore>) -> Self {
         self.authorization.store = store;
         self
