@@ -171,6 +171,13 @@ impl Supervisor {
             ),
         )
         .await;
+        // A task that has finished must not be awaited again (its `Task` panics, and the
+        // panic would take the supervisor, and with it the terminal event, away): the
+        // writer ended in the race above when the server's stdin broke.
+        let writer = match first {
+            End::StdinBroken => None,
+            _ => Some(writer),
+        };
         let mut orphaned_pipes = false;
         let mut stdin_broken = false;
         // `None`: close requested.
@@ -272,7 +279,8 @@ impl Supervisor {
 
     /// Flush what is queued and close stdin, wait, SIGTERM the group, wait, SIGKILL the
     /// group, reap.
-    async fn shutdown(&mut self, writer: Task<()>) -> Ended {
+    /// `writer`: `None` when it has ended already.
+    async fn shutdown(&mut self, writer: Option<Task<()>>) -> Ended {
         // Frames queued before the close (a `notifications/cancelled` for each call given up
         // at shutdown, say) still reach the server, in order, before its stdin closes; the
         // flush shares the first grace period with the wait for the server to exit, so a
@@ -280,10 +288,11 @@ impl Supervisor {
         let grace = self.opts.stdin_close_wait;
         let started = Instant::now();
         self.frames.close();
-        let mut writer = writer;
-        if timeout(grace, &mut writer).await.is_none() {
-            tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "the server did not take its queued frames within the grace period; closing its stdin without them");
-            writer.cancel().await;
+        if let Some(mut writer) = writer {
+            if timeout(grace, &mut writer).await.is_none() {
+                tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "the server did not take its queued frames within the grace period; closing its stdin without them");
+                writer.cancel().await;
+            }
         }
         // The writer has ended and dropped its ChildStdin: the server sees EOF on stdin.
         if self
