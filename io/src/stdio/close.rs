@@ -92,6 +92,19 @@ async fn timeout<F: Future>(limit: Duration, fut: F) -> Option<F::Output> {
     .await
 }
 
+/// After the server's main process exited: what it wrote before is read for
+/// [`EXIT_DRAIN_WAIT`]; past that, a process it left holds its stdout (`orphaned`).
+async fn drain_after_exit(reader: &mut Task<StdoutEnd>, orphaned: &mut bool) -> Option<StdoutEnd> {
+    match timeout(EXIT_DRAIN_WAIT, reader).await {
+        // What it wrote before exiting has been read; the pipe closed with it.
+        Some(end) => Some(end),
+        None => {
+            *orphaned = true;
+            Some(StdoutEnd::Eof)
+        }
+    }
+}
+
 /// What ended the wait for the server: its stdout, our close, or its main process's exit.
 enum End {
     Stdout(StdoutEnd),
@@ -184,18 +197,16 @@ impl Supervisor {
         let end = match first {
             End::Stdout(end) => Some(end),
             End::CloseRequested => None,
-            End::LeaderExited => match timeout(EXIT_DRAIN_WAIT, &mut reader).await {
-                // What it wrote before exiting has been read; the pipe closed with it.
-                Some(end) => Some(end),
-                None => {
-                    orphaned_pipes = true;
-                    Some(StdoutEnd::Eof)
-                }
-            },
+            End::LeaderExited => drain_after_exit(&mut reader, &mut orphaned_pipes).await,
             // Usually the server died (its stdout ends with it, and its exit status is the
             // story); a server that closed its stdin but runs on can take no request again.
             End::StdinBroken => match timeout(EXIT_DRAIN_WAIT, &mut reader).await {
                 Some(end) => Some(end),
+                // Its main process is gone: it did not close its stdin and run on, it exited
+                // (its stdout is read on as after any exit).
+                None if self.leader_exited() => {
+                    drain_after_exit(&mut reader, &mut orphaned_pipes).await
+                }
                 None => {
                     stdin_broken = true;
                     Some(StdoutEnd::Eof)
@@ -251,6 +262,16 @@ impl Supervisor {
         };
         tracing::debug!(target: "switchboard::server", server = %self.server, event = ?event, "stdio transport ended");
         let _ = events.send(M::from((tag, event))).await;
+    }
+
+    /// Whether the main process has exited (reaped now if so, its status kept).
+    fn leader_exited(&mut self) -> bool {
+        if self.status.is_none() {
+            if let Ok(Some(status)) = self.child.try_status() {
+                self.status = Some(status);
+            }
+        }
+        self.status.is_some()
     }
 
     fn status_text(&self) -> String {
