@@ -332,6 +332,40 @@ fn a_server_that_closes_stdout_but_keeps_running_is_stopped() {
 }
 
 #[test]
+fn a_server_that_closes_stdin_but_keeps_running_is_stopped() {
+    smol::block_on(async {
+        let registry = ProcessRegistry::new();
+        // Its stdout stays open (held by `sleep`) and its main process runs on: the write
+        // after `ready` breaks, and that is the first thing the transport learns. The writer
+        // has ended then; the close sequence must not wait on it a second time.
+        let script = r#"exec <&-; echo '{"ready":true}'; exec sleep 1000"#;
+        let (transport, rx) = spawn(sh(script), &quick_opts(), &registry);
+        let pid = transport.pid();
+        match next_event(&rx).await {
+            StdioEvent::Frame(frame) => assert_eq!(&frame[..], br#"{"ready":true}"#),
+            other => panic!("expected the ready frame, got {other:?}"),
+        }
+        transport
+            .send(Bytes::from_static(
+                br#"{"jsonrpc":"2.0","method":"ping","id":1}"#,
+            ))
+            .expect("the first frame is queued");
+        let (_, end) = collect_until_end(&rx).await;
+        let StdioEvent::Failed { error } = end else {
+            panic!("expected Failed, got {end:?}");
+        };
+        assert!(
+            error.contains("closed its stdin but kept running"),
+            "{error}"
+        );
+        assert!(transport.is_closed());
+        assert_group_gone(pid);
+        transport.close().await;
+        assert!(registry.is_empty());
+    });
+}
+
+#[test]
 fn close_of_a_well_behaved_server_does_not_need_signals() {
     smol::block_on(async {
         let registry = ProcessRegistry::new();

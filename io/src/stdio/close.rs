@@ -92,6 +92,19 @@ async fn timeout<F: Future>(limit: Duration, fut: F) -> Option<F::Output> {
     .await
 }
 
+/// After the server's main process exited: what it wrote before is read for
+/// [`EXIT_DRAIN_WAIT`]; past that, a process it left holds its stdout (`orphaned`).
+async fn drain_after_exit(reader: &mut Task<StdoutEnd>, orphaned: &mut bool) -> Option<StdoutEnd> {
+    match timeout(EXIT_DRAIN_WAIT, reader).await {
+        // What it wrote before exiting has been read; the pipe closed with it.
+        Some(end) => Some(end),
+        None => {
+            *orphaned = true;
+            Some(StdoutEnd::Eof)
+        }
+    }
+}
+
 /// What ended the wait for the server: its stdout, our close, or its main process's exit.
 enum End {
     Stdout(StdoutEnd),
@@ -171,24 +184,29 @@ impl Supervisor {
             ),
         )
         .await;
+        // A task that has finished must not be awaited again (its `Task` panics, and the
+        // panic would take the supervisor, and with it the terminal event, away): the
+        // writer ended in the race above when the server's stdin broke.
+        let writer = match first {
+            End::StdinBroken => None,
+            _ => Some(writer),
+        };
         let mut orphaned_pipes = false;
         let mut stdin_broken = false;
         // `None`: close requested.
         let end = match first {
             End::Stdout(end) => Some(end),
             End::CloseRequested => None,
-            End::LeaderExited => match timeout(EXIT_DRAIN_WAIT, &mut reader).await {
-                // What it wrote before exiting has been read; the pipe closed with it.
-                Some(end) => Some(end),
-                None => {
-                    orphaned_pipes = true;
-                    Some(StdoutEnd::Eof)
-                }
-            },
+            End::LeaderExited => drain_after_exit(&mut reader, &mut orphaned_pipes).await,
             // Usually the server died (its stdout ends with it, and its exit status is the
             // story); a server that closed its stdin but runs on can take no request again.
             End::StdinBroken => match timeout(EXIT_DRAIN_WAIT, &mut reader).await {
                 Some(end) => Some(end),
+                // Its main process is gone: it did not close its stdin and run on, it exited
+                // (its stdout is read on as after any exit).
+                None if self.leader_exited() => {
+                    drain_after_exit(&mut reader, &mut orphaned_pipes).await
+                }
                 None => {
                     stdin_broken = true;
                     Some(StdoutEnd::Eof)
@@ -246,6 +264,16 @@ impl Supervisor {
         let _ = events.send(M::from((tag, event))).await;
     }
 
+    /// Whether the main process has exited (reaped now if so, its status kept).
+    fn leader_exited(&mut self) -> bool {
+        if self.status.is_none() {
+            if let Ok(Some(status)) = self.child.try_status() {
+                self.status = Some(status);
+            }
+        }
+        self.status.is_some()
+    }
+
     fn status_text(&self) -> String {
         match &self.status {
             Some(status) => status.to_string(),
@@ -272,7 +300,8 @@ impl Supervisor {
 
     /// Flush what is queued and close stdin, wait, SIGTERM the group, wait, SIGKILL the
     /// group, reap.
-    async fn shutdown(&mut self, writer: Task<()>) -> Ended {
+    /// `writer`: `None` when it has ended already.
+    async fn shutdown(&mut self, writer: Option<Task<()>>) -> Ended {
         // Frames queued before the close (a `notifications/cancelled` for each call given up
         // at shutdown, say) still reach the server, in order, before its stdin closes; the
         // flush shares the first grace period with the wait for the server to exit, so a
@@ -280,10 +309,11 @@ impl Supervisor {
         let grace = self.opts.stdin_close_wait;
         let started = Instant::now();
         self.frames.close();
-        let mut writer = writer;
-        if timeout(grace, &mut writer).await.is_none() {
-            tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "the server did not take its queued frames within the grace period; closing its stdin without them");
-            writer.cancel().await;
+        if let Some(mut writer) = writer {
+            if timeout(grace, &mut writer).await.is_none() {
+                tracing::debug!(target: "switchboard::server", server = %self.server, pid = self.pid, "the server did not take its queued frames within the grace period; closing its stdin without them");
+                writer.cancel().await;
+            }
         }
         // The writer has ended and dropped its ChildStdin: the server sees EOF on stdin.
         if self
