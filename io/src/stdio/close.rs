@@ -359,3 +359,101 @@ impl Supervisor {
         }
     }
 }
+
+/// Runs a supervisor, and if it panics still ends the server and sends the transport's
+/// terminal event: without it, a defect in the close sequence would leave every call in
+/// flight waiting for its timeout, because nothing else tells the core the connection is gone.
+/// The panicking supervisor's child handle, dropped while unwinding, kills and reaps the
+/// server's main process; this kills the rest of its group and unregisters it.
+pub(super) async fn ending_on_panic<T, M>(
+    supervisor: impl Future<Output = ()>,
+    server: String,
+    pgid: i32,
+    pid: u32,
+    registry: ProcessRegistry,
+    tag: T,
+    events: Sender<M>,
+) where
+    M: From<(T, StdioEvent)>,
+{
+    use futures_lite::FutureExt;
+    let Err(panic) = std::panic::AssertUnwindSafe(supervisor)
+        .catch_unwind()
+        .await
+    else {
+        return;
+    };
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_string());
+    tracing::error!(target: "switchboard::server", server = %server, pid, "the stdio transport's supervisor panicked: {what}");
+    signal_group(pgid, Signal::Kill);
+    registry.take(pid);
+    let error = format!(
+        "server \"{server}\": the stdio transport failed inside switchboard ({what}); the server was stopped"
+    );
+    let _ = events
+        .send(M::from((tag, StdioEvent::Failed { error })))
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_supervisor_still_ends_the_server_and_sends_a_terminal_event() {
+        let registry = ProcessRegistry::new();
+        // A process group of our own to end: `sleep`, in a group it leads.
+        let mut child = {
+            use std::os::unix::process::CommandExt;
+            std::process::Command::new("sleep")
+                .arg("1000")
+                .process_group(0)
+                .spawn()
+                .unwrap()
+        };
+        let pid = child.id();
+        registry.register(pid, pid as i32);
+        let (tx, rx) = async_channel::bounded::<(u8, StdioEvent)>(4);
+        futures_lite::future::block_on(ending_on_panic(
+            async { panic!("a defect") },
+            "s".to_string(),
+            pid as i32,
+            pid,
+            registry.clone(),
+            7u8,
+            tx,
+        ));
+        let (tag, event) = rx.try_recv().expect("a terminal event");
+        assert_eq!(tag, 7);
+        match event {
+            StdioEvent::Failed { error } => assert_eq!(
+                error,
+                "server \"s\": the stdio transport failed inside switchboard (a defect); the server was stopped"
+            ),
+            other => panic!("expected Failed, got {other:?}"),
+        }
+        assert!(registry.take(pid).is_none(), "still registered");
+        // The group was killed: the process ends (reaped here).
+        let status = child.wait().unwrap();
+        assert!(!status.success());
+    }
+
+    #[test]
+    fn a_supervisor_that_finishes_sends_nothing_more() {
+        let (tx, rx) = async_channel::bounded::<(u8, StdioEvent)>(4);
+        futures_lite::future::block_on(ending_on_panic(
+            async {},
+            "s".to_string(),
+            0,
+            0,
+            ProcessRegistry::new(),
+            1u8,
+            tx,
+        ));
+        assert!(rx.try_recv().is_err());
+    }
+}

@@ -2,7 +2,7 @@
 //! can be signalled together), registered before anything else can fail, and the reader,
 //! writer, stderr and supervisor tasks that serve it.
 
-use super::close::{Supervisor, Tasks};
+use super::close::{ending_on_panic, Supervisor, Tasks};
 use super::frames::{read_stderr, read_stdout, write_frames, StdoutReader};
 use super::kill::{pid_to_pgid, signal_group, Signal};
 use super::{ProcessRegistry, StdioCommand, StdioEvent, StdioOptions, StdioTransport};
@@ -196,7 +196,7 @@ impl StdioTransport {
             frames: frames_rx,
         };
         let (gone_tx, gone_rx) = async_channel::bounded(1);
-        let supervisor = spawner.spawn(supervisor.run(
+        let run = supervisor.run(
             Tasks {
                 reader,
                 writer,
@@ -204,6 +204,15 @@ impl StdioTransport {
             },
             close_rx,
             gone_tx,
+            tag.clone(),
+            events.clone(),
+        );
+        let supervisor = spawner.spawn(ending_on_panic(
+            run,
+            server.to_string(),
+            pgid,
+            pid,
+            registry.clone(),
             tag,
             events,
         ));
