@@ -227,7 +227,7 @@ fn check(
         });
     }
     Ok(Envelope {
-        caps: ClientCaps::from_initialize(&json!({ "capabilities": caps })),
+        caps: ClientCaps::from_capabilities(Some(caps)),
         log_level: meta
             .get(META_LOG_LEVEL)
             .and_then(Value::as_str)
@@ -264,48 +264,73 @@ fn stripped(params: &Value) -> Value {
 }
 
 /// `frame` (a response of ours) with `fields` added to its `result`; an error response is
-/// left as it is. Our own frames are `{"jsonrpc":"2.0","id":…,"result":{…}}` in that order,
-/// and an id is a number or a string (whose quotes are escaped), so the first `,"result":{`
-/// is where the result begins.
-pub(super) fn with_result_fields(frame: &[u8], fields: &Map<String, Value>) -> Bytes {
+/// left as it is.
+#[cfg(test)]
+fn with_result_fields(frame: &[u8], fields: &Map<String, Value>) -> Bytes {
+    let mut members = Vec::new();
+    for (k, v) in fields {
+        if !members.is_empty() {
+            members.push(b',');
+        }
+        members.extend_from_slice(&serde_json::to_vec(k).unwrap_or_default());
+        members.push(b':');
+        members.extend_from_slice(&serde_json::to_vec(v).unwrap_or_default());
+    }
+    with_result_members(frame, &members)
+}
+
+/// What the stateless revision adds to a result of ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ResultFields {
+    /// `resultType: "complete"`.
+    Complete,
+    /// That and the cache hints of a list (`cacheScope`, `ttlMs`).
+    Cacheable,
+}
+
+impl ResultFields {
+    /// The members as JSON text, in key order (as a `Map` of them serializes).
+    fn members(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64);
+        if self == ResultFields::Cacheable {
+            out.extend_from_slice(br#""cacheScope":"private","#);
+        }
+        out.extend_from_slice(br#""resultType":"complete""#);
+        if self == ResultFields::Cacheable {
+            out.extend_from_slice(br#","ttlMs":"#);
+            out.extend_from_slice(LIST_TTL_MS.to_string().as_bytes());
+        }
+        out
+    }
+}
+
+/// `frame` (a response of ours) with `fields` added to its `result`; an error response is
+/// left as it is.
+fn with_fields(frame: &[u8], fields: ResultFields) -> Bytes {
+    with_result_members(frame, &fields.members())
+}
+
+/// `frame` (a response of ours) with `members` (JSON object members, comma-separated) added
+/// to its `result`; an error response is left as it is. Our own frames are
+/// `{"jsonrpc":"2.0","id":…,"result":{…}}` in that order, and an id is a number or a string
+/// (whose quotes are escaped), so the first `,"result":{` is where the result begins.
+fn with_result_members(frame: &[u8], members: &[u8]) -> Bytes {
     const MARK: &[u8] = b",\"result\":{";
     let Some(at) = frame.windows(MARK.len()).position(|w| w == MARK) else {
         return Bytes::copy_from_slice(frame);
     };
     let start = at + MARK.len();
-    let mut inserted = Vec::new();
-    for (k, v) in fields {
-        if !inserted.is_empty() {
-            inserted.push(b',');
-        }
-        inserted.extend_from_slice(&serde_json::to_vec(k).unwrap_or_default());
-        inserted.push(b':');
-        inserted.extend_from_slice(&serde_json::to_vec(v).unwrap_or_default());
-    }
-    if inserted.is_empty() {
+    if members.is_empty() {
         return Bytes::copy_from_slice(frame);
     }
-    let mut out = Vec::with_capacity(frame.len() + inserted.len() + 1);
+    let mut out = Vec::with_capacity(frame.len() + members.len() + 1);
     out.extend_from_slice(&frame[..start]);
-    out.extend_from_slice(&inserted);
+    out.extend_from_slice(members);
     if frame.get(start) != Some(&b'}') {
         out.push(b',');
     }
     out.extend_from_slice(&frame[start..]);
     Bytes::from(out)
-}
-
-fn complete() -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("resultType".into(), Value::from("complete"));
-    m
-}
-
-fn cacheable() -> Map<String, Value> {
-    let mut m = complete();
-    m.insert("ttlMs".into(), Value::from(LIST_TTL_MS));
-    m.insert("cacheScope".into(), Value::from("private"));
-    m
 }
 
 impl Gateway {
@@ -319,14 +344,16 @@ impl Gateway {
         headers: Option<&RequestHeaders>,
     ) {
         let legacy_session = self.sessions.get(&session).is_some_and(|s| s.initialized);
-        if !legacy_session {
-            if let Ok(wire::Message::Request { id, method, params }) = wire::decode(frame) {
-                if is_modern(&method, &params, headers) {
-                    return self.modern_request(session, exchange, id, &method, params, headers);
-                }
+        // Decoded once: a request of the stateless revision is served here, anything else
+        // (a malformed frame too) as a session's.
+        match wire::decode(frame) {
+            Ok(wire::Message::Request { id, method, params })
+                if !legacy_session && is_modern(&method, &params, headers) =>
+            {
+                self.modern_request(session, exchange, id, &method, params, headers)
             }
+            message => self.frame(session, exchange, message),
         }
-        self.frame(session, exchange, frame);
     }
 
     fn modern_request(
@@ -357,7 +384,7 @@ impl Gateway {
                 } else {
                     self.list(&id, method, &params)
                 };
-                with_result_fields(&page, &cacheable())
+                with_fields(&page, ResultFields::Cacheable)
             }
             "subscriptions/listen" => return self.listen(session, exchange, id, &params),
             "tools/call" | "resources/read" | "prompts/get" | "completion/complete" => {
@@ -527,8 +554,8 @@ impl Gateway {
     ) -> Bytes {
         match self.modern.resulting.remove(&(session, exchange)) {
             None => frame,
-            Some(false) => with_result_fields(&frame, &complete()),
-            Some(true) => with_result_fields(&frame, &cacheable()),
+            Some(false) => with_fields(&frame, ResultFields::Complete),
+            Some(true) => with_fields(&frame, ResultFields::Cacheable),
         }
     }
 
@@ -724,6 +751,19 @@ mod tests {
         assert_eq!(v["result"], json!({ "resultType": "complete" }));
         let e = br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#;
         assert_eq!(&with_result_fields(e, &f)[..], &e[..]);
+    }
+
+    #[test]
+    fn result_fields_read_as_their_map_would() {
+        let mut m = Map::new();
+        m.insert("resultType".into(), Value::from("complete"));
+        let frame = br#"{"jsonrpc":"2.0","id":1,"result":{"x":1}}"#;
+        let complete = with_result_fields(frame, &m);
+        assert_eq!(with_fields(frame, ResultFields::Complete), complete);
+        m.insert("ttlMs".into(), Value::from(LIST_TTL_MS));
+        m.insert("cacheScope".into(), Value::from("private"));
+        let cacheable = with_result_fields(frame, &m);
+        assert_eq!(with_fields(frame, ResultFields::Cacheable), cacheable);
     }
 
     #[test]

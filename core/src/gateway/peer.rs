@@ -34,7 +34,12 @@ impl ClientCaps {
     /// From `initialize`'s params. An `elicitation` capability without modes means form mode
     /// (the 2025-06-18 shape).
     pub fn from_initialize(params: &Value) -> Self {
-        let caps = params.get("capabilities");
+        Self::from_capabilities(params.get("capabilities"))
+    }
+
+    /// From a `capabilities` object as `initialize` carries it (or the stateless envelope):
+    /// read where it lies, without wrapping a copy in an `initialize`-shaped object.
+    pub(super) fn from_capabilities(caps: Option<&Value>) -> Self {
         let sampling = caps
             .and_then(|c| c.get("sampling"))
             .is_some_and(Value::is_object);
@@ -50,7 +55,7 @@ impl ClientCaps {
             sampling,
             elicit_form,
             elicit_url,
-            roots: super::roots::declares_roots(params),
+            roots: super::roots::declares_roots_in(caps),
         }
     }
 

@@ -33,12 +33,18 @@ enum Forward {
 }
 
 impl Gateway {
-    pub(super) fn frame(&mut self, session: SessionId, exchange: ExchangeId, frame: &[u8]) {
+    /// A session's frame, as [`wire::decode`] read it.
+    pub(super) fn frame(
+        &mut self,
+        session: SessionId,
+        exchange: ExchangeId,
+        message: Result<Message, wire::Malformed>,
+    ) {
         let Some(s) = self.sessions.get(&session) else {
             return;
         };
         let strict_uninitialized = s.strict && !s.initialized;
-        let message = match wire::decode(frame) {
+        let message = match message {
             Ok(m) => m,
             Err(e) => {
                 self.counters.malformed += 1;

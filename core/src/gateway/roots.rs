@@ -30,8 +30,13 @@ fn roots_id(n: u64) -> Value {
 
 /// `true` when `initialize`'s params declare the `roots` capability.
 pub(super) fn declares_roots(params: &Value) -> bool {
-    params
-        .pointer("/capabilities/roots")
+    declares_roots_in(params.get("capabilities"))
+}
+
+/// `true` when a `capabilities` object declares `roots` (member lookups, as the JSON pointer
+/// `/capabilities/roots` reads, without its per-token allocations).
+pub(super) fn declares_roots_in(caps: Option<&Value>) -> bool {
+    caps.and_then(|c| c.get("roots"))
         .is_some_and(Value::is_object)
 }
 

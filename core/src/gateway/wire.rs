@@ -3,10 +3,13 @@
 //! lists of the view), serialized straight from the view's types without a `Value` tree.
 
 use crate::catalog::{Completion, Prompt, PromptResult, ReadResult, Resource, ResourceTemplate};
+use crate::protocol::IsVersion2;
 use crate::tool::{RawJson, Tool, ToolResult};
 use bytes::Bytes;
-use serde::Serialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::fmt;
 
 /// JSON-RPC: the frame is not valid JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -70,51 +73,143 @@ fn malformed(id: Option<Value>, code: i64, message: impl Into<String>) -> Malfor
     }
 }
 
+/// The members of a downstream message the gateway reads, each as the `Value` it is (a
+/// repeated member keeps its last value, as an object `Value` would); other members are read
+/// as `Value`s too and dropped, so a frame parses or fails exactly as a whole `Value` would.
+#[derive(Default)]
+struct Envelope {
+    /// `jsonrpc`, when present: whether it is the string `"2.0"`.
+    jsonrpc: Option<bool>,
+    method: Option<Value>,
+    id: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+/// A frame's top-level value: an object's envelope, or whether it was an array.
+enum Top {
+    Object(Envelope),
+    NotObject { array: bool },
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Member {
+    Jsonrpc,
+    Method,
+    Id,
+    Params,
+    Result,
+    Error,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Top {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Top;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+                let mut e = Envelope::default();
+                while let Some(key) = map.next_key::<Member>()? {
+                    match key {
+                        Member::Jsonrpc => e.jsonrpc = Some(map.next_value::<IsVersion2>()?.0),
+                        Member::Method => e.method = Some(map.next_value()?),
+                        Member::Id => e.id = Some(map.next_value()?),
+                        Member::Params => e.params = Some(map.next_value()?),
+                        Member::Result => e.result = Some(map.next_value()?),
+                        Member::Error => e.error = Some(map.next_value()?),
+                        Member::Other => {
+                            map.next_value::<Value>()?;
+                        }
+                    }
+                }
+                Ok(Top::Object(e))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Top, A::Error> {
+                while seq.next_element::<Value>()?.is_some() {}
+                Ok(Top::NotObject { array: true })
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Top, E> {
+                Ok(Top::NotObject { array: false })
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Top, E> {
+                Ok(Top::NotObject { array: false })
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Top, E> {
+                Ok(Top::NotObject { array: false })
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Top, E> {
+                Ok(Top::NotObject { array: false })
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Top, E> {
+                Ok(Top::NotObject { array: false })
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Top, E> {
+                Ok(Top::NotObject { array: false })
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// A request id the gateway can answer to: a string or an integer.
+fn usable(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
 /// Decode one frame: a single JSON-RPC 2.0 message (batches are not part of the protocol
-/// since 2025-06-18).
+/// since 2025-06-18). The envelope is read member by member, without an object `Value` for
+/// it; what is accepted, and how, is as for the frame read whole as a `Value`.
 pub fn decode(frame: &[u8]) -> Result<Message, Malformed> {
-    let value: Value = serde_json::from_slice(frame)
+    let top: Top = serde_json::from_slice(frame)
         .map_err(|e| malformed(None, PARSE_ERROR, format!("the frame is not JSON: {e}")))?;
-    let Value::Object(mut obj) = value else {
-        let what = if value.is_array() {
-            "JSON-RPC batches are not supported"
-        } else {
-            "a message must be a JSON object"
-        };
-        return Err(malformed(None, INVALID_REQUEST, what));
+    let mut obj = match top {
+        Top::Object(obj) => obj,
+        Top::NotObject { array } => {
+            let what = if array {
+                "JSON-RPC batches are not supported"
+            } else {
+                "a message must be a JSON object"
+            };
+            return Err(malformed(None, INVALID_REQUEST, what));
+        }
     };
-    let id = obj.remove("id");
-    let usable_id = id
-        .clone()
-        .filter(|id| id.is_string() || id.is_i64() || id.is_u64());
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    let id = obj.id.take();
+    let usable_id = || id.clone().filter(usable);
+    if obj.jsonrpc != Some(true) {
         return Err(malformed(
-            usable_id,
+            usable_id(),
             INVALID_REQUEST,
             "jsonrpc must be \"2.0\"",
         ));
     }
-    let params = obj.remove("params").unwrap_or(Value::Null);
-    match (obj.remove("method"), id) {
+    let params = obj.params.take().unwrap_or(Value::Null);
+    match (obj.method.take(), id) {
         (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
-        (Some(Value::String(method)), Some(_)) => match usable_id {
-            Some(id) => Ok(Message::Request { id, method, params }),
-            None => Err(malformed(
-                None,
-                INVALID_REQUEST,
-                "a request id must be a string or an integer",
-            )),
-        },
-        (Some(_), _) => Err(malformed(
-            usable_id,
+        (Some(Value::String(method)), Some(id)) if usable(&id) => {
+            Ok(Message::Request { id, method, params })
+        }
+        (Some(Value::String(_)), Some(_)) => Err(malformed(
+            None,
+            INVALID_REQUEST,
+            "a request id must be a string or an integer",
+        )),
+        (Some(_), id) => Err(malformed(
+            id.filter(usable),
             INVALID_REQUEST,
             "method must be a string",
         )),
-        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
-            let outcome = match obj.remove("result") {
+        (None, Some(id)) if obj.result.is_some() || obj.error.is_some() => {
+            let outcome = match obj.result.take() {
                 Some(result) => Ok(result),
                 None => {
-                    let error = obj.remove("error").unwrap_or(Value::Null);
+                    let error = obj.error.take().unwrap_or(Value::Null);
                     let code = error
                         .get("code")
                         .and_then(Value::as_i64)
@@ -129,7 +224,7 @@ pub fn decode(frame: &[u8]) -> Result<Message, Malformed> {
             };
             Ok(Message::Response { id, outcome })
         }
-        (None, _) => Err(malformed(usable_id, INVALID_REQUEST, "no method")),
+        (None, id) => Err(malformed(id.filter(usable), INVALID_REQUEST, "no method")),
     }
 }
 

@@ -27,7 +27,8 @@ pub enum Expect {
 /// value, as a `Value` object would.
 #[derive(Default)]
 struct Envelope {
-    jsonrpc: Option<Value>,
+    /// `jsonrpc`, when present: whether it is the string `"2.0"`.
+    jsonrpc: Option<bool>,
     method: Option<Value>,
     id: Option<Value>,
     params: Option<Value>,
@@ -59,6 +60,48 @@ enum Member {
     Other,
 }
 
+/// Whether a value is the string `"2.0"`; any other value is read whole, as a `Value`.
+pub(crate) struct IsVersion2(pub(crate) bool);
+
+impl<'de> Deserialize<'de> for IsVersion2 {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = IsVersion2;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(s == "2.0"))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<IsVersion2, A::Error> {
+                while seq.next_element::<Value>()?.is_some() {}
+                Ok(IsVersion2(false))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IsVersion2, A::Error> {
+                while map.next_entry::<String, Value>()?.is_some() {}
+                Ok(IsVersion2(false))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
 /// Reads a frame's top-level value; `expect` says how to read a `result` whose id came first.
 struct TopSeed<'a> {
     expect: &'a dyn Fn(u64) -> Expect,
@@ -80,7 +123,7 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
         let mut e = Envelope::default();
         while let Some(key) = map.next_key::<Member>()? {
             match key {
-                Member::Jsonrpc => e.jsonrpc = Some(map.next_value()?),
+                Member::Jsonrpc => e.jsonrpc = Some(map.next_value::<IsVersion2>()?.0),
                 Member::Method => e.method = Some(map.next_value()?),
                 Member::Id => e.id = Some(map.next_value()?),
                 Member::Params => e.params = Some(map.next_value()?),
@@ -182,7 +225,7 @@ fn decode_frame(
             )))
         }
     };
-    if obj.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+    if obj.jsonrpc != Some(true) {
         return Err(DecodeError::NotJsonRpc(
             "missing \"jsonrpc\": \"2.0\"".into(),
         ));

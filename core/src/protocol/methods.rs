@@ -80,8 +80,10 @@ pub fn parse_initialize_result(raw: &RawValue) -> Result<InitializeResult, Proto
     if !SUPPORTED_VERSIONS.contains(&version) {
         return Err(ProtocolError::UnsupportedVersion(version.to_string()));
     }
-    let tasks_tool_call = v
-        .pointer("/capabilities/tasks/requests/tools/call")
+    // Member lookups, as the pointer `/capabilities/tasks/requests/tools/call` reads.
+    let tasks_tool_call = ["capabilities", "tasks", "requests", "tools", "call"]
+        .iter()
+        .try_fold(v, |at, key| at.get(key))
         .is_some_and(|c| !c.is_null());
     Ok(InitializeResult::from_answer(
         version,

@@ -32,6 +32,7 @@ pub use client_requests::{
     peer_answer_result, property_default, roots_result, AnswerClass, ClientFeatures, PeerAnswer,
     PeerRequestKind, Refusal, MAX_ELICIT_TEXT, REQUEST_TIMEOUT, USER_REJECTED,
 };
+pub(crate) use decode::IsVersion2;
 pub use decode::{decode, decode_expecting, salvage_response_id, Expect};
 pub use encode::{
     encode_cancelled, encode_error, encode_notification, encode_request, encode_request_text,

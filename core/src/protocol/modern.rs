@@ -125,7 +125,7 @@ pub fn parse_discover_result(raw: &RawValue) -> Result<Option<InitializeResult>,
     // `serverInfo` in the result, or (as some servers send it) in the result's `_meta`.
     let info = v
         .get("serverInfo")
-        .or_else(|| v.pointer("/_meta/io.modelcontextprotocol~1serverInfo"));
+        .or_else(|| v.get("_meta")?.get("io.modelcontextprotocol/serverInfo"));
     // Tasks are an extension in the stateless revision; not used over it.
     Ok(Some(InitializeResult::from_answer(
         version, &v, info, false,

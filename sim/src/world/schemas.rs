@@ -9,6 +9,8 @@
 
 use super::World;
 use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use switchboard_core::schema::{CompiledSchema, OutputValidator, SchemaMismatch, SharedValidator};
 use switchboard_core::RawJson;
@@ -63,14 +65,34 @@ pub(super) fn validator() -> SharedValidator {
 struct SimValidator;
 struct SimSchema(jsonschema::Validator);
 
+/// A schema's compilation, by its text.
+type Compiled = BTreeMap<String, Result<Arc<dyn CompiledSchema>, String>>;
+
+thread_local! {
+    static COMPILED: RefCell<Compiled> = const { RefCell::new(BTreeMap::new()) };
+}
+
 impl OutputValidator for SimValidator {
     fn compile(&self, schema: &RawJson) -> Result<Arc<dyn CompiledSchema>, String> {
-        jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .offline()
-            .build(&schema.to_value())
-            .map(|v| Arc::new(SimSchema(v)) as Arc<dyn CompiledSchema>)
-            .map_err(|e| e.to_string())
+        // Simulated tools declare one of two schemas: each is compiled once per thread and
+        // shared (a compiled schema holds no state between checks), by its exact text.
+        COMPILED.with(|compiled| {
+            let mut compiled = compiled.borrow_mut();
+            if compiled.len() >= 16 {
+                compiled.clear(); // not the simulator's own schemas: keep the memo small
+            }
+            compiled
+                .entry(schema.get().to_string())
+                .or_insert_with(|| {
+                    jsonschema::options()
+                        .with_draft(jsonschema::Draft::Draft202012)
+                        .offline()
+                        .build(&schema.to_value())
+                        .map(|v| Arc::new(SimSchema(v)) as Arc<dyn CompiledSchema>)
+                        .map_err(|e| e.to_string())
+                })
+                .clone()
+        })
     }
 }
 
