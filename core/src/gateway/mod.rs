@@ -49,6 +49,8 @@ mod tests_inputs;
 mod tests_roots;
 #[cfg(test)]
 mod tests_unavailable;
+#[cfg(test)]
+mod tests_wire;
 mod unavailable;
 pub mod wire;
 
