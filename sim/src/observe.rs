@@ -136,10 +136,14 @@ impl View {
     /// Whether one server has the same (server, raw tool) pairs, in the same order, in both
     /// views. Most steps keep the very tool list of the step before, which answers at once;
     /// otherwise the two slices are compared in place, without collecting them.
+    #[inline]
     pub fn same_slice(&self, other: &View, server: &str) -> bool {
-        if Arc::ptr_eq(&self.tools, &other.tools) {
-            return true;
-        }
+        Arc::ptr_eq(&self.tools, &other.tools) || self.same_slice_in_place(other, server)
+    }
+
+    /// `same_slice` for two different lists: the slices compared in place.
+    #[inline(never)]
+    fn same_slice_in_place(&self, other: &View, server: &str) -> bool {
         let mut a = self.tools.iter().filter(|t| t.server == server);
         let mut b = other.tools.iter().filter(|t| t.server == server);
         loop {

@@ -35,7 +35,8 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                 ("deferred", r.deferred.contains(name)),
                 ("pending", r.pending.contains(name)),
             ];
-            let hits: Vec<&str> = lists.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
+            let mut hits = lists.iter().filter(|(_, b)| *b).map(|(n, _)| *n);
+            let (first, second) = (hits.next(), hits.next());
             let want: &[&str] = match at_report[i] {
                 ServerStatus::Connected => &["connected"],
                 ServerStatus::Disconnected => &["errors"],
@@ -48,7 +49,8 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                 ServerStatus::Connecting => &["deferred", "pending"],
                 _ => &[],
             };
-            if hits.len() != 1 || !want.contains(&hits[0]) {
+            if second.is_some() || !first.is_some_and(|h| want.contains(&h)) {
+                let hits: Vec<&str> = lists.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
                 return Err(format!(
                     "round {} report lists {name} under {hits:?}, but it is {:?}",
                     r.round, at_report[i]
@@ -111,24 +113,17 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                 round.id
             ));
         }
-        let pending: Vec<(usize, ConnId)> = round
-            .members
-            .iter()
-            .filter(|(&i, &c)| {
-                ctx.obs.latest_conn[i] == Some(c) && ctx.after.status[i] == ServerStatus::Connecting
-            })
-            .map(|(&i, &c)| (i, c))
-            .collect();
-        if pending.is_empty() {
+        let mut pending = round.members.iter().filter(|(&i, &c)| {
+            ctx.obs.latest_conn[i] == Some(c) && ctx.after.status[i] == ServerStatus::Connecting
+        });
+        if pending.clone().next().is_none() {
             return Err(format!(
                 "every member of round {} settled but no StartupComplete",
                 round.id
             ));
         }
         if ctx.now >= round.gate_at
-            && pending
-                .iter()
-                .all(|(_, c)| ctx.obs.conns.get(c).and_then(|o| o.cache_hit) == Some(true))
+            && pending.all(|(_, c)| ctx.obs.conns.get(c).and_then(|o| o.cache_hit) == Some(true))
         {
             return Err(format!(
                 "round {}: the gate passed and every pending member had a cache entry, but no StartupComplete",
@@ -197,8 +192,8 @@ pub fn stale_events_change_nothing(ctx: &Ctx) -> Result<(), String> {
 /// have opened a transport after the manager abandoned its attempt or heard of its end.
 pub fn every_open_is_closed_exactly_once(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, Invariant::EveryOpenIsClosedOnce)?;
-    let mirror: Vec<ConnId> = ctx.obs.mirror.iter().copied().collect();
-    if mirror != ctx.after.conns {
+    if !ctx.obs.mirror.iter().eq(ctx.after.conns.iter()) {
+        let mirror: Vec<ConnId> = ctx.obs.mirror.iter().copied().collect();
         return Err(format!(
             "the manager tracks attempts {:?} but the open, unclosed ones are {mirror:?} (an attempt was dropped without a close)",
             ctx.after.conns
@@ -212,12 +207,8 @@ pub fn failures_are_isolated(ctx: &Ctx) -> Result<(), String> {
     let Some(x) = ctx.step.scope else {
         return Ok(());
     };
-    let deferred_now: BTreeSet<&str> = ctx
-        .step
-        .reports
-        .iter()
-        .flat_map(|r| r.deferred.iter().map(String::as_str))
-        .collect();
+    // Deferred in a report of this step: looked up only for a server whose slice moved.
+    let deferred_now = |name: &String| ctx.step.reports.iter().any(|r| r.deferred.contains(name));
     for (i, name) in ctx.obs.names.iter().enumerate() {
         if i == x {
             continue;
@@ -228,7 +219,7 @@ pub fn failures_are_isolated(ctx: &Ctx) -> Result<(), String> {
                 ctx.obs.names[x], ctx.before.status[i], ctx.after.status[i]
             ));
         }
-        if !deferred_now.contains(name.as_str()) && !ctx.before.same_slice(ctx.after, name) {
+        if !ctx.before.same_slice(ctx.after, name) && !deferred_now(name) {
             return Err(format!(
                 "an event for {} changed {name}'s tools",
                 ctx.obs.names[x]

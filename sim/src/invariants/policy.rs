@@ -473,6 +473,7 @@ pub fn update_policy(
 /// Whether a step could have changed server `i`'s state: an embedder request (any server),
 /// an event for it, a status change, or a transport the manager opened or closed for it
 /// (timers act through those: a reconnect opens, a timeout closes).
+#[inline]
 pub fn touched(step: &StepInfo, before: &View, after: &View, i: usize) -> bool {
     step.lifecycle
         || step.disconnect_all
