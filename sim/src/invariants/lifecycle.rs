@@ -273,7 +273,7 @@ pub fn calls_complete_once_and_correctly(ctx: &Ctx) -> Result<(), String> {
         .copied()
         .filter(|c| !done.contains(c))
         .collect();
-    if ours != ctx.after.calls {
+    if ours != *ctx.after.calls {
         return Err(format!(
             "calls in flight {:?}, but issued and not completed: {ours:?}",
             ctx.after.calls

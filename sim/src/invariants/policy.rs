@@ -365,7 +365,7 @@ pub fn call_timeouts_honour_deadlines(ctx: &Ctx) -> Result<(), String> {
             ));
         }
     }
-    for call in &ctx.after.calls {
+    for call in ctx.after.calls.iter() {
         if let Some(t) = ctx.obs.calls.get(call).and_then(|c| c.timing) {
             if ctx.now > t.deadline {
                 return Err(format!(
