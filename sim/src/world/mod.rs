@@ -30,7 +30,7 @@ pub use crate::verdict::{Invariant, Violation};
 pub use embedder::config_for;
 
 use crate::coverage::{self, Coverage};
-use crate::invariants::{self, liveness, outputs, Ctx};
+use crate::invariants::{self, liveness, outputs, Ctx, Summaries};
 use crate::observe::{Observer, StepInfo, View};
 use crate::scenario::{CachePlan, ReconnectMode, Scenario};
 use crate::trace;
@@ -607,6 +607,7 @@ impl<'a> World<'a> {
         self.cov.list_settled_checks += settled.len() as u64;
         let catalog_settled = Self::catalog_settled(self.sc, &self.obs, &self.procs, &after);
         self.cov.catalog_settled_checks += catalog_settled.len() as u64;
+        let summaries = Summaries::new(self.obs.names.len());
         // Completed calls leave the bookkeeping after the isolation check has read it.
         let ctx = Ctx {
             m: &self.m,
@@ -628,6 +629,7 @@ impl<'a> World<'a> {
                 .health
                 .map(|(i, t, _)| (Duration::from_millis(i), Duration::from_millis(t))),
             max_call_time: Duration::from_millis(self.sc.options.max_call_time_ms),
+            summaries: &summaries,
         };
         let failed = invariants::check_step(&ctx).err();
         if failed.is_none() {
@@ -638,6 +640,7 @@ impl<'a> World<'a> {
                 &after,
                 &self.m,
                 self.now,
+                &summaries,
             );
             self.cov.backoff_delays_checked += c.backoffs;
             self.cov.breaker_trips_checked += c.trips;
