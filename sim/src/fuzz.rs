@@ -344,6 +344,7 @@ pub fn manager_inputs(data: &[u8]) {
             }
         }
         let after = View::observe(&m, &obs.index, Some(&view));
+        let summaries = invariants::Summaries::new(obs.names.len());
         let ctx = Ctx {
             m: &m,
             obs: &obs,
@@ -360,6 +361,7 @@ pub fn manager_inputs(data: &[u8]) {
             reconnect_off: false,
             health: None,
             max_call_time: Duration::from_secs(600),
+            summaries: &summaries,
         };
         for (name, check) in [
             (

@@ -36,9 +36,11 @@ pub struct View {
     pub tools_gen: u64,
     /// The manager's `phase_generation()` when `status` was read.
     pub phase_gen: u64,
-    pub calls: Vec<CallId>,
-    pub conns: Vec<ConnId>,
-    pub rounds: Vec<u64>,
+    /// `calls_in_flight()`, `open_conns()` and `open_rounds()`, each shared with the previous
+    /// step's view while it is unchanged (most steps), so it is compared, not collected.
+    pub calls: Arc<Vec<CallId>>,
+    pub conns: Arc<Vec<ConnId>>,
+    pub rounds: Arc<Vec<u64>>,
 }
 
 impl View {
@@ -90,14 +92,31 @@ impl View {
             }
             _ => Self::statuses(m, index),
         };
-        View {
+        let (conns, calls, rounds) = m.open_ids();
+        let view = View {
             status,
             tools,
             tools_gen: gen,
             phase_gen,
-            calls: m.calls_in_flight(),
-            conns: m.open_conns(),
-            rounds: m.open_rounds(),
+            calls: Self::shared(prev.map(|p| &p.calls), calls),
+            conns: Self::shared(prev.map(|p| &p.conns), conns),
+            rounds: Self::shared(prev.map(|p| &p.rounds), rounds),
+        };
+        debug_assert_eq!(*view.calls, m.calls_in_flight());
+        debug_assert_eq!(*view.conns, m.open_conns());
+        debug_assert_eq!(*view.rounds, m.open_rounds());
+        view
+    }
+
+    /// The ids `now` lists: the previous step's list when it holds the same ids in the same
+    /// order, collected otherwise.
+    fn shared<T: Copy + PartialEq>(
+        prev: Option<&Arc<Vec<T>>>,
+        now: impl ExactSizeIterator<Item = T> + Clone,
+    ) -> Arc<Vec<T>> {
+        match prev {
+            Some(p) if p.len() == now.len() && p.iter().copied().eq(now.clone()) => Arc::clone(p),
+            _ => Arc::new(now.collect()),
         }
     }
 

@@ -46,6 +46,8 @@ mod tests;
 #[cfg(test)]
 mod tests_inputs;
 #[cfg(test)]
+mod tests_pages;
+#[cfg(test)]
 mod tests_roots;
 #[cfg(test)]
 mod tests_unavailable;
@@ -348,6 +350,9 @@ pub struct Gateway {
     view: View,
     /// The names the view is served under.
     names: served::ServedNames,
+    /// The list pages served from this view and these names, as JSON text, by list kind and
+    /// first item; emptied whenever either changes.
+    pages: BTreeMap<(u8, usize), Box<serde_json::value::RawValue>>,
     sessions: BTreeMap<SessionId, Session>,
     pending: BTreeMap<CallId, Pending>,
     next_call: u64,
@@ -376,6 +381,7 @@ impl Gateway {
             options,
             view: View::default(),
             names: served::ServedNames::default(),
+            pages: BTreeMap::new(),
             sessions: BTreeMap::new(),
             pending: BTreeMap::new(),
             peers: BTreeMap::new(),
@@ -559,14 +565,23 @@ impl Gateway {
             return;
         }
         let names = served::ServedNames::new(&view.tools, &view.prompts, self.options.plain_names);
+        let tools_same =
+            same_tools(&self.view.tools, &view.tools) && names.tools == self.names.tools;
         // With tool search the two tools served never change: searches see the new view.
-        let tools = !self.options.tool_search
-            && (!same_tools(&self.view.tools, &view.tools) || names.tools != self.names.tools);
+        let tools = !self.options.tool_search && !tools_same;
         let resources = !same_resources(&self.view, &view);
         let prompts =
             !same_prompts(&self.view.prompts, &view.prompts) || names.prompts != self.names.prompts;
         self.view = view;
         self.names = names;
+        // A page reads only its entries' definitions and served names, whose equality is
+        // textual (strings, numbers, raw JSON): the pages of a kind that compared equal are
+        // the same text, the others are forgotten.
+        self.pages.retain(|&(kind, _), _| match kind {
+            0 => tools_same,
+            1 | 2 => !resources,
+            _ => !prompts,
+        });
         let mut methods = Vec::new();
         if tools {
             methods.push("notifications/tools/list_changed");

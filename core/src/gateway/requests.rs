@@ -9,6 +9,9 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+/// Most list pages [`Gateway::list`] remembers for the current view.
+pub(super) const PAGE_MEMO_LIMIT: usize = 256;
+
 /// A request refused before it reached the manager.
 struct Refusal {
     code: i64,
@@ -440,7 +443,7 @@ impl Gateway {
         wire::result(id, result)
     }
 
-    pub(super) fn list(&self, id: &Value, method: &str, params: &Value) -> Bytes {
+    pub(super) fn list(&mut self, id: &Value, method: &str, params: &Value) -> Bytes {
         let start = match params.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(c)) => match c.parse::<usize>() {
@@ -450,11 +453,11 @@ impl Gateway {
             Some(_) => return wire::error(id, wire::INVALID_PARAMS, "invalid cursor", None),
         };
         let size = self.options.page_size.max(1);
-        let len = match method {
-            "tools/list" => self.view.tools.len(),
-            "resources/list" => self.view.resources.len(),
-            "resources/templates/list" => self.view.templates.len(),
-            _ => self.view.prompts.len(),
+        let (kind, len) = match method {
+            "tools/list" => (0, self.view.tools.len()),
+            "resources/list" => (1, self.view.resources.len()),
+            "resources/templates/list" => (2, self.view.templates.len()),
+            _ => (3, self.view.prompts.len()),
         };
         if start > len {
             return wire::error(id, wire::INVALID_PARAMS, "invalid cursor", None);
@@ -462,24 +465,43 @@ impl Gateway {
         let end = (start + size).min(len);
         let next = (end < len).then(|| end.to_string());
         let next = next.as_deref();
-        match method {
-            "tools/list" => wire::tools_page(
-                id,
-                &self.view.tools[start..end],
-                &self.names.tools[start..end],
-                next,
-            ),
-            "resources/list" => wire::resources_page(id, &self.view.resources[start..end], next),
-            "resources/templates/list" => {
-                wire::templates_page(id, &self.view.templates[start..end], next)
-            }
-            _ => wire::prompts_page(
-                id,
+        let page = match kind {
+            0 => wire::ListPage::Tools(&self.view.tools[start..end], &self.names.tools[start..end]),
+            1 => wire::ListPage::Resources(&self.view.resources[start..end]),
+            2 => wire::ListPage::Templates(&self.view.templates[start..end]),
+            _ => wire::ListPage::Prompts(
                 &self.view.prompts[start..end],
                 &self.names.prompts[start..end],
-                next,
             ),
+        };
+        // A page is a function of the view, its served names, the page size and where it
+        // starts; the memo is emptied whenever the view or its names change, so a page served
+        // again is the same text under another id.
+        let frame = match self.pages.get(&(kind, start)) {
+            Some(text) => wire::result_text(id, text),
+            None => {
+                let text = wire::page_text(page, next);
+                let frame = wire::result_text(id, &text);
+                if self.pages.len() < PAGE_MEMO_LIMIT {
+                    self.pages.insert((kind, start), text);
+                }
+                frame
+            }
+        };
+        #[cfg(debug_assertions)]
+        {
+            let fresh = match page {
+                wire::ListPage::Tools(t, n) => wire::tools_page(id, t, n, next),
+                wire::ListPage::Resources(r) => wire::resources_page(id, r, next),
+                wire::ListPage::Templates(t) => wire::templates_page(id, t, next),
+                wire::ListPage::Prompts(p, n) => wire::prompts_page(id, p, n, next),
+            };
+            debug_assert_eq!(
+                frame, fresh,
+                "a remembered list page is not the page served now"
+            );
         }
+        frame
     }
 }
 

@@ -273,6 +273,20 @@ pub fn result(id: &Value, result: impl Serialize) -> Bytes {
     })
 }
 
+/// [`result`] of a result that is JSON text already, written as bytes: the same frame,
+/// `{"jsonrpc":"2.0","id":…,"result":…}`, without going through the serializer.
+pub fn result_text(id: &Value, text: &serde_json::value::RawValue) -> Bytes {
+    let text = text.get().as_bytes();
+    let mut out = Vec::with_capacity(text.len() + 48);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Writing a `Value` into a `Vec` cannot fail (see `to_bytes`).
+    let _ = serde_json::to_writer(&mut out, id);
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(text);
+    out.push(b'}');
+    Bytes::from(out)
+}
+
 /// An error response.
 pub fn error(id: &Value, code: i64, message: &str, data: Option<&Value>) -> Bytes {
     to_bytes(&ErrorResponse {
@@ -366,19 +380,24 @@ pub fn tools_page(
     names: &[String],
     next_cursor: Option<&str>,
 ) -> Bytes {
-    result(
-        id,
-        Page {
-            items: Tools {
-                tools: tools
-                    .iter()
-                    .zip(names)
-                    .map(|(t, name)| wire_tool(t, name))
-                    .collect(),
-            },
-            next_cursor,
+    result(id, tools_result(tools, names, next_cursor))
+}
+
+fn tools_result<'a>(
+    tools: &'a [Tool],
+    names: &'a [String],
+    next_cursor: Option<&'a str>,
+) -> Page<'a, Tools<'a>> {
+    Page {
+        items: Tools {
+            tools: tools
+                .iter()
+                .zip(names)
+                .map(|(t, name)| wire_tool(t, name))
+                .collect(),
         },
-    )
+        next_cursor,
+    }
 }
 
 #[derive(Serialize)]
@@ -388,15 +407,19 @@ struct Resources<'a> {
 
 /// A `resources/list` result of `resources`.
 pub fn resources_page(id: &Value, resources: &[Resource], next_cursor: Option<&str>) -> Bytes {
-    result(
-        id,
-        Page {
-            items: Resources {
-                resources: resources.iter().map(|r| &r.def).collect(),
-            },
-            next_cursor,
+    result(id, resources_result(resources, next_cursor))
+}
+
+fn resources_result<'a>(
+    resources: &'a [Resource],
+    next_cursor: Option<&'a str>,
+) -> Page<'a, Resources<'a>> {
+    Page {
+        items: Resources {
+            resources: resources.iter().map(|r| &r.def).collect(),
         },
-    )
+        next_cursor,
+    }
 }
 
 #[derive(Serialize)]
@@ -407,15 +430,19 @@ struct Templates<'a> {
 
 /// A `resources/templates/list` result of `templates`.
 pub fn templates_page(id: &Value, templates: &[ResourceTemplate], next: Option<&str>) -> Bytes {
-    result(
-        id,
-        Page {
-            items: Templates {
-                templates: templates.iter().map(|t| &t.def).collect(),
-            },
-            next_cursor: next,
+    result(id, templates_result(templates, next))
+}
+
+fn templates_result<'a>(
+    templates: &'a [ResourceTemplate],
+    next: Option<&'a str>,
+) -> Page<'a, Templates<'a>> {
+    Page {
+        items: Templates {
+            templates: templates.iter().map(|t| &t.def).collect(),
         },
-    )
+        next_cursor: next,
+    }
 }
 
 #[derive(Serialize)]
@@ -440,24 +467,57 @@ pub fn prompts_page(
     names: &[String],
     next_cursor: Option<&str>,
 ) -> Bytes {
-    result(
-        id,
-        Page {
-            items: Prompts {
-                prompts: prompts
-                    .iter()
-                    .zip(names)
-                    .map(|(p, name)| WirePrompt {
-                        name,
-                        title: p.def.title.as_deref(),
-                        description: p.def.description.as_deref(),
-                        arguments: &p.def.arguments,
-                    })
-                    .collect(),
-            },
-            next_cursor,
+    result(id, prompts_result(prompts, names, next_cursor))
+}
+
+fn prompts_result<'a>(
+    prompts: &'a [Prompt],
+    names: &'a [String],
+    next_cursor: Option<&'a str>,
+) -> Page<'a, Prompts<'a>> {
+    Page {
+        items: Prompts {
+            prompts: prompts
+                .iter()
+                .zip(names)
+                .map(|(p, name)| WirePrompt {
+                    name,
+                    title: p.def.title.as_deref(),
+                    description: p.def.description.as_deref(),
+                    arguments: &p.def.arguments,
+                })
+                .collect(),
         },
-    )
+        next_cursor,
+    }
+}
+
+/// One page of a list, by kind: what the four `*_page` functions answer with.
+#[derive(Debug, Clone, Copy)]
+pub enum ListPage<'a> {
+    /// Tools, with the names they are served under.
+    Tools(&'a [Tool], &'a [String]),
+    /// Resources.
+    Resources(&'a [Resource]),
+    /// Resource templates.
+    Templates(&'a [ResourceTemplate]),
+    /// Prompts, with the names they are served under.
+    Prompts(&'a [Prompt], &'a [String]),
+}
+
+/// The `result` of a list page as JSON text, exactly what the page's `*_page` function writes
+/// under `result`; [`result`] of it is that function's frame (`&RawValue` is written as is).
+pub fn page_text(page: ListPage<'_>, next: Option<&str>) -> Box<serde_json::value::RawValue> {
+    use serde_json::value::to_raw_value;
+    // Serializing these types cannot fail (see `to_bytes`); `null` would never be served as
+    // a page: the debug builds' comparison with the `*_page` frame would catch it.
+    match page {
+        ListPage::Tools(t, n) => to_raw_value(&tools_result(t, n, next)),
+        ListPage::Resources(r) => to_raw_value(&resources_result(r, next)),
+        ListPage::Templates(t) => to_raw_value(&templates_result(t, next)),
+        ListPage::Prompts(p, n) => to_raw_value(&prompts_result(p, n, next)),
+    }
+    .unwrap_or_else(|_| to_raw_value(&()).expect("null is JSON"))
 }
 
 /// A `tools/call` result: exactly what the server sent when it came from one.

@@ -122,7 +122,7 @@ pub struct Manager {
     opts: ManagerOptions,
     now: Instant,
     rng: SplitMix64,
-    servers: BTreeMap<String, Server>,
+    servers: BTreeMap<String, Box<Server>>,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: u64,
     calls: BTreeMap<CallId, Call>,
@@ -271,6 +271,22 @@ impl Manager {
     /// Rounds whose `StartupComplete` has not been emitted yet.
     pub fn open_rounds(&self) -> Vec<u64> {
         self.rounds.open.keys().copied().collect()
+    }
+
+    /// `open_conns()`, `calls_in_flight()` and `open_rounds()` read in place, each in the
+    /// same (ascending) order, for a caller that compares them with what it holds.
+    pub fn open_ids(
+        &self,
+    ) -> (
+        impl ExactSizeIterator<Item = ConnId> + Clone + '_,
+        impl ExactSizeIterator<Item = CallId> + Clone + '_,
+        impl ExactSizeIterator<Item = u64> + Clone + '_,
+    ) {
+        (
+            self.conns.keys().copied(),
+            self.calls.keys().copied(),
+            self.rounds.open.keys().copied(),
+        )
     }
 
     /// The number of the latest startup round, open or complete (`None` before the first).

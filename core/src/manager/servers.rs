@@ -324,9 +324,15 @@ pub(super) struct Server {
 }
 
 impl Server {
-    /// A server just registered: idle, nothing cached, nothing in the view.
-    pub(super) fn new(spec: ServerSpec, hash: String, transport: Option<&'static str>) -> Self {
-        Server {
+    /// A server just registered: idle, nothing cached, nothing in the view. Boxed: the
+    /// manager's map of servers moves its values when it inserts or removes one, and a
+    /// server's state is large.
+    pub(super) fn new(
+        spec: ServerSpec,
+        hash: String,
+        transport: Option<&'static str>,
+    ) -> Box<Self> {
+        Box::new(Server {
             spec,
             hash,
             transport,
@@ -356,7 +362,7 @@ impl Server {
             fresh: None,
             list_fresh: [None; 4],
             fresh_caps: None,
-        }
+        })
     }
 
     /// Its lifecycle fields, as `state` reports them.
@@ -436,7 +442,7 @@ impl Manager {
     /// A known server's lifecycle fields (`None` where [`Manager::server_state`] is `None`):
     /// the same values as the fields of that name in `server_state`, without its copies.
     pub fn server_summary(&self, server: &str) -> Option<ServerSummary> {
-        self.servers.get(server).map(Server::summary)
+        self.servers.get(server).map(|s| s.summary())
     }
 
     /// Bumped by every change that may alter a server's phase or the set of known servers

@@ -3,7 +3,7 @@
 //! failures are logged once, disconnects withdraw by identity, and the client's frames are
 //! valid JSON-RPC.
 
-use super::{output_violation, summary, Ctx, Invariant};
+use super::{output_violation, Ctx, Invariant};
 use std::collections::BTreeSet;
 use switchboard_core::manager::{CallError, CallId, CallOutcome, ConnId, Phase, ServerStatus};
 
@@ -26,7 +26,7 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
         }
         for (&i, &conn) in &round.members {
             let name = &ctx.obs.names[i];
-            if ctx.obs.latest_conn[i] != Some(conn) || summary(ctx.m, name).is_none() {
+            if ctx.obs.latest_conn[i] != Some(conn) || ctx.summaries.get(ctx.m, i, name).is_none() {
                 continue; // restarted in a later round, or disconnected: settled elsewhere
             }
             let lists = [
@@ -42,7 +42,10 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                 ServerStatus::Disconnected => &["errors"],
                 // Waiting to reconnect after its attempt in this round failed: an error.
                 ServerStatus::Connecting
-                    if summary(ctx.m, name).is_some_and(|s| s.phase == Phase::Backoff) =>
+                    if ctx
+                        .summaries
+                        .get(ctx.m, i, name)
+                        .is_some_and(|s| s.phase == Phase::Backoff) =>
                 {
                     &["errors"]
                 }
@@ -75,7 +78,8 @@ pub fn startup_complete_once_and_on_time(ctx: &Ctx) -> Result<(), String> {
                     r.round
                 ));
             }
-            let replaced = ctx.obs.latest_conn[i] != Some(conn) || summary(ctx.m, name).is_none();
+            let replaced =
+                ctx.obs.latest_conn[i] != Some(conn) || ctx.summaries.get(ctx.m, i, name).is_none();
             if r.disconnected.contains(name) && (!replaced || live.contains(&true)) {
                 return Err(format!(
                     "round {} report lists {name} as disconnected, but its attempt of the round is live",
@@ -273,7 +277,7 @@ pub fn calls_complete_once_and_correctly(ctx: &Ctx) -> Result<(), String> {
         .copied()
         .filter(|c| !done.contains(c))
         .collect();
-    if ours != ctx.after.calls {
+    if ours != *ctx.after.calls {
         return Err(format!(
             "calls in flight {:?}, but issued and not completed: {ours:?}",
             ctx.after.calls

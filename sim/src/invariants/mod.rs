@@ -69,6 +69,8 @@ pub struct Ctx<'a> {
     /// Health pings: (interval, timeout), when on.
     pub health: Option<(Duration, Duration)>,
     pub max_call_time: Duration,
+    /// The step's server summaries, read once each.
+    pub summaries: &'a Summaries,
 }
 
 /// A server whose resources, templates and prompts settled, with what its lists last told the
@@ -255,6 +257,30 @@ pub fn summary(m: &Manager, name: &str) -> Option<ServerSummary> {
         );
     }
     s
+}
+
+/// `summary` of each scenario server (by index), read at most once per step: the manager does
+/// not move while a step's checks and the policy bookkeeping after them read it, so a second
+/// read would give the same value (builds with debug assertions read it again and compare).
+#[derive(Debug, Default)]
+pub struct Summaries(Vec<std::cell::OnceCell<Option<ServerSummary>>>);
+
+impl Summaries {
+    /// An empty memo for `n` servers.
+    pub fn new(n: usize) -> Self {
+        Summaries((0..n).map(|_| std::cell::OnceCell::new()).collect())
+    }
+
+    /// `summary(m, name)` of server `i` (whose name is `name`).
+    pub fn get(&self, m: &Manager, i: usize, name: &str) -> Option<ServerSummary> {
+        let s = *self.0[i].get_or_init(|| summary(m, name));
+        debug_assert_eq!(
+            s,
+            summary(m, name),
+            "a server's summary moved within a step"
+        );
+        s
+    }
 }
 
 /// How many verified views a run remembers.

@@ -3,7 +3,7 @@
 //! accounted for and health pings keep coming; and the per-server policy observations they
 //! read, advanced after each step that passed.
 
-use super::{output_violation, summary, Ctx, Invariant};
+use super::{output_violation, Ctx, Invariant, Summaries};
 use crate::observe::{Observer, PolicyObs, StepInfo, View};
 use std::sync::Arc;
 use std::time::Duration;
@@ -127,7 +127,7 @@ pub fn backoff_follows_the_ladder(ctx: &Ctx) -> Result<(), String> {
         {
             continue;
         }
-        let Some(st) = summary(ctx.m, name) else {
+        let Some(st) = ctx.summaries.get(ctx.m, i, name) else {
             continue;
         };
         if st.phase.as_str() != "backoff" {
@@ -365,7 +365,7 @@ pub fn call_timeouts_honour_deadlines(ctx: &Ctx) -> Result<(), String> {
             ));
         }
     }
-    for call in &ctx.after.calls {
+    for call in ctx.after.calls.iter() {
         if let Some(t) = ctx.obs.calls.get(call).and_then(|c| c.timing) {
             if ctx.now > t.deadline {
                 return Err(format!(
@@ -397,6 +397,7 @@ pub fn update_policy(
     after: &View,
     m: &Manager,
     now: Instant,
+    summaries: &Summaries,
 ) -> PolicyCounts {
     let policy = &m.options().reconnect;
     let mut c = PolicyCounts::default();
@@ -451,7 +452,7 @@ pub fn update_policy(
             ServerStatus::Connected => o.retry_n = 0,
             ServerStatus::Disconnected => o.backoff = None,
             ServerStatus::Connecting if touched(step, before, after, i) => {
-                if let Some(st) = summary(m, name) {
+                if let Some(st) = summaries.get(m, i, name) {
                     if st.phase.as_str() == "backoff" {
                         if let Some(at) = st.next_attempt_at {
                             if o.backoff.is_none_or(|b| b.2 != at) {

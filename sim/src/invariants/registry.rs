@@ -339,7 +339,7 @@ pub fn server_state_is_coherent(ctx: &Ctx) -> Result<(), String> {
         if !touched(step, ctx.before, ctx.after, i) {
             continue;
         }
-        let Some(st) = summary(ctx.m, name) else {
+        let Some(st) = ctx.summaries.get(ctx.m, i, name) else {
             if ctx.after.status[i] != ServerStatus::Disconnected {
                 return Err(format!(
                     "server_state({name}) is None but status() is {:?}",

@@ -383,7 +383,16 @@ impl World<'_> {
                     let Some(spec) = specs.iter().rev().find(|s| s.config.enabled) else {
                         continue;
                     };
-                    let unchanged = config_hash(&spec.config) == state.config_hash;
+                    let hash = match &self.hashes[i] {
+                        Some((config, hash)) if *config == spec.config => hash.clone(),
+                        _ => {
+                            let hash = config_hash(&spec.config);
+                            self.hashes[i] = Some((spec.config.clone(), hash.clone()));
+                            hash
+                        }
+                    };
+                    debug_assert_eq!(hash, config_hash(&spec.config), "a remembered hash");
+                    let unchanged = hash == state.config_hash;
                     if unchanged && state.status != ServerStatus::Disconnected {
                         self.step.sync_unchanged.push(i);
                     } else if self.sc.servers[i].invalid {

@@ -30,7 +30,7 @@ pub use crate::verdict::{Invariant, Violation};
 pub use embedder::config_for;
 
 use crate::coverage::{self, Coverage};
-use crate::invariants::{self, liveness, outputs, Ctx};
+use crate::invariants::{self, liveness, outputs, Ctx, Summaries};
 use crate::observe::{Observer, StepInfo, View};
 use crate::scenario::{CachePlan, ReconnectMode, Scenario};
 use crate::trace;
@@ -44,7 +44,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::catalog::Catalog;
-use switchboard_core::config::config_hash;
+use switchboard_core::config::{config_hash, ServerConfig};
 use switchboard_core::manager::{
     CacheKey, CallId, CallOutcome, ConnId, Input, Manager, Output, ServerStatus, TransportEvent,
 };
@@ -122,6 +122,12 @@ pub struct World<'a> {
     now: Instant,
     seq: u64,
     queue: BinaryHeap<Reverse<Queued>>,
+    /// The buffer a step's outputs are drained into, kept between steps with its capacity
+    /// (a step nested in another's perform drains into a buffer of its own).
+    outs: Vec<Output>,
+    /// Each server's config last hashed, with its `config_hash` (an equal config hashes
+    /// equal; builds with debug assertions hash again and compare).
+    hashes: Vec<Option<(ServerConfig, String)>>,
     rng: SplitMix64,
     procs: BTreeMap<ConnId, Proc>,
     attempts: Vec<usize>,
@@ -171,8 +177,11 @@ impl<'a> World<'a> {
         let m = Manager::new(opts.clone(), Instant::ZERO);
         let options_echoed = *m.options() == opts;
         let mut store = BTreeMap::new();
+        let mut hashes = Vec::with_capacity(n);
         for (i, s) in sc.servers.iter().enumerate() {
-            let hash = config_hash(&config_for(sc, i, 0));
+            let config = config_for(sc, i, 0);
+            let hash = config_hash(&config);
+            hashes.push(Some((config, hash.clone())));
             let entry = match &s.cache {
                 CachePlan::Absent => None,
                 CachePlan::Hit(t) => Some(StoreEntry {
@@ -218,6 +227,8 @@ impl<'a> World<'a> {
             now: Instant::ZERO,
             seq: 0,
             queue: BinaryHeap::new(),
+            outs: Vec::new(),
+            hashes,
             rng: SplitMix64::new(sc.world_seed ^ 0x5157_5eed),
             procs: BTreeMap::new(),
             attempts: vec![0; n],
@@ -474,13 +485,13 @@ impl<'a> World<'a> {
     fn drain_and_check(&mut self, round_kind: Option<(bool, Vec<usize>)>) {
         self.events += 1;
         let mut opens: BTreeMap<usize, ConnId> = BTreeMap::new();
-        let mut outs = Vec::new();
+        let mut outs = std::mem::take(&mut self.outs);
         while let Some(o) = self.m.poll_output() {
             outs.push(o);
         }
         self.step.outputs = outs.len();
         self.cov.manager_outputs += outs.len() as u64;
-        for o in outs {
+        for o in outs.drain(..) {
             if self.trace.is_some() {
                 let line = trace::output(&o);
                 self.tr(|t| {
@@ -500,6 +511,7 @@ impl<'a> World<'a> {
             }
             self.perform(o);
         }
+        self.outs = outs;
         self.request_step_done();
         if let Some((must, invalid)) = round_kind {
             let gate = Duration::from_millis(self.sc.options.gate_ms);
@@ -607,6 +619,7 @@ impl<'a> World<'a> {
         self.cov.list_settled_checks += settled.len() as u64;
         let catalog_settled = Self::catalog_settled(self.sc, &self.obs, &self.procs, &after);
         self.cov.catalog_settled_checks += catalog_settled.len() as u64;
+        let summaries = Summaries::new(self.obs.names.len());
         // Completed calls leave the bookkeeping after the isolation check has read it.
         let ctx = Ctx {
             m: &self.m,
@@ -628,6 +641,7 @@ impl<'a> World<'a> {
                 .health
                 .map(|(i, t, _)| (Duration::from_millis(i), Duration::from_millis(t))),
             max_call_time: Duration::from_millis(self.sc.options.max_call_time_ms),
+            summaries: &summaries,
         };
         let failed = invariants::check_step(&ctx).err();
         if failed.is_none() {
@@ -638,6 +652,7 @@ impl<'a> World<'a> {
                 &after,
                 &self.m,
                 self.now,
+                &summaries,
             );
             self.cov.backoff_delays_checked += c.backoffs;
             self.cov.breaker_trips_checked += c.trips;
