@@ -182,6 +182,9 @@ pub(crate) struct Driver {
     ops: BTreeMap<CallId, crate::rt::OneshotSender<switchboard_core::catalog::OperationOutcome>>,
     /// Which source `wait` looks at first (it rotates).
     turn: usize,
+    /// The list a batch's call replies go into, kept empty between batches so answering a
+    /// call allocates none.
+    spare_call_replies: Vec<events::CallReply>,
 }
 
 impl Driver {
@@ -224,6 +227,7 @@ impl Driver {
             peer_tasks: BTreeMap::new(),
             ops: BTreeMap::new(),
             turn: 0,
+            spare_call_replies: Vec::new(),
         }
     }
 
