@@ -194,8 +194,8 @@ impl Manager {
         meta: Option<Map<String, Value>>,
         input: Option<super::mrtr::Retry>,
     ) -> Option<(u64, bool)> {
-        let server = self.conns.get(&conn).map(|c| c.server.clone())?;
-        let headers = self.call_headers(conn, &server, raw, arguments.as_ref());
+        let server = &self.conns.get(&conn)?.server;
+        let headers = self.call_headers(conn, server, raw, arguments.as_ref());
         let mut params = protocol::call_tool_params(raw, arguments.as_ref());
         let as_task = self.call_as_task(conn, raw);
         if as_task {
@@ -292,27 +292,25 @@ impl Manager {
                 }
             }
         }
-        if let Ok(v) = &result {
-            match protocol::result_type(v) {
-                protocol::ResultType::Complete => {}
-                protocol::ResultType::InputRequired => {
-                    self.on_call_input_required(call, v);
+        let outcome = match result {
+            // What the answer is and, when complete, the result: one reading of a plain
+            // answer.
+            Ok(v) => match protocol::read_call_answer(v) {
+                protocol::CallAnswer::Complete(Ok(r)) => self.check_output(call, r),
+                protocol::CallAnswer::Complete(Err(e)) => {
+                    CallOutcome::Err(CallError::Protocol(e.to_string()))
+                }
+                protocol::CallAnswer::InputRequired(v) => {
+                    self.on_call_input_required(call, &v);
                     return;
                 }
-                protocol::ResultType::Unknown(t) => {
+                protocol::CallAnswer::Unknown(t) => {
                     self.counters.unknown_result_types += 1;
                     let error = CallError::Protocol(format!(
                         "tools/call answered with an unknown resultType {t}"
                     ));
-                    self.complete_call(call, CallOutcome::Err(error));
-                    return;
+                    CallOutcome::Err(error)
                 }
-            }
-        }
-        let outcome = match result {
-            Ok(v) => match protocol::parse_call_tool_result(&v) {
-                Ok(r) => self.check_output(call, r),
-                Err(e) => CallOutcome::Err(CallError::Protocol(e.to_string())),
             },
             Err(e) => CallOutcome::Err(CallError::Rpc {
                 code: e.code,

@@ -20,6 +20,14 @@ impl Manager {
         let Some(c) = self.calls.get(&call) else {
             return CallOutcome::Ok(result);
         };
+        // A tool already known to have no usable schema passes without copying its names.
+        let known = self
+            .servers
+            .get(&c.server)
+            .and_then(|s| s.schemas.get(&c.tool));
+        if matches!(known, Some(Compiled::None | Compiled::Unusable)) {
+            return CallOutcome::Ok(result);
+        }
         let (server, tool) = (c.server.clone(), c.tool.clone());
         let called_with = c.output_schema.clone();
         let Some(s) = self.servers.get_mut(&server) else {

@@ -270,6 +270,11 @@ impl Manager {
             }
             return;
         };
+        if let TransportEvent::Frame(frame) = &event {
+            // Copies its server's name only when it needs it (a call's answer does not).
+            self.on_frame(conn, frame);
+            return;
+        }
         let server = c.server.clone();
         match event {
             TransportEvent::Opened => {
@@ -283,7 +288,7 @@ impl Manager {
                     self.begin_handshake(conn, &server, deadline);
                 }
             }
-            TransportEvent::Frame(frame) => self.on_frame(conn, &server, &frame),
+            TransportEvent::Frame(_) => {}
             TransportEvent::Notice { message } => self.diag(Some(&server), Level::Warn, message),
             TransportEvent::Closed { reason } => {
                 let error = format!("connection closed: {reason}");
@@ -449,7 +454,15 @@ impl Manager {
         self.diag(Some(server), Level::Info, message.into());
     }
 
-    fn on_frame(&mut self, conn: ConnId, server: &str, frame: &[u8]) {
+    /// The name of the server `conn` belongs to (the connection is tracked).
+    fn server_of(&self, conn: ConnId) -> String {
+        self.conns
+            .get(&conn)
+            .map(|c| c.server.clone())
+            .unwrap_or_default()
+    }
+
+    fn on_frame(&mut self, conn: ConnId, frame: &[u8]) {
         // A `tools/list` answer is read as a page while the frame is parsed (one pass over
         // its bytes, no raw copy of the result).
         let conns = &self.conns;
@@ -462,11 +475,13 @@ impl Manager {
             Err(e @ protocol::DecodeError::TooLarge { .. }) => {
                 self.counters.bad_frames += 1;
                 let error = ServerError::new(ServerErrorKind::FrameTooLarge, e.to_string());
-                self.fail_server(server, error, true);
+                let server = self.server_of(conn);
+                self.fail_server(&server, error, true);
                 return;
             }
             Err(e) => {
                 self.counters.bad_frames += 1;
+                let server = &self.server_of(conn);
                 // An answer to a request in flight that cannot be read fails that request
                 // now, with the reason, rather than leaving it to its timeout.
                 let pending = protocol::salvage_response_id(frame).filter(|id| {
@@ -497,29 +512,9 @@ impl Manager {
         let (id, answer) = match msg {
             Incoming::Response { id, result } => (id, Answer::Raw(result)),
             Incoming::ToolsPage { id, page } => (Some(id), Answer::Page(page)),
-            Incoming::Request { id, method, params } => {
-                self.on_peer_request(conn, server, id, &method, &params);
-                return;
-            }
-            Incoming::Notification(ServerNotification::Cancelled { request_id }) => {
-                self.on_peer_cancelled(conn, &request_id);
-                return;
-            }
-            Incoming::Notification(ServerNotification::ElicitationComplete { elicitation_id }) => {
-                self.on_elicitation_complete(conn, server, elicitation_id);
-                return;
-            }
-            Incoming::Notification(n) => {
-                self.on_notification(server, n);
-                return;
-            }
-            Incoming::Stream {
-                subscription,
-                notification,
-            } => {
-                let ack = notification == ServerNotification::SubscriptionsAcknowledged;
-                self.on_stream_notification(conn, server, subscription, ack);
-                self.on_notification(server, notification);
+            other => {
+                let server = self.server_of(conn);
+                self.on_server_message(conn, &server, other);
                 return;
             }
         };
@@ -528,6 +523,54 @@ impl Manager {
                 .get_mut(&conn)
                 .and_then(|c| c.tracker.complete(id).map(|r| (id, r)))
         });
+        match (req, answer) {
+            (Some((_, Req::Call(call) | Req::TaskResult(call))), Answer::Raw(result)) => {
+                self.on_call_result(call, result)
+            }
+            (req, answer) => {
+                let server = self.server_of(conn);
+                self.on_answer(conn, &server, id, req, answer);
+            }
+        }
+    }
+
+    /// A request or notification of the server's.
+    fn on_server_message(&mut self, conn: ConnId, server: &str, msg: Incoming) {
+        match msg {
+            // Answers are taken apart by `on_frame`.
+            Incoming::Response { .. } | Incoming::ToolsPage { .. } => {}
+            Incoming::Request { id, method, params } => {
+                self.on_peer_request(conn, server, id, &method, &params);
+            }
+            Incoming::Notification(ServerNotification::Cancelled { request_id }) => {
+                self.on_peer_cancelled(conn, &request_id);
+            }
+            Incoming::Notification(ServerNotification::ElicitationComplete { elicitation_id }) => {
+                self.on_elicitation_complete(conn, server, elicitation_id);
+            }
+            Incoming::Notification(n) => {
+                self.on_notification(server, n);
+            }
+            Incoming::Stream {
+                subscription,
+                notification,
+            } => {
+                let ack = notification == ServerNotification::SubscriptionsAcknowledged;
+                self.on_stream_notification(conn, server, subscription, ack);
+                self.on_notification(server, notification);
+            }
+        }
+    }
+
+    /// An answer to request `id` (`req`: what it asked, when it was still in flight).
+    fn on_answer(
+        &mut self,
+        conn: ConnId,
+        server: &str,
+        id: Option<u64>,
+        req: Option<(u64, Req)>,
+        answer: Answer,
+    ) {
         let Some((id, req)) = req else {
             self.counters.unknown_responses += 1;
             // A late answer to a request we gave up on (timed out, cancelled) is normal; an

@@ -15,6 +15,7 @@
 //! outstanding requests.
 
 mod cache_hints;
+mod call_result;
 mod client_requests;
 mod decode;
 mod encode;
@@ -27,6 +28,7 @@ mod tools_list;
 mod tracker;
 
 pub use cache_hints::{cache_hint, CacheHint, CacheScope, MAX_CACHE_TTL};
+pub use call_result::{read_call_answer, CallAnswer};
 pub use client_requests::{
     client_capabilities, encode_peer_answer, enum_values, form_defaults, parse_client_request,
     peer_answer_result, property_default, roots_result, AnswerClass, ClientFeatures, PeerAnswer,
@@ -94,3 +96,5 @@ pub mod codes {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_call_result;

@@ -151,17 +151,8 @@ pub fn result_type(raw: &RawValue) -> ResultType {
         result_type: Option<Value>,
     }
     match serde_json::from_str::<Peek>(raw.get()) {
-        Ok(Peek { result_type: None }) | Err(_) => ResultType::Complete,
-        Ok(Peek {
-            result_type: Some(Value::String(s)),
-        }) => match s.as_str() {
-            "complete" => ResultType::Complete,
-            "input_required" => ResultType::InputRequired,
-            _ => ResultType::Unknown(s),
-        },
-        Ok(Peek {
-            result_type: Some(other),
-        }) => ResultType::Unknown(other.to_string()),
+        Ok(Peek { result_type }) => super::call_result::classify(result_type),
+        Err(_) => ResultType::Complete,
     }
 }
 

@@ -22,7 +22,7 @@ pub(super) struct Batch {
     /// Nobody listens: events are not kept (a startup report is then moved, not copied).
     subscribed: bool,
     replies: Vec<(Sender<Option<StartupReport>>, Option<StartupReport>)>,
-    call_replies: Vec<(OneshotSender<CallOutcome>, CallOutcome)>,
+    call_replies: Vec<CallReply>,
     op_replies: Vec<(OneshotSender<OperationOutcome>, OperationOutcome)>,
     /// The resources, templates and prompts changed (or may have, with the tool view).
     refresh_catalog: bool,
@@ -31,18 +31,22 @@ pub(super) struct Batch {
     answers: Vec<(Sender<Answer>, Answer)>,
 }
 
+/// A call's outcome, with where it goes.
+pub(super) type CallReply = (OneshotSender<CallOutcome>, CallOutcome);
+
 /// A waiter's answer to the handle.
 type Answer = Result<(), Error>;
 
 impl Batch {
-    pub(super) fn new(driver: &Driver) -> Self {
+    pub(super) fn new(driver: &mut Driver) -> Self {
         Batch {
             refresh: false,
             refresh_tools: false,
             events: Vec::new(),
             subscribed: driver.subscribers.any(),
             replies: Vec::new(),
-            call_replies: Vec::new(),
+            // The driver's spare list, empty: most batches answer a call.
+            call_replies: std::mem::take(&mut driver.spare_call_replies),
             op_replies: Vec::new(),
             refresh_catalog: false,
             answers: Vec::new(),
@@ -239,9 +243,11 @@ impl Driver {
         for (w, report) in replies {
             let _ = w.try_send(report);
         }
-        for (reply, outcome) in call_replies {
+        let mut call_replies = call_replies;
+        for (reply, outcome) in call_replies.drain(..) {
             let _ = reply.send(outcome);
         }
+        self.spare_call_replies = call_replies;
         for (reply, outcome) in op_replies {
             let _ = reply.send(outcome);
         }

@@ -27,11 +27,14 @@ use crate::stdio::{ProcessRegistry, StdioEvent, StdioOptions, StdioTransport};
 use async_channel::{Receiver, Sender};
 use async_executor::Task;
 use async_io::Timer;
-use futures_lite::future;
+use futures_lite::{future, Stream};
 use link::{Request, Shared};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 use switchboard_core::config::ServerSpec;
 use switchboard_core::manager::{
@@ -148,11 +151,12 @@ pub(crate) struct Driver {
     auth_layers: BTreeMap<String, Arc<crate::auth::AuthLayer>>,
     /// `headersHelper` commands by server.
     helpers: BTreeMap<String, String>,
-    requests: Receiver<Request>,
+    /// Pinned (once, here) so `wait` can poll it as a stream.
+    requests: Pin<Box<Receiver<Request>>>,
     /// Everything but the API's requests: transport events of both kinds and completions of
     /// the driver's own tasks, on one channel (one wake-up source to wait on, not three).
     inbound_tx: Sender<Inbound>,
-    inbound_rx: Receiver<Inbound>,
+    inbound_rx: Pin<Box<Receiver<Inbound>>>,
     opening: BTreeMap<ConnId, Task<()>>,
     transports: BTreeMap<ConnId, Transport>,
     closing: BTreeMap<ConnId, Task<()>>,
@@ -176,6 +180,11 @@ pub(crate) struct Driver {
     peer_tasks: BTreeMap<PeerRequestKey, Task<()>>,
     /// Operations in the core, with the reply each waits on.
     ops: BTreeMap<CallId, crate::rt::OneshotSender<switchboard_core::catalog::OperationOutcome>>,
+    /// Which source `wait` looks at first (it rotates).
+    turn: usize,
+    /// The list a batch's call replies go into, kept empty between batches so answering a
+    /// call allocates none.
+    spare_call_replies: Vec<events::CallReply>,
 }
 
 impl Driver {
@@ -200,9 +209,9 @@ impl Driver {
             oauth: BTreeMap::new(),
             auth_layers: BTreeMap::new(),
             helpers: BTreeMap::new(),
-            requests,
+            requests: Box::pin(requests),
             inbound_tx,
-            inbound_rx,
+            inbound_rx: Box::pin(inbound_rx),
             opening: BTreeMap::new(),
             transports: BTreeMap::new(),
             closing: BTreeMap::new(),
@@ -217,6 +226,8 @@ impl Driver {
             local: std::collections::VecDeque::new(),
             peer_tasks: BTreeMap::new(),
             ops: BTreeMap::new(),
+            turn: 0,
+            spare_call_replies: Vec::new(),
         }
     }
 
@@ -286,31 +297,44 @@ impl Driver {
         }
     }
 
-    async fn wait(&self, timer: &mut Timer) -> Wake {
-        let requests = async {
-            if self.shutdown.is_some() && self.requests.is_closed() {
-                // Every handle is gone and shutdown is under way: park this source, or a
-                // closed channel would wake us in a busy loop.
-                return future::pending().await;
+    /// Waits for the first of a transport event or task completion, the timer and a request
+    /// of the handles'. Ready sources are taken in turn: the one looked at first rotates from
+    /// one wait to the next, so none is starved. The channels are polled as streams, so the
+    /// one that did not fire keeps its registration for a wake-up into the next wait instead
+    /// of registering anew.
+    async fn wait(&mut self, timer: &mut Timer) -> Wake {
+        self.turn = (self.turn + 1) % 3;
+        let first = self.turn;
+        // Every handle is gone and shutdown is under way: park the requests, or a closed
+        // channel would wake us in a busy loop.
+        let parked = self.shutdown.is_some() && self.requests.is_closed();
+        let (requests, inbound) = (&mut self.requests, &mut self.inbound_rx);
+        future::poll_fn(|cx| {
+            for i in 0..3 {
+                let woke = match (first + i) % 3 {
+                    0 => match inbound.as_mut().poll_next(cx) {
+                        Poll::Ready(Some(i)) => Some(Wake::Inbound(i)),
+                        // The channel cannot end: the driver holds a sender.
+                        _ => None,
+                    },
+                    1 => match Pin::new(&mut *timer).poll(cx) {
+                        Poll::Ready(_) => Some(Wake::Timer),
+                        Poll::Pending => None,
+                    },
+                    _ if parked => None,
+                    _ => match requests.as_mut().poll_next(cx) {
+                        Poll::Ready(Some(r)) => Some(Wake::Request(r)),
+                        Poll::Ready(None) => Some(Wake::RequestsClosed),
+                        Poll::Pending => None,
+                    },
+                };
+                if let Some(woke) = woke {
+                    return Poll::Ready(woke);
+                }
             }
-            match self.requests.recv().await {
-                Ok(r) => Wake::Request(r),
-                Err(_) => Wake::RequestsClosed,
-            }
-        };
-        let inbound = async {
-            match self.inbound_rx.recv().await {
-                Ok(i) => Wake::Inbound(i),
-                // Cannot happen: the driver holds a sender.
-                Err(_) => future::pending().await,
-            }
-        };
-        let timer = async {
-            timer.await;
-            Wake::Timer
-        };
-        // `race` picks fairly among ready sources.
-        future::race(inbound, future::race(timer, requests)).await
+            Poll::Pending
+        })
+        .await
     }
 
     fn now(&self) -> Instant {

@@ -112,6 +112,9 @@ impl Driver {
 
     /// Answer the disconnects whose transports are all reaped.
     pub(super) fn check_close_waiters(&mut self) {
+        if self.close_waiters.is_empty() {
+            return;
+        }
         let mut waiters = std::mem::take(&mut self.close_waiters);
         waiters.retain_mut(|w| {
             w.conns.retain(|c| self.conn_is_open(c));
