@@ -675,21 +675,7 @@ impl Manager {
         req: Req,
         extras: super::sessions::RequestExtras<'_>,
     ) -> Option<u64> {
-        let id = self.conns.get_mut(&conn)?.tracker.issue(req);
-        let (stateless, meta) = self.frame_for(
-            conn,
-            method,
-            extras.name,
-            FrameKind::Request { id },
-            extras.headers,
-        );
-        let params = protocol::RequestParams {
-            meta: protocol::RequestMeta {
-                stateless,
-                own: extras.own_meta,
-            },
-            body: Some(body),
-        };
+        let (id, params, meta) = self.request_params(conn, method, Some(body), req, extras)?;
         // The splice works on the params as an object: read back what was written.
         let obj = match serde_json::to_value(&params) {
             Ok(Value::Object(o)) => o,

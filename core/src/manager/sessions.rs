@@ -844,8 +844,27 @@ impl Manager {
         req: Req,
         extras: RequestExtras<'_>,
     ) -> Option<u64> {
+        let (id, params, meta) = self.request_params(conn, method, params, req, extras)?;
+        let frame = protocol::encode_request(id, method, (!params.is_absent()).then_some(params));
+        self.out.push_back(Output::Send { conn, frame, meta });
+        Some(id)
+    }
+
+    /// Issue an id for request `method` on `conn` (tracked as `req`), and the params its frame
+    /// carries: `body` under the `_meta` of a request (the stateless members on a stateless
+    /// connection, merged with the caller's own), with the frame's metadata. `None` when the
+    /// connection is no longer tracked.
+    pub(super) fn request_params<'s, P>(
+        &'s mut self,
+        conn: ConnId,
+        method: &'static str,
+        body: Option<P>,
+        req: Req,
+        extras: RequestExtras<'s>,
+    ) -> Option<(u64, protocol::RequestParams<'s, P>, FrameMeta)> {
         let id = self.conns.get_mut(&conn)?.tracker.issue(req);
-        let (stateless, meta) = self.frame_for(
+        let this: &'s Self = self;
+        let (stateless, meta) = this.frame_for(
             conn,
             method,
             extras.name,
@@ -857,11 +876,9 @@ impl Manager {
                 stateless,
                 own: extras.own_meta,
             },
-            body: params,
+            body,
         };
-        let frame = protocol::encode_request(id, method, (!params.is_absent()).then_some(params));
-        self.out.push_back(Output::Send { conn, frame, meta });
-        Some(id)
+        Some((id, params, meta))
     }
 
     /// Write notification `method` (without params) on `conn`.
