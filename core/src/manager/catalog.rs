@@ -593,9 +593,8 @@ impl Manager {
         let connected = matches!(s.phase, Stage::Connected { .. });
         match outcome {
             Ok(mut acc) => {
-                let mut live = (*s.catalog.live).clone();
-                kind.take_into(&mut acc, &mut live);
-                s.catalog.live = Arc::new(live);
+                // Copied only while another holder (the cached catalog) shares it.
+                kind.take_into(&mut acc, Arc::make_mut(&mut s.catalog.live));
                 match kind {
                     ListKind::Resources => self.counters.resource_lists_applied += 1,
                     ListKind::Templates => self.counters.template_lists_applied += 1,
@@ -605,9 +604,7 @@ impl Manager {
             Err(e) => {
                 self.counters.catalog_lists_failed += 1;
                 if first {
-                    let mut live = (*s.catalog.live).clone();
-                    kind.take_into(&mut Catalog::default(), &mut live);
-                    s.catalog.live = Arc::new(live);
+                    kind.take_into(&mut Catalog::default(), Arc::make_mut(&mut s.catalog.live));
                 }
                 let what = if first {
                     "that list is empty"

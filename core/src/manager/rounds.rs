@@ -80,11 +80,21 @@ impl Rounds {
 impl Manager {
     /// Emit `StartupComplete` for every open round whose gate condition holds.
     pub(super) fn check_rounds(&mut self) {
-        let ids: Vec<u64> = self.rounds.open.keys().copied().collect();
-        for id in ids {
-            let Some(r) = self.rounds.open.get(&id) else {
-                continue;
-            };
+        // The rounds open now, in order, walked without copying their ids: completing one
+        // removes only that one, and rounds opened meanwhile (none are) would number past
+        // `last`.
+        let Some(&last) = self.rounds.open.keys().next_back() else {
+            return;
+        };
+        let mut next = 0;
+        while let Some((&id, r)) = self
+            .rounds
+            .open
+            .range(next..)
+            .next()
+            .filter(|(&id, _)| id <= last)
+        {
+            next = id + 1;
             let gate_passed = self.now >= r.gate_at;
             // Whether any member is still in flight, and (past the gate) whether one of those
             // has no cached tools; members are scanned from the last one seen in flight, and
