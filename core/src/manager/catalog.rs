@@ -88,6 +88,27 @@ impl ListKind {
     }
 }
 
+/// A catalog page's answer as the frame's decoding gave it.
+pub(super) enum PageResult {
+    /// The raw result.
+    Raw(Box<RawValue>),
+    /// The result read as a `Value` while the frame was decoded (what the raw text parses to).
+    Value(serde_json::Value),
+}
+
+/// [`protocol::parse_catalog_page`] of a page's answer, however it was decoded.
+fn read_page<T: serde::de::DeserializeOwned>(
+    result: PageResult,
+    method: &str,
+    key: &str,
+) -> Result<protocol::CatalogPage<T>, String> {
+    match result {
+        PageResult::Raw(raw) => protocol::parse_catalog_page(&raw, method, key),
+        PageResult::Value(v) => protocol::catalog_page_of(v, method, key),
+    }
+    .map_err(|e| e.to_string())
+}
+
 /// One list under way: the request of its current page and what earlier pages gave.
 #[derive(Debug, Clone)]
 struct KindListing {
@@ -463,7 +484,7 @@ impl Manager {
         server: &str,
         id: u64,
         kind: ListKind,
-        result: Result<Box<RawValue>, String>,
+        result: Result<PageResult, String>,
     ) {
         let Some(s) = self.servers.get_mut(server) else {
             return;
@@ -481,24 +502,17 @@ impl Manager {
             let mut acc = Catalog::default();
             let (next, skipped, hint) = match kind {
                 ListKind::Resources => {
-                    let p = protocol::parse_catalog_page::<ResourceDef>(&raw, method, kind.key())
-                        .map_err(|e| e.to_string())?;
+                    let p = read_page::<ResourceDef>(raw, method, kind.key())?;
                     acc.resources = p.items;
                     (p.next_cursor, p.skipped, p.hint)
                 }
                 ListKind::Templates => {
-                    let p = protocol::parse_catalog_page::<ResourceTemplateDef>(
-                        &raw,
-                        method,
-                        kind.key(),
-                    )
-                    .map_err(|e| e.to_string())?;
+                    let p = read_page::<ResourceTemplateDef>(raw, method, kind.key())?;
                     acc.templates = p.items;
                     (p.next_cursor, p.skipped, p.hint)
                 }
                 ListKind::Prompts => {
-                    let p = protocol::parse_catalog_page::<PromptDef>(&raw, method, kind.key())
-                        .map_err(|e| e.to_string())?;
+                    let p = read_page::<PromptDef>(raw, method, kind.key())?;
                     acc.prompts = p.items;
                     (p.next_cursor, p.skipped, p.hint)
                 }

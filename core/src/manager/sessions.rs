@@ -79,6 +79,8 @@ impl StderrTail {
 enum Answer {
     Raw(Result<Box<RawValue>, protocol::RpcError>),
     Page(Result<protocol::ToolsPage, protocol::ProtocolError>),
+    /// The result read as a `Value` while the frame was decoded.
+    Value(serde_json::Value),
 }
 
 /// What a request of ours on a connection was for.
@@ -464,10 +466,12 @@ impl Manager {
 
     fn on_frame(&mut self, conn: ConnId, frame: &[u8]) {
         // A `tools/list` answer is read as a page while the frame is parsed (one pass over
-        // its bytes, no raw copy of the result).
+        // its bytes, no raw copy of the result); a catalog page, which is read as a `Value`,
+        // is read as one there.
         let conns = &self.conns;
         let expect = |id: u64| match conns.get(&conn).and_then(|c| c.tracker.get(id)) {
             Some(Req::ListTools) => protocol::Expect::ToolsPage,
+            Some(Req::List(_)) => protocol::Expect::Value,
             _ => protocol::Expect::Raw,
         };
         let msg = match protocol::decode_expecting(frame, self.opts.max_frame_len, &expect) {
@@ -512,6 +516,7 @@ impl Manager {
         let (id, answer) = match msg {
             Incoming::Response { id, result } => (id, Answer::Raw(result)),
             Incoming::ToolsPage { id, page } => (Some(id), Answer::Page(page)),
+            Incoming::Value { id, result } => (Some(id), Answer::Value(result)),
             other => {
                 let server = self.server_of(conn);
                 self.on_server_message(conn, &server, other);
@@ -538,7 +543,7 @@ impl Manager {
     fn on_server_message(&mut self, conn: ConnId, server: &str, msg: Incoming) {
         match msg {
             // Answers are taken apart by `on_frame`.
-            Incoming::Response { .. } | Incoming::ToolsPage { .. } => {}
+            Incoming::Response { .. } | Incoming::ToolsPage { .. } | Incoming::Value { .. } => {}
             Incoming::Request { id, method, params } => {
                 self.on_peer_request(conn, server, id, &method, &params);
             }
@@ -614,9 +619,15 @@ impl Manager {
                     });
                 self.on_list_page(conn, server, id, page);
             }
-            // Not reached: `expect` asks for a page only for a pending `tools/list` id, and
-            // nothing completes requests between the decode and here.
+            // Not reached: `expect` asks for a page only for a pending `tools/list` id, for a
+            // `Value` only for a pending catalog page's, and nothing completes requests
+            // between the decode and here.
             (_, Answer::Page(_)) => {}
+            (Req::List(kind), Answer::Value(result)) => {
+                let result = Ok(super::catalog::PageResult::Value(result));
+                self.on_catalog_page(conn, server, id, kind, result);
+            }
+            (_, Answer::Value(_)) => {}
             (Req::Initialize, Answer::Raw(result)) => {
                 if self.initialize_decides(conn, server, &result) {
                     self.on_initialize(conn, server, result)
@@ -629,7 +640,9 @@ impl Manager {
             (Req::TaskResult(call), Answer::Raw(result)) => self.on_call_result(call, result),
             (Req::TaskCancel, Answer::Raw(_)) => {}
             (Req::List(kind), Answer::Raw(result)) => {
-                let result = result.map_err(|e| e.to_string());
+                let result = result
+                    .map(super::catalog::PageResult::Raw)
+                    .map_err(|e| e.to_string());
                 self.on_catalog_page(conn, server, id, kind, result);
             }
             (Req::Op(call), Answer::Raw(result)) => self.on_op_result(call, result),

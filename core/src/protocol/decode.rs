@@ -1,7 +1,8 @@
 //! Frame decoding: one frame's JSON-RPC envelope is read in a single pass, the members the
 //! codec looks at are kept and the rest skipped, and a `result` stays raw text unless the id
-//! before it answers a `tools/list` request, in which case the page is read on the spot. Any
-//! frame that reads differently that way is read again the plain way, so both ways agree.
+//! before it answers a `tools/list` request, in which case the page is read on the spot, or a
+//! request whose reader takes a `Value`, in which case it is read as one. Any frame that reads
+//! differently that way is read again the plain way, so both ways agree.
 
 use super::codes;
 use super::message::{DecodeError, Incoming, PeerRequestId, RpcError, ServerNotification};
@@ -19,11 +20,20 @@ pub enum Expect {
     Raw,
     /// Read it as a `tools/list` page while the frame is parsed ([`Incoming::ToolsPage`]).
     ToolsPage,
+    /// Read it as a `Value` while the frame is parsed ([`Incoming::Value`]), for a reader
+    /// that takes the result as a `Value` anyway: no raw copy to parse again.
+    Value,
+}
+
+/// A `result` read while the frame was parsed, for the id before it.
+enum Read {
+    Page(PageParts),
+    Value(Value),
 }
 
 /// The members of a JSON-RPC message the codec looks at. `result` is kept as raw text (the
 /// parser only validates it) or, when the id before it says so, read as a `tools/list` page
-/// on the spot; the others are small and become `Value`s. A repeated member keeps its last
+/// or a `Value` on the spot; the others are small and become `Value`s. A repeated member keeps its last
 /// value, as a `Value` object would.
 #[derive(Default)]
 struct Envelope {
@@ -34,8 +44,8 @@ struct Envelope {
     params: Option<Value>,
     error: Option<Value>,
     result: Option<Box<RawValue>>,
-    /// `result` read as a page, with the id that asked for it.
-    page: Option<(u64, PageParts)>,
+    /// `result` read as a page or a `Value`, with the id that asked for it.
+    read: Option<(u64, Read)>,
 }
 
 /// A frame's top-level value: an object's envelope, or what else it was. Lives on the stack
@@ -129,15 +139,18 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
                 Member::Params => e.params = Some(map.next_value()?),
                 Member::Error => e.error = Some(map.next_value()?),
                 Member::Result => {
-                    let page_for = match (&e.method, &e.id) {
-                        (None, Some(id)) => {
-                            id_as_u64(id).filter(|&id| (self.expect)(id) == Expect::ToolsPage)
-                        }
+                    let read_for = match (&e.method, &e.id) {
+                        (None, Some(id)) => id_as_u64(id).map(|id| (id, (self.expect)(id))),
                         _ => None,
                     };
-                    (e.result, e.page) = match page_for {
-                        Some(id) => (None, Some((id, map.next_value()?))),
-                        None => (Some(map.next_value()?), None),
+                    (e.result, e.read) = match read_for {
+                        Some((id, Expect::ToolsPage)) => {
+                            (None, Some((id, Read::Page(map.next_value()?))))
+                        }
+                        Some((id, Expect::Value)) => {
+                            (None, Some((id, Read::Value(map.next_value()?))))
+                        }
+                        Some((_, Expect::Raw)) | None => (Some(map.next_value()?), None),
                     };
                 }
                 Member::Other => {
@@ -180,7 +193,10 @@ pub fn decode(frame: &[u8], max_len: usize) -> Result<Incoming, DecodeError> {
 /// once, and it comes back as [`Incoming::ToolsPage`]. That needs the id before the result
 /// (as servers write it); otherwise, or for [`Expect::Raw`], the answer is an
 /// [`Incoming::Response`] as from [`decode`], and [`parse_list_tools_result`] reads it. Either
-/// way the outcome is the same as `decode` followed by `parse_list_tools_result`.
+/// way the outcome is the same as `decode` followed by `parse_list_tools_result`. Likewise
+/// [`Expect::Value`] gives [`Incoming::Value`] with what `serde_json::from_str` gives for the
+/// raw result, when the id comes first and that reading succeeds, and `decode`'s answer
+/// otherwise.
 ///
 /// [`parse_list_tools_result`]: super::parse_list_tools_result
 pub fn decode_expecting(
@@ -210,9 +226,10 @@ fn decode_frame(
         .and_then(|top| de.end().map(|()| top))
     {
         Ok(top) => top,
-        // Reading a page parses its names and descriptions, which is stricter than only
-        // validating them (a lone surrogate escape, a number out of range): decode such a
-        // frame as `decode` does, so the answer is the same whichever way it was read.
+        // Reading a page or a `Value` parses its strings and numbers, which is stricter than
+        // only validating them (a lone surrogate escape, a number out of range, nesting past
+        // the limit counted from the frame): decode such a frame as `decode` does, so the
+        // answer is the same whichever way it was read.
         Err(_) if !raw_only => return decode_frame(frame, max_len, None),
         Err(e) => return Err(DecodeError::NotJson(e.to_string())),
     };
@@ -260,11 +277,23 @@ fn decode_frame(
                     result: Err(decode_rpc_error(err)),
                 });
             }
-            match (obj.page, obj.result) {
-                (Some((page_id, parts)), _) if Some(page_id) == id => Ok(Incoming::ToolsPage {
-                    id: page_id,
-                    page: page_from_parts(parts),
-                }),
+            match (obj.read, obj.result) {
+                (Some((read_id, Read::Page(parts))), _) if Some(read_id) == id => {
+                    Ok(Incoming::ToolsPage {
+                        id: read_id,
+                        page: page_from_parts(parts),
+                    })
+                }
+                (Some((read_id, Read::Value(result))), _) if Some(read_id) == id => {
+                    debug_assert!(
+                        reads_as_raw(frame, max_len, read_id, &result),
+                        "a result read as a Value while decoding differs from the raw one's"
+                    );
+                    Ok(Incoming::Value {
+                        id: read_id,
+                        result,
+                    })
+                }
                 // A repeated "id" after the result changed which request this answers: read
                 // the frame again, keeping the result raw (malformed frames only).
                 (Some(_), _) => decode_frame(frame, max_len, None),
@@ -277,6 +306,20 @@ fn decode_frame(
                 )),
             }
         }
+    }
+}
+
+/// Whether `decode` reads `frame` as the answer to `id` whose raw result parses to `result`:
+/// what [`Incoming::Value`] stands for (checked in debug builds).
+fn reads_as_raw(frame: &[u8], max_len: usize, id: u64, result: &Value) -> bool {
+    match decode_frame(frame, max_len, None) {
+        Ok(Incoming::Response {
+            id: Some(raw_id),
+            result: Ok(raw),
+        }) => {
+            raw_id == id && serde_json::from_str::<Value>(raw.get()).ok().as_ref() == Some(result)
+        }
+        _ => false,
     }
 }
 

@@ -52,6 +52,16 @@ pub enum Incoming {
         /// The page, or why it cannot be used.
         page: Result<ToolsPage, ProtocolError>,
     },
+    /// An answer to one of our requests whose `result` [`decode_expecting`] read as a `Value`
+    /// (what `serde_json::from_str` gives for the raw text [`Incoming::Response`] would hold).
+    ///
+    /// [`decode_expecting`]: super::decode_expecting
+    Value {
+        /// The id of the request answered.
+        id: u64,
+        /// The result.
+        result: Value,
+    },
     /// A request from the server (ping, roots/list, sampling, ...).
     Request {
         /// The server's id for it, to echo in our answer.
@@ -102,6 +112,9 @@ impl PartialEq for Incoming {
             ) => a == b && ma == mb && pa == pb,
             (Incoming::ToolsPage { id: a, page: pa }, Incoming::ToolsPage { id: b, page: pb }) => {
                 a == b && pa == pb
+            }
+            (Incoming::Value { id: a, result: ra }, Incoming::Value { id: b, result: rb }) => {
+                a == b && ra == rb
             }
             (Incoming::Notification(a), Incoming::Notification(b)) => a == b,
             (

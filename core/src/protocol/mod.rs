@@ -60,8 +60,8 @@ pub use prompts::{
     parse_task_page, set_level_params, WireRef, MAX_COMPLETION_VALUES, MAX_PROMPT_MESSAGES,
 };
 pub use resources::{
-    list_params, parse_catalog_page, parse_empty_result, parse_read_result, uri_params,
-    CatalogPage, ListParams, ServerCapabilities, MAX_READ_CONTENTS,
+    catalog_page_of, list_params, parse_catalog_page, parse_empty_result, parse_read_result,
+    uri_params, CatalogPage, ListParams, ServerCapabilities, MAX_READ_CONTENTS,
 };
 pub use tools_list::{parse_list_tools_result, ToolsPage};
 pub use tracker::RequestTracker;
@@ -98,3 +98,5 @@ pub mod codes {
 mod tests;
 #[cfg(test)]
 mod tests_call_result;
+#[cfg(test)]
+mod tests_value_result;

@@ -91,6 +91,15 @@ pub fn parse_catalog_page<T: DeserializeOwned>(
     key: &str,
 ) -> Result<CatalogPage<T>, ProtocolError> {
     let v: Value = serde_json::from_str(raw.get()).map_err(|e| malformed(method, e.to_string()))?;
+    catalog_page_of(v, method, key)
+}
+
+/// [`parse_catalog_page`] of the result already read as a `Value`.
+pub fn catalog_page_of<T: DeserializeOwned>(
+    v: Value,
+    method: &str,
+    key: &str,
+) -> Result<CatalogPage<T>, ProtocolError> {
     let Value::Object(mut o) = v else {
         return Err(malformed(method, "not an object"));
     };
