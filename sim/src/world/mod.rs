@@ -130,6 +130,8 @@ pub struct World<'a> {
     hashes: Vec<Option<(ServerConfig, String)>>,
     rng: SplitMix64,
     procs: BTreeMap<ConnId, Proc>,
+    /// The attempts the era checks may still have to look at.
+    era_watch: era::EraWatch,
     attempts: Vec<usize>,
     store: BTreeMap<String, StoreEntry>,
     pending_load: Vec<Option<String>>,
@@ -231,6 +233,7 @@ impl<'a> World<'a> {
             hashes,
             rng: SplitMix64::new(sc.world_seed ^ 0x5157_5eed),
             procs: BTreeMap::new(),
+            era_watch: era::EraWatch::default(),
             attempts: vec![0; n],
             store,
             pending_load: vec![None; n],

@@ -462,6 +462,7 @@ impl<'a> World<'a> {
                 );
             }
         }
+        self.era_watch.spawned(conn);
         self.procs.insert(conn, p);
     }
 
