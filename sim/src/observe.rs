@@ -233,6 +233,82 @@ pub struct StepInfo {
     pub closed: BTreeSet<usize>,
 }
 
+impl StepInfo {
+    /// Make this the record of a new step: every field as `StepInfo::default()` has it, but
+    /// `timer` and `running_status` (the statuses before the step). The lists keep their
+    /// allocations from the step before. Every field is named here, so a new one cannot be
+    /// missed; builds with debug assertions compare the result with a default record.
+    pub fn begin(&mut self, timer: bool, status: &[ServerStatus]) {
+        let StepInfo {
+            timer: is_timer,
+            scope,
+            stale,
+            stale_opened,
+            refused,
+            closes,
+            stale_counters_before,
+            rejected_frame_before,
+            disconnect,
+            disconnect_all,
+            outputs,
+            reports,
+            report_status,
+            running_status,
+            completed,
+            output_violations,
+            status_events,
+            tools_changed,
+            explicit_start,
+            lifecycle,
+            removed,
+            sync_unchanged,
+            sync_stopped,
+            sync_changed,
+            opened,
+            closed,
+        } = self;
+        *is_timer = timer;
+        *scope = None;
+        *stale = false;
+        *stale_opened = None;
+        *refused = None;
+        closes.clear();
+        *stale_counters_before = None;
+        *rejected_frame_before = None;
+        *disconnect = None;
+        *disconnect_all = false;
+        *outputs = 0;
+        reports.clear();
+        report_status.clear();
+        running_status.clear();
+        running_status.extend_from_slice(status);
+        completed.clear();
+        output_violations.clear();
+        status_events.clear();
+        tools_changed.clear();
+        *explicit_start = false;
+        *lifecycle = false;
+        removed.clear();
+        sync_unchanged.clear();
+        sync_stopped.clear();
+        sync_changed.clear();
+        opened.clear();
+        closed.clear();
+        debug_assert_eq!(
+            format!("{self:?}"),
+            format!(
+                "{:?}",
+                StepInfo {
+                    timer,
+                    running_status: status.to_vec(),
+                    ..StepInfo::default()
+                }
+            ),
+            "a step record begun in place differs from a new one"
+        );
+    }
+}
+
 /// What the simulator tracks of one server's reconnect policy.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyObs {

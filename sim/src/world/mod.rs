@@ -431,11 +431,7 @@ impl<'a> World<'a> {
                 let _ = writeln!(t, "[{:>6}ms] timer {:?}", now.as_millis(), reason);
             });
         }
-        self.step = StepInfo {
-            timer: true,
-            running_status: self.view.status.clone(),
-            ..StepInfo::default()
-        };
+        self.step.begin(true, &self.view.status);
         self.m.handle_timeout(now);
         self.finish_step();
     }
@@ -449,10 +445,7 @@ impl<'a> World<'a> {
                 let _ = writeln!(t, "[{:>6}ms] > {line}", now.as_millis());
             });
         }
-        self.step = StepInfo {
-            running_status: self.view.status.clone(),
-            ..StepInfo::default()
-        };
+        self.step.begin(false, &self.view.status);
         setup(&mut self.step);
         self.note_lifecycle(&input);
         self.request_issued(&input);
