@@ -167,6 +167,9 @@ pub struct World<'a> {
     /// List pages and handshake results the simulated servers answer with, serialised once
     /// (see [`World::page_frame`]).
     pages: BTreeMap<server::PageKey, Bytes>,
+    /// Each catalog list's items, by server, tool set (plain or alternative) and kind,
+    /// written once per run (see `World::catalog_items`).
+    catalog_items: Vec<Option<Vec<String>>>,
     /// The gateway and its downstream clients, when the scenario serves.
     gw: Option<Box<gateway::GatewayWorld>>,
 }
@@ -255,6 +258,7 @@ impl<'a> World<'a> {
             session_lost: vec![false; n],
             fresh_until: vec![None; n],
             pages: BTreeMap::new(),
+            catalog_items: vec![None; n * 6],
             requests: requests::Requests::default(),
             peer_rng: SplitMix64::new(sc.world_seed ^ 0x7065_6572),
             gw: sc
