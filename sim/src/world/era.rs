@@ -29,16 +29,18 @@ const MAX_STATES: usize = 64;
 /// neither walks every process the run spawned.
 #[derive(Debug, Default)]
 pub(super) struct EraWatch {
-    /// Spawned attempts not yet known never to pass the freshness check's filter.
-    fresh: Vec<ConnId>,
-    /// Attempts whose stream ended, not yet known never to pass the stream check's filter.
-    listen: Vec<ConnId>,
+    /// Spawned attempts (with their servers) not yet known never to pass the freshness
+    /// check's filter.
+    fresh: Vec<(ConnId, usize)>,
+    /// Attempts whose stream ended (with their servers), not yet known never to pass the
+    /// stream check's filter.
+    listen: Vec<(ConnId, usize)>,
 }
 
 impl EraWatch {
-    /// A process was spawned for attempt `conn`.
-    pub(super) fn spawned(&mut self, conn: ConnId) {
-        self.fresh.push(conn);
+    /// A process was spawned for attempt `conn` of server `i`.
+    pub(super) fn spawned(&mut self, conn: ConnId, i: usize) {
+        self.fresh.push((conn, i));
     }
 }
 
@@ -323,8 +325,16 @@ impl World<'_> {
         // attempt is its server's latest from then on).
         let mut found = Vec::new();
         let mut watch = std::mem::take(&mut self.era_watch.fresh);
-        watch.retain(|c| {
-            let Some(p) = self.procs.get(c) else {
+        watch.retain(|&(c, i)| {
+            // Both filters ask for the latest attempt of a connected server: the process is
+            // read only then.
+            if self.obs.latest_conn[i] != Some(c) {
+                return false;
+            }
+            if status[i] != ServerStatus::Connected {
+                return true;
+            }
+            let Some(p) = self.procs.get(&c) else {
                 return false;
             };
             if p.era.fresh_checked
@@ -333,12 +343,11 @@ impl World<'_> {
                 || p.killed
                 || p.exited
                 || !self.lists_something(p)
-                || self.obs.latest_conn[p.server] != Some(*c)
             {
                 return false;
             }
-            if self.fresh_filter(*c, p, status) {
-                found.push((*c, p.server));
+            if self.fresh_filter(c, p, status) {
+                found.push((c, p.server));
             }
             true
         });
@@ -565,8 +574,8 @@ impl World<'_> {
             if let Some(p) = self.procs.get_mut(&conn) {
                 p.era.listen = None;
                 p.era.listen_closed_at = Some(now);
-                if !self.era_watch.listen.contains(&conn) {
-                    self.era_watch.listen.push(conn);
+                if !self.era_watch.listen.contains(&(conn, p.server)) {
+                    self.era_watch.listen.push((conn, p.server));
                 }
             }
             self.reply(conn, ms, end);
@@ -613,20 +622,21 @@ impl World<'_> {
         // exited, reported and superseded stay once true).
         let mut found = Vec::new();
         let mut watch = std::mem::take(&mut self.era_watch.listen);
-        watch.retain(|c| {
-            let Some(p) = self.procs.get(c) else {
-                return false;
-            };
-            if p.era.listen_closed_at.is_none()
-                || p.killed
-                || p.exited
-                || p.reported
-                || self.obs.latest_conn[p.server] != Some(*c)
-            {
+        watch.retain(|&(c, i)| {
+            if self.obs.latest_conn[i] != Some(c) {
                 return false;
             }
-            if self.listen_filter(*c, p, status) {
-                found.push((*c, p.server));
+            if status[i] != ServerStatus::Connected {
+                return true;
+            }
+            let Some(p) = self.procs.get(&c) else {
+                return false;
+            };
+            if p.era.listen_closed_at.is_none() || p.killed || p.exited || p.reported {
+                return false;
+            }
+            if self.listen_filter(c, p, status) {
+                found.push((c, p.server));
             }
             true
         });

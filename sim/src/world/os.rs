@@ -462,7 +462,7 @@ impl<'a> World<'a> {
                 );
             }
         }
-        self.era_watch.spawned(conn);
+        self.era_watch.spawned(conn, i);
         self.procs.insert(conn, p);
     }
 
