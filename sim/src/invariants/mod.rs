@@ -271,6 +271,12 @@ impl Summaries {
         Summaries((0..n).map(|_| std::cell::OnceCell::new()).collect())
     }
 
+    /// Empty the memo for `n` servers, keeping its allocation: the same as `new(n)`.
+    pub fn reset(&mut self, n: usize) {
+        self.0.clear();
+        self.0.resize_with(n, std::cell::OnceCell::new);
+    }
+
     /// `summary(m, name)` of server `i` (whose name is `name`).
     pub fn get(&self, m: &Manager, i: usize, name: &str) -> Option<ServerSummary> {
         let s = *self.0[i].get_or_init(|| summary(m, name));

@@ -441,7 +441,12 @@ impl World<'_> {
         procs: &'w BTreeMap<ConnId, Proc>,
         after: &View,
     ) -> Vec<SettledCatalog<'w>> {
-        let mut v = Vec::new();
+        // Room for every server from the start (most steps list a few): one allocation.
+        let mut v = if sc.servers.iter().any(|s| s.catalog) {
+            Vec::with_capacity(sc.servers.len())
+        } else {
+            Vec::new()
+        };
         for (i, s) in sc.servers.iter().enumerate() {
             if !s.catalog || after.status[i] != ServerStatus::Connected {
                 continue;

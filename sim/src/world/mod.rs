@@ -148,6 +148,9 @@ pub struct World<'a> {
     next_call: u64,
     violation: Option<Violation>,
     step: StepInfo,
+    /// Buffers a step's check fills, kept (with their allocations) from step to step.
+    settled_buf: Vec<(usize, Option<&'a [String]>)>,
+    summaries: Summaries,
     /// Calls of the liveness phase that must succeed.
     expect_ok: std::collections::BTreeSet<CallId>,
     /// Crash-loop crashes so far, per server.
@@ -252,6 +255,8 @@ impl<'a> World<'a> {
             next_call: 1,
             violation: None,
             step: StepInfo::default(),
+            settled_buf: Vec::new(),
+            summaries: Summaries::default(),
             expect_ok: Default::default(),
             crashes: vec![0; n],
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
@@ -615,11 +620,13 @@ impl<'a> World<'a> {
         let after = View::observe(&self.m, &self.obs.index, Some(&self.view));
         self.listen_check(&after.status);
         self.fresh_check(&after.status);
-        let settled = self.settled(&after);
+        let mut settled = std::mem::take(&mut self.settled_buf);
+        self.settled(&after, &mut settled);
         self.cov.list_settled_checks += settled.len() as u64;
         let catalog_settled = Self::catalog_settled(self.sc, &self.obs, &self.procs, &after);
         self.cov.catalog_settled_checks += catalog_settled.len() as u64;
-        let summaries = Summaries::new(self.obs.names.len());
+        let mut summaries = std::mem::take(&mut self.summaries);
+        summaries.reset(self.obs.names.len());
         // Completed calls leave the bookkeeping after the isolation check has read it.
         let ctx = Ctx {
             m: &self.m,
@@ -710,6 +717,8 @@ impl<'a> World<'a> {
             }
         }
         self.view = after;
+        self.settled_buf = settled;
+        self.summaries = summaries;
         match failed {
             Some((name, d)) => self.fail(name, d),
             None => self.tr(|t| {
