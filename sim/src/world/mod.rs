@@ -693,7 +693,16 @@ impl<'a> World<'a> {
                 self.obs.pinged[i] = Some(self.now); // the health clock starts at ready
             }
         }
-        let refresh_names = invariants::names_need_fresh_check(&self.obs, &after);
+        let verified = invariants::verified_as(&self.obs, &after);
+        let refresh_names = verified.is_none();
+        // A list with the same triples as one remembered (a view that went back to an
+        // earlier list) takes its place: the remembered triples are the same, and the steps
+        // that keep this list find it by its pointer.
+        if let Some(k) = verified {
+            if !Arc::ptr_eq(&self.obs.names_verified[k], &after.tools) {
+                self.obs.names_verified[k] = Arc::clone(&after.tools);
+            }
+        }
         for (c, _) in &self.step.completed {
             self.obs.calls.remove(c);
         }
