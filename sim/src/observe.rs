@@ -50,6 +50,17 @@ impl View {
     /// `index`: every scenario server's name with its index (its name order lets the
     /// statuses be read in one pass over the manager's servers).
     pub fn observe(m: &Manager, index: &BTreeMap<String, usize>, prev: Option<&View>) -> View {
+        Self::observe_into(m, index, prev, Vec::new())
+    }
+
+    /// `observe`, writing the statuses into `spare` (emptied first: the buffer of a view no
+    /// longer needed, so a step allocates no list for them).
+    pub fn observe_into(
+        m: &Manager,
+        index: &BTreeMap<String, usize>,
+        prev: Option<&View>,
+        mut spare: Vec<ServerStatus>,
+    ) -> View {
         let gen = m.view_generation();
         let tools = match prev {
             // The manager says its view cannot have changed: keep the list without reading
@@ -85,12 +96,14 @@ impl View {
             Some(p) if p.phase_gen == phase_gen => {
                 debug_assert_eq!(
                     p.status,
-                    Self::statuses(m, index),
+                    Self::statuses(m, index, Vec::new()),
                     "a status changed but phase_generation() did not"
                 );
-                p.status.clone()
+                spare.clear();
+                spare.extend_from_slice(&p.status);
+                spare
             }
-            _ => Self::statuses(m, index),
+            _ => Self::statuses(m, index, spare),
         };
         let (conns, calls, rounds) = m.open_ids();
         let view = View {
@@ -120,12 +133,17 @@ impl View {
         }
     }
 
-    /// `status()` of every scenario server, by index.
-    fn statuses(m: &Manager, index: &BTreeMap<String, usize>) -> Vec<ServerStatus> {
+    /// `status()` of every scenario server, by index (written into `status`, emptied first).
+    fn statuses(
+        m: &Manager,
+        index: &BTreeMap<String, usize>,
+        mut status: Vec<ServerStatus>,
+    ) -> Vec<ServerStatus> {
         // Both sides are in name order: a merge, one comparison per server, where a lookup
         // per name would compare names down the manager's map each time. A name the manager
         // does not know is `Disconnected`, as `status()` says.
-        let mut status = vec![ServerStatus::Disconnected; index.len()];
+        status.clear();
+        status.resize(index.len(), ServerStatus::Disconnected);
         let mut known = m.statuses().peekable();
         for (name, &i) in index {
             while known.next_if(|(k, _)| *k < name.as_str()).is_some() {}

@@ -151,6 +151,7 @@ pub struct World<'a> {
     /// Buffers a step's check fills, kept (with their allocations) from step to step.
     settled_buf: Vec<(usize, Option<&'a [String]>)>,
     summaries: Summaries,
+    spare_status: Vec<ServerStatus>,
     /// Calls of the liveness phase that must succeed.
     expect_ok: std::collections::BTreeSet<CallId>,
     /// Crash-loop crashes so far, per server.
@@ -257,6 +258,7 @@ impl<'a> World<'a> {
             step: StepInfo::default(),
             settled_buf: Vec::new(),
             summaries: Summaries::default(),
+            spare_status: Vec::new(),
             expect_ok: Default::default(),
             crashes: vec![0; n],
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
@@ -617,7 +619,8 @@ impl<'a> World<'a> {
 
     fn check(&mut self) {
         // Read first: the era checks read the statuses from it as the invariants do.
-        let after = View::observe(&self.m, &self.obs.index, Some(&self.view));
+        let spare = std::mem::take(&mut self.spare_status);
+        let after = View::observe_into(&self.m, &self.obs.index, Some(&self.view), spare);
         self.listen_check(&after.status);
         self.fresh_check(&after.status);
         let mut settled = std::mem::take(&mut self.settled_buf);
@@ -725,7 +728,7 @@ impl<'a> World<'a> {
                 }
             }
         }
-        self.view = after;
+        self.spare_status = std::mem::replace(&mut self.view, after).status;
         self.settled_buf = settled;
         self.summaries = summaries;
         match failed {
