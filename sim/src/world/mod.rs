@@ -20,6 +20,7 @@ mod era;
 mod gateway;
 mod os;
 mod peer;
+mod queue;
 mod received;
 mod requests;
 mod schemas;
@@ -38,8 +39,7 @@ use bytes::Bytes;
 use embedder::tool_defs;
 use os::{Proc, StoreEntry};
 use server::Tag;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,35 +93,12 @@ struct CacheAnswer {
     catalog: Option<Catalog>,
 }
 
-struct Queued {
-    at: Instant,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
-
 pub struct World<'a> {
     sc: &'a Scenario,
     m: Manager,
     now: Instant,
     seq: u64,
-    queue: BinaryHeap<Reverse<Queued>>,
+    queue: queue::Queue<Ev>,
     /// The buffer a step's outputs are drained into, kept between steps with its capacity
     /// (a step nested in another's perform drains into a buffer of its own).
     outs: Vec<Output>,
@@ -235,7 +212,7 @@ impl<'a> World<'a> {
             m,
             now: Instant::ZERO,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: queue::Queue::default(),
             outs: Vec::new(),
             hashes,
             rng: SplitMix64::new(sc.world_seed ^ 0x5157_5eed),
@@ -278,11 +255,7 @@ impl<'a> World<'a> {
 
     fn push(&mut self, at: Instant, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse(Queued {
-            at,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(at, self.seq, ev);
     }
 
     fn after_ms(&self, ms: u64) -> Instant {
@@ -385,7 +358,7 @@ impl<'a> World<'a> {
             if self.idle_after_heal() {
                 return;
             }
-            let ev_at = self.queue.peek().map(|q| q.0.at);
+            let ev_at = self.queue.peek_at();
             let timer = self.m.poll_timeout();
             let timer_first = match (timer, ev_at) {
                 (Some(t), Some(e)) => t <= e,
@@ -412,8 +385,8 @@ impl<'a> World<'a> {
                         self.fail(Invariant::NoBusyLoop, d);
                     }
                 }
-            } else if let Some(Reverse(q)) = self.queue.pop() {
-                self.event(q.ev);
+            } else if let Some(ev) = self.queue.pop() {
+                self.event(ev);
             }
         }
     }
