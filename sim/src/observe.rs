@@ -50,6 +50,17 @@ impl View {
     /// `index`: every scenario server's name with its index (its name order lets the
     /// statuses be read in one pass over the manager's servers).
     pub fn observe(m: &Manager, index: &BTreeMap<String, usize>, prev: Option<&View>) -> View {
+        Self::observe_into(m, index, prev, Vec::new())
+    }
+
+    /// `observe`, writing the statuses into `spare` (emptied first: the buffer of a view no
+    /// longer needed, so a step allocates no list for them).
+    pub fn observe_into(
+        m: &Manager,
+        index: &BTreeMap<String, usize>,
+        prev: Option<&View>,
+        mut spare: Vec<ServerStatus>,
+    ) -> View {
         let gen = m.view_generation();
         let tools = match prev {
             // The manager says its view cannot have changed: keep the list without reading
@@ -85,12 +96,14 @@ impl View {
             Some(p) if p.phase_gen == phase_gen => {
                 debug_assert_eq!(
                     p.status,
-                    Self::statuses(m, index),
+                    Self::statuses(m, index, Vec::new()),
                     "a status changed but phase_generation() did not"
                 );
-                p.status.clone()
+                spare.clear();
+                spare.extend_from_slice(&p.status);
+                spare
             }
-            _ => Self::statuses(m, index),
+            _ => Self::statuses(m, index, spare),
         };
         let (conns, calls, rounds) = m.open_ids();
         let view = View {
@@ -120,12 +133,17 @@ impl View {
         }
     }
 
-    /// `status()` of every scenario server, by index.
-    fn statuses(m: &Manager, index: &BTreeMap<String, usize>) -> Vec<ServerStatus> {
+    /// `status()` of every scenario server, by index (written into `status`, emptied first).
+    fn statuses(
+        m: &Manager,
+        index: &BTreeMap<String, usize>,
+        mut status: Vec<ServerStatus>,
+    ) -> Vec<ServerStatus> {
         // Both sides are in name order: a merge, one comparison per server, where a lookup
         // per name would compare names down the manager's map each time. A name the manager
         // does not know is `Disconnected`, as `status()` says.
-        let mut status = vec![ServerStatus::Disconnected; index.len()];
+        status.clear();
+        status.resize(index.len(), ServerStatus::Disconnected);
         let mut known = m.statuses().peekable();
         for (name, &i) in index {
             while known.next_if(|(k, _)| *k < name.as_str()).is_some() {}
@@ -231,6 +249,82 @@ pub struct StepInfo {
     /// Servers with an `OpenTransport` / a `CloseTransport` in this step.
     pub opened: BTreeSet<usize>,
     pub closed: BTreeSet<usize>,
+}
+
+impl StepInfo {
+    /// Make this the record of a new step: every field as `StepInfo::default()` has it, but
+    /// `timer` and `running_status` (the statuses before the step). The lists keep their
+    /// allocations from the step before. Every field is named here, so a new one cannot be
+    /// missed; builds with debug assertions compare the result with a default record.
+    pub fn begin(&mut self, timer: bool, status: &[ServerStatus]) {
+        let StepInfo {
+            timer: is_timer,
+            scope,
+            stale,
+            stale_opened,
+            refused,
+            closes,
+            stale_counters_before,
+            rejected_frame_before,
+            disconnect,
+            disconnect_all,
+            outputs,
+            reports,
+            report_status,
+            running_status,
+            completed,
+            output_violations,
+            status_events,
+            tools_changed,
+            explicit_start,
+            lifecycle,
+            removed,
+            sync_unchanged,
+            sync_stopped,
+            sync_changed,
+            opened,
+            closed,
+        } = self;
+        *is_timer = timer;
+        *scope = None;
+        *stale = false;
+        *stale_opened = None;
+        *refused = None;
+        closes.clear();
+        *stale_counters_before = None;
+        *rejected_frame_before = None;
+        *disconnect = None;
+        *disconnect_all = false;
+        *outputs = 0;
+        reports.clear();
+        report_status.clear();
+        running_status.clear();
+        running_status.extend_from_slice(status);
+        completed.clear();
+        output_violations.clear();
+        status_events.clear();
+        tools_changed.clear();
+        *explicit_start = false;
+        *lifecycle = false;
+        removed.clear();
+        sync_unchanged.clear();
+        sync_stopped.clear();
+        sync_changed.clear();
+        opened.clear();
+        closed.clear();
+        debug_assert_eq!(
+            format!("{self:?}"),
+            format!(
+                "{:?}",
+                StepInfo {
+                    timer,
+                    running_status: status.to_vec(),
+                    ..StepInfo::default()
+                }
+            ),
+            "a step record begun in place differs from a new one"
+        );
+    }
 }
 
 /// What the simulator tracks of one server's reconnect policy.

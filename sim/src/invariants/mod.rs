@@ -40,7 +40,7 @@ pub use registry::{
     status_agrees_with_registries,
 };
 
-use crate::observe::{Observer, StepInfo, View, ViewTool};
+use crate::observe::{Observer, StepInfo, View};
 use std::sync::Arc;
 use std::time::Duration;
 use switchboard_core::manager::{ConnId, Manager, ServerSummary};
@@ -271,6 +271,12 @@ impl Summaries {
         Summaries((0..n).map(|_| std::cell::OnceCell::new()).collect())
     }
 
+    /// Empty the memo for `n` servers, keeping its allocation: the same as `new(n)`.
+    pub fn reset(&mut self, n: usize) {
+        self.0.clear();
+        self.0.resize_with(n, std::cell::OnceCell::new);
+    }
+
     /// `summary(m, name)` of server `i` (whose name is `name`).
     pub fn get(&self, m: &Manager, i: usize, name: &str) -> Option<ServerSummary> {
         let s = *self.0[i].get_or_init(|| summary(m, name));
@@ -288,13 +294,20 @@ pub const NAMES_VERIFIED_KEPT: usize = 32;
 
 /// Whether the view's triples are none of those already checked against a fresh `NameTable`.
 pub fn names_need_fresh_check(obs: &Observer, view: &View) -> bool {
-    // The very list checked before (most steps keep it) needs no comparison.
-    let same = |v: &Arc<Vec<ViewTool>>| {
-        Arc::ptr_eq(v, &view.tools)
-            || v.len() == view.tools.len()
-                && v.iter().zip(view.tools.iter()).all(|(a, b)| {
-                    a.qualified == b.qualified && a.server == b.server && a.raw == b.raw
-                })
-    };
-    !obs.names_verified.iter().rev().any(same)
+    verified_as(obs, view).is_none()
+}
+
+/// Which remembered verified list has the view's triples, if any: the very list first (most
+/// steps keep it; the newest is looked at first), then one with the same triples.
+pub fn verified_as(obs: &Observer, view: &View) -> Option<usize> {
+    let kept = &obs.names_verified;
+    if let Some(k) = kept.iter().rposition(|v| Arc::ptr_eq(v, &view.tools)) {
+        return Some(k);
+    }
+    kept.iter().rposition(|v| {
+        v.len() == view.tools.len()
+            && v.iter()
+                .zip(view.tools.iter())
+                .all(|(a, b)| a.qualified == b.qualified && a.server == b.server && a.raw == b.raw)
+    })
 }

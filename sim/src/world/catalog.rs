@@ -137,8 +137,25 @@ pub(super) fn handles(method: &str) -> bool {
 }
 
 impl World<'_> {
-    /// The items of list `kind` of server `i` now (by URI, template or prompt name).
-    fn catalog_items(&self, i: usize, alt: bool, kind: usize) -> Vec<String> {
+    /// The items of list `kind` of server `i` now (by URI, template or prompt name): a pure
+    /// function of the scenario, written once per run and copied from then on (builds with
+    /// debug assertions write them again and compare).
+    fn catalog_items(&mut self, i: usize, alt: bool, kind: usize) -> Vec<String> {
+        let slot = i * 6 + usize::from(alt) * 3 + kind;
+        let items = match &self.catalog_items[slot] {
+            Some(items) => items.clone(),
+            None => {
+                let items = self.write_catalog_items(i, alt, kind);
+                self.catalog_items[slot] = Some(items.clone());
+                items
+            }
+        };
+        debug_assert_eq!(items, self.write_catalog_items(i, alt, kind));
+        items
+    }
+
+    /// `catalog_items`, written out.
+    fn write_catalog_items(&self, i: usize, alt: bool, kind: usize) -> Vec<String> {
         let s = &self.sc.servers[i];
         let tools = if alt { &s.alt_tools } else { &s.tools };
         match kind {
@@ -424,7 +441,12 @@ impl World<'_> {
         procs: &'w BTreeMap<ConnId, Proc>,
         after: &View,
     ) -> Vec<SettledCatalog<'w>> {
-        let mut v = Vec::new();
+        // Room for every server from the start (most steps list a few): one allocation.
+        let mut v = if sc.servers.iter().any(|s| s.catalog) {
+            Vec::with_capacity(sc.servers.len())
+        } else {
+            Vec::new()
+        };
         for (i, s) in sc.servers.iter().enumerate() {
             if !s.catalog || after.status[i] != ServerStatus::Connected {
                 continue;

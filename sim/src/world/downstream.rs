@@ -213,7 +213,7 @@ impl World<'_> {
         let id = v.id.clone();
         let cause = match (&id, method) {
             (Some(id), Some(method)) => {
-                let key = id.to_string();
+                let key = wire::id_key(id);
                 let first_page = !v.cursor;
                 let mut r = open_request(exchange, method, now, first_page);
                 // A retry continues the call whose round its state names (if it is one the

@@ -409,6 +409,15 @@ impl Sent {
     }
 }
 
+/// A JSON-RPC id as the text the observers key requests by: what `id.to_string()` writes
+/// (compact JSON), written without going through `fmt` (builds with debug assertions
+/// compare).
+pub(super) fn id_key(id: &Value) -> String {
+    let key = serde_json::to_string(id).unwrap_or_default();
+    debug_assert_eq!(key, id.to_string());
+    key
+}
+
 /// A client's request, written.
 pub(super) fn request(id: u64, method: &str, params: &Params) -> (Bytes, Sent) {
     let r = Request {

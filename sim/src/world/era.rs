@@ -8,6 +8,7 @@
 //! annotation cannot be mirrored, an input the embedder has no handler for, a result type the
 //! revision does not define.
 
+use super::os::Proc;
 use super::received::{self, Received};
 use super::server::{PageKey, Tag};
 use super::World;
@@ -23,6 +24,25 @@ use switchboard_core::Instant;
 
 /// Most request states a process remembers (the oldest is forgotten first).
 const MAX_STATES: usize = 64;
+
+/// The attempts the era checks may still have to look at (most steps: none), so that
+/// neither walks every process the run spawned.
+#[derive(Debug, Default)]
+pub(super) struct EraWatch {
+    /// Spawned attempts (with their servers) not yet known never to pass the freshness
+    /// check's filter.
+    fresh: Vec<(ConnId, usize)>,
+    /// Attempts whose stream ended (with their servers), not yet known never to pass the
+    /// stream check's filter.
+    listen: Vec<(ConnId, usize)>,
+}
+
+impl EraWatch {
+    /// A process was spawned for attempt `conn` of server `i`.
+    pub(super) fn spawned(&mut self, conn: ConnId, i: usize) {
+        self.fresh.push((conn, i));
+    }
+}
 
 /// What one simulated process saw of the protocol revision.
 #[derive(Debug, Clone, Default)]
@@ -300,27 +320,50 @@ impl World<'_> {
     /// after the step, by index.
     pub(super) fn fresh_check(&mut self, status: &[ServerStatus]) {
         let now = self.now;
-        let mut stale = None;
-        let mut checked = Vec::new();
-        for (conn, p) in &self.procs {
-            let i = p.server;
-            // A server that offers nothing to list is ready at once without any cache (its
-            // planned answer to the probe may never be asked for: a remembered one stands in).
-            let lists_something =
-                !matches!(p.plan.init, Init::NoTools { .. }) || self.sc.servers[i].catalog;
+        // The watched attempts that pass the filter, in attempt order; the watch forgets
+        // those that never can again (each fact it reads stays once true, and a later
+        // attempt is its server's latest from then on).
+        let mut found = Vec::new();
+        let mut watch = std::mem::take(&mut self.era_watch.fresh);
+        watch.retain(|&(c, i)| {
+            // Both filters ask for the latest attempt of a connected server: the process is
+            // read only then.
+            if self.obs.latest_conn[i] != Some(c) {
+                return false;
+            }
+            if status[i] != ServerStatus::Connected {
+                return true;
+            }
+            let Some(p) = self.procs.get(&c) else {
+                return false;
+            };
             if p.era.fresh_checked
                 || p.lists > 0
                 || p.catalog.asked()
-                || !p.alive()
-                || !lists_something
-                || self.obs.latest_conn[i] != Some(*conn)
-                || status[i] != ServerStatus::Connected
+                || p.killed
+                || p.exited
+                || !self.lists_something(p)
             {
-                continue;
+                return false;
             }
-            checked.push(*conn);
+            if self.fresh_filter(c, p, status) {
+                found.push((c, p.server));
+            }
+            true
+        });
+        self.era_watch.fresh = watch;
+        found.sort_unstable_by_key(|&(c, _)| c);
+        debug_assert_eq!(
+            found,
+            self.every_proc(|c, p| self.fresh_filter(c, p, status)),
+            "the watched attempts disagree with every process on the freshness check"
+        );
+        let mut checked = Vec::new();
+        let mut stale = None;
+        for (conn, i) in found {
+            checked.push(conn);
             if self.fresh_until[i].is_none_or(|u| now > u) {
-                stale = Some((*conn, i));
+                stale = Some((conn, i));
                 break;
             }
         }
@@ -339,6 +382,35 @@ impl World<'_> {
                 ),
             );
         }
+    }
+
+    /// The processes the freshness check looks at: each became ready on its server's latest
+    /// attempt without listing anything, and was not looked at before.
+    fn fresh_filter(&self, conn: ConnId, p: &Proc, status: &[ServerStatus]) -> bool {
+        let i = p.server;
+        !(p.era.fresh_checked
+            || p.lists > 0
+            || p.catalog.asked()
+            || !p.alive()
+            || !self.lists_something(p)
+            || self.obs.latest_conn[i] != Some(conn)
+            || status[i] != ServerStatus::Connected)
+    }
+
+    /// A server that offers nothing to list is ready at once without any cache (its planned
+    /// answer to the probe may never be asked for: a remembered one stands in).
+    fn lists_something(&self, p: &Proc) -> bool {
+        !matches!(p.plan.init, Init::NoTools { .. }) || self.sc.servers[p.server].catalog
+    }
+
+    /// Every process of the run that `keep` accepts, with its server, in attempt order: what
+    /// the watch lists must find (builds with debug assertions compare).
+    fn every_proc(&self, keep: impl Fn(ConnId, &Proc) -> bool) -> Vec<(ConnId, usize)> {
+        self.procs
+            .iter()
+            .filter(|(c, p)| keep(**c, p))
+            .map(|(c, p)| (*c, p.server))
+            .collect()
     }
 
     /// Its `DiscoverResult` answering request `id`.
@@ -502,6 +574,9 @@ impl World<'_> {
             if let Some(p) = self.procs.get_mut(&conn) {
                 p.era.listen = None;
                 p.era.listen_closed_at = Some(now);
+                if !self.era_watch.listen.contains(&(conn, p.server)) {
+                    self.era_watch.listen.push((conn, p.server));
+                }
             }
             self.reply(conn, ms, end);
         }
@@ -542,21 +617,46 @@ impl World<'_> {
     /// after the step, by index.
     pub(super) fn listen_check(&mut self, status: &[ServerStatus]) {
         let now = self.now;
+        // The watched attempts that pass the filter, in attempt order; the watch forgets
+        // those whose stream is open again and those that can never pass again (killed,
+        // exited, reported and superseded stay once true).
+        let mut found = Vec::new();
+        let mut watch = std::mem::take(&mut self.era_watch.listen);
+        watch.retain(|&(c, i)| {
+            if self.obs.latest_conn[i] != Some(c) {
+                return false;
+            }
+            if status[i] != ServerStatus::Connected {
+                return true;
+            }
+            let Some(p) = self.procs.get(&c) else {
+                return false;
+            };
+            if p.era.listen_closed_at.is_none() || p.killed || p.exited || p.reported {
+                return false;
+            }
+            if self.listen_filter(c, p, status) {
+                found.push((c, p.server));
+            }
+            true
+        });
+        self.era_watch.listen = watch;
+        found.sort_unstable_by_key(|&(c, _)| c);
+        debug_assert_eq!(
+            found,
+            self.every_proc(|c, p| self.listen_filter(c, p, status)),
+            "the watched attempts disagree with every process on the stream check"
+        );
         let mut late = None;
-        for (conn, p) in &self.procs {
-            let Some(at) = p.era.listen_closed_at else {
+        for (conn, _) in found {
+            let Some(at) = self.procs.get(&conn).and_then(|p| p.era.listen_closed_at) else {
                 continue;
             };
-            let i = p.server;
-            let current = self.obs.latest_conn[i] == Some(*conn);
-            let connected = status[i] == ServerStatus::Connected;
-            if p.alive() && !p.reported && current && connected {
-                if now.saturating_duration_since(at) > LISTEN_GRACE {
-                    late = Some((*conn, at));
-                    break;
-                }
-                self.cov.listen_gaps_checked += 1;
+            if now.saturating_duration_since(at) > LISTEN_GRACE {
+                late = Some((conn, at));
+                break;
             }
+            self.cov.listen_gaps_checked += 1;
         }
         if let Some((conn, at)) = late {
             self.era_violation(
@@ -567,5 +667,16 @@ impl World<'_> {
                 ),
             );
         }
+    }
+
+    /// The processes the stream check looks at: a stream ended on its server's latest
+    /// attempt, alive, not reported gone, while the server is connected.
+    fn listen_filter(&self, conn: ConnId, p: &Proc, status: &[ServerStatus]) -> bool {
+        let i = p.server;
+        p.era.listen_closed_at.is_some()
+            && p.alive()
+            && !p.reported
+            && self.obs.latest_conn[i] == Some(conn)
+            && status[i] == ServerStatus::Connected
     }
 }

@@ -502,7 +502,7 @@ impl World<'_> {
         match (id, method) {
             (Some(id), None) => {
                 // An answer.
-                let key = id.to_string();
+                let key = super::downstream_wire::id_key(&id);
                 let modern_client = gw.obs.exchanges.get(&session).copied();
                 let Some(s) = gw.obs.sessions.get_mut(&session) else {
                     found.push(format!(

@@ -20,6 +20,7 @@ mod era;
 mod gateway;
 mod os;
 mod peer;
+mod queue;
 mod received;
 mod requests;
 mod schemas;
@@ -38,8 +39,7 @@ use bytes::Bytes;
 use embedder::tool_defs;
 use os::{Proc, StoreEntry};
 use server::Tag;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,35 +93,12 @@ struct CacheAnswer {
     catalog: Option<Catalog>,
 }
 
-struct Queued {
-    at: Instant,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
-
 pub struct World<'a> {
     sc: &'a Scenario,
     m: Manager,
     now: Instant,
     seq: u64,
-    queue: BinaryHeap<Reverse<Queued>>,
+    queue: queue::Queue<Ev>,
     /// The buffer a step's outputs are drained into, kept between steps with its capacity
     /// (a step nested in another's perform drains into a buffer of its own).
     outs: Vec<Output>,
@@ -130,6 +107,8 @@ pub struct World<'a> {
     hashes: Vec<Option<(ServerConfig, String)>>,
     rng: SplitMix64,
     procs: BTreeMap<ConnId, Proc>,
+    /// The attempts the era checks may still have to look at.
+    era_watch: era::EraWatch,
     attempts: Vec<usize>,
     store: BTreeMap<String, StoreEntry>,
     pending_load: Vec<Option<String>>,
@@ -146,6 +125,10 @@ pub struct World<'a> {
     next_call: u64,
     violation: Option<Violation>,
     step: StepInfo,
+    /// Buffers a step's check fills, kept (with their allocations) from step to step.
+    settled_buf: Vec<(usize, Option<&'a [String]>)>,
+    summaries: Summaries,
+    spare_status: Vec<ServerStatus>,
     /// Calls of the liveness phase that must succeed.
     expect_ok: std::collections::BTreeSet<CallId>,
     /// Crash-loop crashes so far, per server.
@@ -165,6 +148,9 @@ pub struct World<'a> {
     /// List pages and handshake results the simulated servers answer with, serialised once
     /// (see [`World::page_frame`]).
     pages: BTreeMap<server::PageKey, Bytes>,
+    /// Each catalog list's items, by server, tool set (plain or alternative) and kind,
+    /// written once per run (see `World::catalog_items`).
+    catalog_items: Vec<Option<Vec<String>>>,
     /// The gateway and its downstream clients, when the scenario serves.
     gw: Option<Box<gateway::GatewayWorld>>,
 }
@@ -226,11 +212,12 @@ impl<'a> World<'a> {
             m,
             now: Instant::ZERO,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: queue::Queue::default(),
             outs: Vec::new(),
             hashes,
             rng: SplitMix64::new(sc.world_seed ^ 0x5157_5eed),
             procs: BTreeMap::new(),
+            era_watch: era::EraWatch::default(),
             attempts: vec![0; n],
             store,
             pending_load: vec![None; n],
@@ -246,12 +233,16 @@ impl<'a> World<'a> {
             next_call: 1,
             violation: None,
             step: StepInfo::default(),
+            settled_buf: Vec::new(),
+            summaries: Summaries::default(),
+            spare_status: Vec::new(),
             expect_ok: Default::default(),
             crashes: vec![0; n],
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
             session_lost: vec![false; n],
             fresh_until: vec![None; n],
             pages: BTreeMap::new(),
+            catalog_items: vec![None; n * 6],
             requests: requests::Requests::default(),
             peer_rng: SplitMix64::new(sc.world_seed ^ 0x7065_6572),
             gw: sc
@@ -264,11 +255,7 @@ impl<'a> World<'a> {
 
     fn push(&mut self, at: Instant, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse(Queued {
-            at,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(at, self.seq, ev);
     }
 
     fn after_ms(&self, ms: u64) -> Instant {
@@ -371,7 +358,7 @@ impl<'a> World<'a> {
             if self.idle_after_heal() {
                 return;
             }
-            let ev_at = self.queue.peek().map(|q| q.0.at);
+            let ev_at = self.queue.peek_at();
             let timer = self.m.poll_timeout();
             let timer_first = match (timer, ev_at) {
                 (Some(t), Some(e)) => t <= e,
@@ -398,8 +385,8 @@ impl<'a> World<'a> {
                         self.fail(Invariant::NoBusyLoop, d);
                     }
                 }
-            } else if let Some(Reverse(q)) = self.queue.pop() {
-                self.event(q.ev);
+            } else if let Some(ev) = self.queue.pop() {
+                self.event(ev);
             }
         }
     }
@@ -428,11 +415,7 @@ impl<'a> World<'a> {
                 let _ = writeln!(t, "[{:>6}ms] timer {:?}", now.as_millis(), reason);
             });
         }
-        self.step = StepInfo {
-            timer: true,
-            running_status: self.view.status.clone(),
-            ..StepInfo::default()
-        };
+        self.step.begin(true, &self.view.status);
         self.m.handle_timeout(now);
         self.finish_step();
     }
@@ -446,10 +429,7 @@ impl<'a> World<'a> {
                 let _ = writeln!(t, "[{:>6}ms] > {line}", now.as_millis());
             });
         }
-        self.step = StepInfo {
-            running_status: self.view.status.clone(),
-            ..StepInfo::default()
-        };
+        self.step.begin(false, &self.view.status);
         setup(&mut self.step);
         self.note_lifecycle(&input);
         self.request_issued(&input);
@@ -612,14 +592,17 @@ impl<'a> World<'a> {
 
     fn check(&mut self) {
         // Read first: the era checks read the statuses from it as the invariants do.
-        let after = View::observe(&self.m, &self.obs.index, Some(&self.view));
+        let spare = std::mem::take(&mut self.spare_status);
+        let after = View::observe_into(&self.m, &self.obs.index, Some(&self.view), spare);
         self.listen_check(&after.status);
         self.fresh_check(&after.status);
-        let settled = self.settled(&after);
+        let mut settled = std::mem::take(&mut self.settled_buf);
+        self.settled(&after, &mut settled);
         self.cov.list_settled_checks += settled.len() as u64;
         let catalog_settled = Self::catalog_settled(self.sc, &self.obs, &self.procs, &after);
         self.cov.catalog_settled_checks += catalog_settled.len() as u64;
-        let summaries = Summaries::new(self.obs.names.len());
+        let mut summaries = std::mem::take(&mut self.summaries);
+        summaries.reset(self.obs.names.len());
         // Completed calls leave the bookkeeping after the isolation check has read it.
         let ctx = Ctx {
             m: &self.m,
@@ -686,7 +669,16 @@ impl<'a> World<'a> {
                 self.obs.pinged[i] = Some(self.now); // the health clock starts at ready
             }
         }
-        let refresh_names = invariants::names_need_fresh_check(&self.obs, &after);
+        let verified = invariants::verified_as(&self.obs, &after);
+        let refresh_names = verified.is_none();
+        // A list with the same triples as one remembered (a view that went back to an
+        // earlier list) takes its place: the remembered triples are the same, and the steps
+        // that keep this list find it by its pointer.
+        if let Some(k) = verified {
+            if !Arc::ptr_eq(&self.obs.names_verified[k], &after.tools) {
+                self.obs.names_verified[k] = Arc::clone(&after.tools);
+            }
+        }
         for (c, _) in &self.step.completed {
             self.obs.calls.remove(c);
         }
@@ -709,7 +701,9 @@ impl<'a> World<'a> {
                 }
             }
         }
-        self.view = after;
+        self.spare_status = std::mem::replace(&mut self.view, after).status;
+        self.settled_buf = settled;
+        self.summaries = summaries;
         match failed {
             Some((name, d)) => self.fail(name, d),
             None => self.tr(|t| {

@@ -102,9 +102,10 @@ impl<'a> World<'a> {
     /// Servers whose tool listing has settled: connected, no listing and no list_changed in
     /// flight. `Some(tools)`: the set the manager last listed is the current one; `None`: the
     /// set changed (announced) since the last complete listing, and no re-list is under way.
-    pub(super) fn settled(&self, after: &View) -> Vec<(usize, Option<&'a [String]>)> {
+    /// Written into `v` (emptied first), a buffer the world keeps from step to step.
+    pub(super) fn settled(&self, after: &View, v: &mut Vec<(usize, Option<&'a [String]>)>) {
         let sc: &'a Scenario = self.sc;
-        let mut v = Vec::new();
+        v.clear();
         for (i, st) in after.status.iter().enumerate() {
             if *st != ServerStatus::Connected {
                 continue;
@@ -129,7 +130,6 @@ impl<'a> World<'a> {
                 Some(_) => v.push((i, None)),
             }
         }
-        v
     }
 
     /// The cache store answers a lookup.
@@ -462,6 +462,7 @@ impl<'a> World<'a> {
                 );
             }
         }
+        self.era_watch.spawned(conn, i);
         self.procs.insert(conn, p);
     }
 
