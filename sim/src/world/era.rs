@@ -320,44 +320,24 @@ impl World<'_> {
     /// after the step, by index.
     pub(super) fn fresh_check(&mut self, status: &[ServerStatus]) {
         let now = self.now;
-        // The watched attempts that pass the filter, in attempt order; the watch forgets
-        // those that never can again (each fact it reads stays once true, and a later
-        // attempt is its server's latest from then on).
-        let mut found = Vec::new();
+        // Once fresh-checked, listed, asked for its catalog, killed, exited or found to list
+        // nothing, an attempt never passes again.
         let mut watch = std::mem::take(&mut self.era_watch.fresh);
-        watch.retain(|&(c, i)| {
-            // Both filters ask for the latest attempt of a connected server: the process is
-            // read only then.
-            if self.obs.latest_conn[i] != Some(c) {
-                return false;
-            }
-            if status[i] != ServerStatus::Connected {
-                return true;
-            }
-            let Some(p) = self.procs.get(&c) else {
-                return false;
-            };
-            if p.era.fresh_checked
-                || p.lists > 0
-                || p.catalog.asked()
-                || p.killed
-                || p.exited
-                || !self.lists_something(p)
-            {
-                return false;
-            }
-            if self.fresh_filter(c, p, status) {
-                found.push((c, p.server));
-            }
-            true
-        });
-        self.era_watch.fresh = watch;
-        found.sort_unstable_by_key(|&(c, _)| c);
-        debug_assert_eq!(
-            found,
-            self.every_proc(|c, p| self.fresh_filter(c, p, status)),
-            "the watched attempts disagree with every process on the freshness check"
+        let found = self.watched(
+            &mut watch,
+            status,
+            |w, p| {
+                p.era.fresh_checked
+                    || p.lists > 0
+                    || p.catalog.asked()
+                    || p.killed
+                    || p.exited
+                    || !w.lists_something(p)
+            },
+            Self::fresh_filter,
+            "freshness check",
         );
+        self.era_watch.fresh = watch;
         let mut checked = Vec::new();
         let mut stale = None;
         for (conn, i) in found {
@@ -405,6 +385,47 @@ impl World<'_> {
 
     /// Every process of the run that `keep` accepts, with its server, in attempt order: what
     /// the watch lists must find (builds with debug assertions compare).
+    /// The attempts of `watch` that pass `pass`, in attempt order. Both checks look only at
+    /// the latest attempt of a connected server, so the watch forgets an attempt that is no
+    /// longer its server's latest or whose process is `gone` (facts that stay true once true),
+    /// and keeps one whose server is not connected without reading its process. Debug builds
+    /// compare the answer with a walk over every process of the run.
+    fn watched(
+        &self,
+        watch: &mut Vec<(ConnId, usize)>,
+        status: &[ServerStatus],
+        gone: impl Fn(&Self, &Proc) -> bool,
+        pass: impl Fn(&Self, ConnId, &Proc, &[ServerStatus]) -> bool,
+        check: &str,
+    ) -> Vec<(ConnId, usize)> {
+        let mut found = Vec::new();
+        watch.retain(|&(c, i)| {
+            if self.obs.latest_conn[i] != Some(c) {
+                return false;
+            }
+            if status[i] != ServerStatus::Connected {
+                return true;
+            }
+            let Some(p) = self.procs.get(&c) else {
+                return false;
+            };
+            if gone(self, p) {
+                return false;
+            }
+            if pass(self, c, p, status) {
+                found.push((c, p.server));
+            }
+            true
+        });
+        found.sort_unstable_by_key(|&(c, _)| c);
+        debug_assert_eq!(
+            found,
+            self.every_proc(|c, p| pass(self, c, p, status)),
+            "the watched attempts disagree with every process on the {check}"
+        );
+        found
+    }
+
     fn every_proc(&self, keep: impl Fn(ConnId, &Proc) -> bool) -> Vec<(ConnId, usize)> {
         self.procs
             .iter()
@@ -617,36 +638,17 @@ impl World<'_> {
     /// after the step, by index.
     pub(super) fn listen_check(&mut self, status: &[ServerStatus]) {
         let now = self.now;
-        // The watched attempts that pass the filter, in attempt order; the watch forgets
-        // those whose stream is open again and those that can never pass again (killed,
-        // exited, reported and superseded stay once true).
-        let mut found = Vec::new();
+        // An attempt whose stream is open again is forgotten until it ends again; killed,
+        // exited and reported stay true once true.
         let mut watch = std::mem::take(&mut self.era_watch.listen);
-        watch.retain(|&(c, i)| {
-            if self.obs.latest_conn[i] != Some(c) {
-                return false;
-            }
-            if status[i] != ServerStatus::Connected {
-                return true;
-            }
-            let Some(p) = self.procs.get(&c) else {
-                return false;
-            };
-            if p.era.listen_closed_at.is_none() || p.killed || p.exited || p.reported {
-                return false;
-            }
-            if self.listen_filter(c, p, status) {
-                found.push((c, p.server));
-            }
-            true
-        });
-        self.era_watch.listen = watch;
-        found.sort_unstable_by_key(|&(c, _)| c);
-        debug_assert_eq!(
-            found,
-            self.every_proc(|c, p| self.listen_filter(c, p, status)),
-            "the watched attempts disagree with every process on the stream check"
+        let found = self.watched(
+            &mut watch,
+            status,
+            |_, p| p.era.listen_closed_at.is_none() || p.killed || p.exited || p.reported,
+            Self::listen_filter,
+            "stream check",
         );
+        self.era_watch.listen = watch;
         let mut late = None;
         for (conn, _) in found {
             let Some(at) = self.procs.get(&conn).and_then(|p| p.era.listen_closed_at) else {
