@@ -20,6 +20,8 @@ pub mod names;
 pub mod protocol;
 pub mod rng;
 pub mod schema;
+#[cfg(test)]
+mod test_json;
 pub mod time;
 pub mod tool;
 

@@ -3,6 +3,7 @@
 //! property compares the two on generated frames, well formed or not.
 
 use super::wire::{decode, Malformed, Message, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR};
+use crate::test_json::{nested, object};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -84,15 +85,10 @@ fn value() -> impl Strategy<Value = String> {
         any::<i64>().prop_map(|n| n.to_string()),
         "[a-z]{0,6}".prop_map(|s| format!("\"{s}\"")),
     ];
-    leaf.prop_recursive(3, 16, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((key(), inner), 0..4).prop_map(|members| object(&members)),
-        ]
-    })
+    nested(leaf, key(), 0..4)
 }
 
-fn key() -> impl Strategy<Value = String> {
+fn key() -> impl Strategy<Value = String> + Clone {
     prop_oneof![
         Just("jsonrpc"),
         Just("json\\u0072pc"),
@@ -106,14 +102,6 @@ fn key() -> impl Strategy<Value = String> {
         Just("other"),
     ]
     .prop_map(str::to_string)
-}
-
-fn object(members: &[(String, String)]) -> String {
-    let members: Vec<String> = members
-        .iter()
-        .map(|(k, v)| format!("\"{k}\":{v}"))
-        .collect();
-    format!("{{{}}}", members.join(","))
 }
 
 /// One member of an envelope: a key, and a value mostly of the shape that key takes, some of

@@ -6,6 +6,7 @@
 
 use super::call_result::read_plain;
 use super::{parse_call_tool_result, read_call_answer, result_type, CallAnswer, ResultType};
+use crate::test_json::{nested, object};
 use crate::tool::ToolResult;
 use proptest::prelude::*;
 use serde_json::value::RawValue;
@@ -66,23 +67,7 @@ fn value() -> impl Strategy<Value = String> {
         Just("\"input_required\"".to_string()),
         "[a-z ]{0,6}".prop_map(|s| format!("\"{s}\"")),
     ];
-    leaf.prop_recursive(3, 16, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec(("[a-z]{1,3}", inner), 0..3).prop_map(|members| {
-                let members: Vec<(String, String)> = members;
-                object(&members)
-            }),
-        ]
-    })
-}
-
-fn object(members: &[(String, String)]) -> String {
-    let members: Vec<String> = members
-        .iter()
-        .map(|(k, v)| format!("\"{k}\":{v}"))
-        .collect();
-    format!("{{{}}}", members.join(","))
+    nested(leaf, "[a-z]{1,3}", 0..3)
 }
 
 /// One content part: mostly a text part, sometimes another kind or a broken one.

@@ -10,6 +10,7 @@
 //! short.
 
 use super::{decode, decode_expecting, Expect, Incoming};
+use crate::test_json::nested;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -28,15 +29,7 @@ fn value() -> impl Strategy<Value = String> {
         Just("\"\\ud83d\\ude00\"".to_string()),
         "[a-z ]{0,6}".prop_map(|s| format!("\"{s}\"")),
     ];
-    leaf.prop_recursive(3, 16, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec(("[a-c]{1,2}", inner), 0..4).prop_map(|m| {
-                let m: Vec<String> = m.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
-                format!("{{{}}}", m.join(","))
-            }),
-        ]
-    })
+    nested(leaf, "[a-c]{1,2}", 0..4)
 }
 
 /// A result nested `depth` arrays deep (the parser's limit is 128 levels, counted from the
