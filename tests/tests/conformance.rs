@@ -51,6 +51,54 @@ fn expected_passes() -> Vec<(String, String)> {
         .collect()
 }
 
+/// What the suite kept of one scenario's run under `results` (the script's `--output-dir`):
+/// its checks that did not succeed, and the end of the client's stderr and stdout.
+fn scenario_results(results: &std::path::Path, set: &str, scenario: &str) -> String {
+    // The suite writes `<set>/<scenario>-<timestamp>/`; a scenario's name may hold a `/`.
+    let (parent, name) = match scenario.rsplit_once('/') {
+        Some((dir, name)) => (results.join(set).join(dir), name),
+        None => (results.join(set), scenario),
+    };
+    let prefix = format!("{name}-");
+    let run = std::fs::read_dir(&parent).ok().and_then(|entries| {
+        entries.flatten().map(|e| e.path()).find(|path| {
+            let file = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+            file.strip_prefix(&prefix)
+                .is_some_and(|stamp| stamp.starts_with(|c: char| c.is_ascii_digit()))
+        })
+    });
+    let Some(run) = run else {
+        return format!(
+            "--- {set} {scenario}: no results under {}",
+            parent.display()
+        );
+    };
+    let mut text = format!("--- {set} {scenario} ({})\n", run.display());
+    let checks: Vec<serde_json::Value> = std::fs::read(run.join("checks.json"))
+        .ok()
+        .and_then(|raw| serde_json::from_slice(&raw).ok())
+        .unwrap_or_default();
+    for check in &checks {
+        let status = check["status"].as_str().unwrap_or("");
+        if matches!(status, "FAILURE" | "WARNING") {
+            let details = check["details"].to_string();
+            let details: String = details.chars().take(400).collect();
+            text += &format!(
+                "{status} {}: {} {details}\n",
+                check["id"].as_str().unwrap_or("?"),
+                check["description"].as_str().unwrap_or("")
+            );
+        }
+    }
+    for file in ["stderr.txt", "stdout.txt"] {
+        let body = std::fs::read_to_string(run.join(file)).unwrap_or_default();
+        let lines: Vec<&str> = body.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(40)..];
+        text += &format!("{file} (last {} lines):\n{}\n", tail.len(), tail.join("\n"));
+    }
+    text
+}
+
 #[test]
 #[cfg_attr(
     not(peers),
@@ -61,9 +109,14 @@ fn official_conformance_suite_passes_every_expected_client_scenario() {
         return;
     }
     let expected = expected_passes();
+    // The suite's per-scenario results (its checks, the client's output), read back when an
+    // expected pass fails so the failure explains itself.
+    let results = tempfile::tempdir().expect("a directory for the suite's results");
     let output = Command::new(repo_root().join("scripts/conformance.sh"))
         .arg("--bin")
         .arg(switchboard_bin())
+        .arg("--output-dir")
+        .arg(results.path())
         .output()
         .expect("running scripts/conformance.sh");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -85,6 +138,17 @@ fn official_conformance_suite_passes_every_expected_client_scenario() {
             None => Some(format!("{} {}: not run", key.0, key.1)),
         })
         .collect();
+    if !regressions.is_empty() {
+        for (set, scenario) in &expected {
+            if got
+                .get(&(set.clone(), scenario.clone()))
+                .map(String::as_str)
+                != Some("pass")
+            {
+                eprintln!("{}", scenario_results(results.path(), set, scenario));
+            }
+        }
+    }
     assert!(
         regressions.is_empty(),
         "expected to pass (tests/conformance/expected-pass.txt) but did not:\n  {}",
