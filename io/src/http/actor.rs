@@ -403,7 +403,10 @@ pub(super) fn spawn_post(
                     .await;
             }
             Err(PostError::Request(e)) => match info.request_id {
-                Some(id) => inner.emit.request_failed(id, e).await,
+                Some(id) => {
+                    tracing::debug!(target: "switchboard::http", server = %inner.server, method = info.method.unwrap_or("-"), id, "a request was not delivered: {e}");
+                    inner.emit.request_failed(id, e).await
+                }
                 None => {
                     tracing::warn!(target: "switchboard::http", server = %inner.server, method = info.method.unwrap_or("-"), "a message was not accepted: {e}");
                 }

@@ -421,16 +421,20 @@ impl HttpClient {
         // Waits while every allowed connection is busy: thousands of concurrent requests queue
         // here instead of opening thousands of sockets.
         let permit = self.busy.acquire_arc().await;
-        // A pooled connection may have been closed by the server while idle; if hyper hands
-        // the request back unsent, retry it once on a fresh connection.
+        // A pooled connection may have been closed by the server while idle (a server's
+        // keep-alive timeout, often 5 s, can expire just as the request is written, before
+        // this side has seen the close). If hyper hands the request back unsent, or the
+        // reused connection died before any answer came, retry it once on a fresh connection,
+        // as browsers do: the server closed that connection before it answered anything on it.
         if let Some(mut conn) = self.pool.take(&url.origin) {
             match conn.sender.try_send_request(build()?).await {
                 Ok(resp) => return Ok(self.response(resp, conn, url, permit)),
                 Err(mut e) => {
-                    if e.take_message().is_none() {
+                    let unsent = e.take_message().is_some();
+                    if !unsent && !closed_under_us(e.error()) {
                         return Err(HttpError::Transfer(describe_hyper(e.error())));
                     }
-                    tracing::debug!(target: "switchboard::http", origin = %url.origin, "pooled connection was closed; retrying on a new one");
+                    tracing::debug!(target: "switchboard::http", origin = %url.origin, "pooled connection was closed ({}); retrying on a new one", describe_hyper(e.error()));
                 }
             }
         }
@@ -519,6 +523,28 @@ impl HttpClient {
     }
 }
 
+/// Whether a request on a reused connection failed because the connection was gone (closed,
+/// reset or cut before an answer began), rather than for anything about the request itself.
+fn closed_under_us(e: &hyper::Error) -> bool {
+    if e.is_incomplete_message() || e.is_closed() || e.is_canceled() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            );
+        }
+        source = inner.source();
+    }
+    false
+}
+
 /// The most of a redirect's body read (so its connection can be reused), and how long for.
 const REDIRECT_BODY_LIMIT: usize = 64 * 1024;
 const REDIRECT_BODY_WAIT: Duration = Duration::from_secs(2);
@@ -535,6 +561,81 @@ const FD_RETRY_MAX: Duration = Duration::from_millis(250);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
+
+    /// Reads one request (head and `content-length` body) from `s`; `false` at end of stream.
+    fn read_request(s: &mut std::net::TcpStream) -> bool {
+        let mut buf = Vec::new();
+        let mut byte = [0u8; 1];
+        while !buf.ends_with(b"\r\n\r\n") {
+            match s.read(&mut byte) {
+                Ok(1) => buf.push(byte[0]),
+                _ => return false,
+            }
+        }
+        let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+        let len = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        let mut body = vec![0u8; len];
+        s.read_exact(&mut body).is_ok()
+    }
+
+    fn answer(s: &mut std::net::TcpStream, text: &str) {
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{text}",
+            text.len()
+        );
+        s.write_all(reply.as_bytes()).unwrap();
+    }
+
+    /// A server whose keep-alive timeout expires just as the next request is written closes
+    /// the reused connection without answering; the request goes again on a new connection
+    /// (the server never answered anything on the old one) and the caller sees one answer.
+    #[test]
+    fn a_reused_connection_closed_before_it_answered_is_retried_on_a_new_one() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut first, _) = listener.accept().unwrap();
+            assert!(read_request(&mut first));
+            answer(&mut first, "one");
+            // The second request arrives on the kept connection; the server closes it unanswered.
+            assert!(read_request(&mut first));
+            drop(first);
+            let (mut second, _) = listener.accept().unwrap();
+            assert!(read_request(&mut second));
+            answer(&mut second, "two");
+        });
+        let client = HttpClient::new(Duration::from_secs(5), 4, 4).with_proxies(Proxies::none());
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+        let headers = [(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )];
+        smol::block_on(async {
+            for expected in ["one", "two"] {
+                // The first connection is idle and ready in the pool before the second request,
+                // so that request is the one written on it.
+                while expected == "two"
+                    && !(client.pool.lock().get(&url.origin))
+                        .is_some_and(|idle| idle.iter().any(|c| c.sender.is_ready()))
+                {
+                    smol::future::yield_now().await;
+                }
+                let mut resp = client
+                    .request(Method::POST, &url, &headers, Bytes::from_static(b"{}"))
+                    .await
+                    .expect("an answer");
+                assert_eq!(resp.status, http::StatusCode::OK);
+                let body = resp.body.read_to_end(1024).await.unwrap();
+                assert_eq!(&body[..], expected.as_bytes());
+            }
+        });
+        server.join().unwrap();
+    }
 
     #[test]
     fn urls_parse_and_join() {
