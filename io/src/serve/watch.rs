@@ -114,6 +114,11 @@ pub async fn watch_config(sb: Switchboard, every: Duration) {
 /// Watch `paths` every `every`; when one changed (appeared, disappeared, or its length,
 /// modification time or contents changed), run `on_change`, which re-reads the config,
 /// applies it and returns the paths to watch from then on. Runs until dropped.
+///
+/// `on_change` also runs once right after the first look at the files: the config was read
+/// before watching began, and an edit made in between (while the servers started, or before
+/// this task first ran) would otherwise never be seen. When nothing changed, that re-read
+/// applies the same config and nothing restarts.
 pub async fn watch_files<F, Fut>(mut paths: Vec<PathBuf>, every: Duration, mut on_change: F)
 where
     F: FnMut() -> Fut,
@@ -126,14 +131,18 @@ where
         return futures_lite::future::pending().await;
     }
     let mut seen = fingerprints(paths.clone()).await;
+    let mut first = true;
     loop {
-        async_io::Timer::after(every).await;
-        let now = fingerprints(paths.clone()).await;
-        if now == seen {
-            continue;
+        if !std::mem::take(&mut first) {
+            async_io::Timer::after(every).await;
+            let now = fingerprints(paths.clone()).await;
+            if now == seen {
+                continue;
+            }
+            // Fingerprints taken before the re-read: an edit made while it runs is seen next
+            // time.
+            seen = now;
         }
-        // Fingerprints taken before the re-read: an edit made while it runs is seen next time.
-        seen = now;
         let mut after = on_change().await;
         after.sort();
         after.dedup();
@@ -142,5 +151,44 @@ where
             paths = after;
             seen = fingerprints(paths.clone()).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The config was read before watching began: an edit made in between is caught by the
+    /// one re-read right after the first look, without waiting for (or needing) a change the
+    /// poll would see. With an interval of an hour, that re-read is the only one.
+    #[test]
+    fn the_config_is_read_again_once_when_watching_begins() {
+        let dir = std::env::temp_dir().join(format!("switchboard-watch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("mcp.json");
+        std::fs::write(&file, "{}").unwrap();
+        let (tx, rx) = async_channel::unbounded::<()>();
+        let watch = watch_files(vec![file.clone()], Duration::from_secs(3600), || {
+            let tx = tx.clone();
+            let file = file.clone();
+            async move {
+                let _ = tx.send(()).await;
+                vec![file]
+            }
+        });
+        let first = smol::block_on(futures_lite::future::or(
+            async {
+                watch.await;
+                false
+            },
+            futures_lite::future::or(async { rx.recv().await.is_ok() }, async {
+                // Only a guard against hanging when the re-read never comes.
+                async_io::Timer::after(Duration::from_secs(60)).await;
+                false
+            }),
+        ));
+        assert!(first, "on_change ran once when watching began");
+        assert!(rx.try_recv().is_err(), "and only once");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -98,12 +98,16 @@ pub(super) async fn run(
         let quiet = g.quiet;
         let files = discovered_files(&session.discovered);
         let answered = session.answered.clone();
+        // The first re-read is the watcher's catch-up for edits made before it began, not
+        // necessarily a change: it says nothing.
+        let mut first = true;
         watch_files(files, DEFAULT_WATCH_INTERVAL, || {
             let sb = sb.clone();
             let options = answered.clone();
+            let announce = !quiet && !std::mem::take(&mut first);
             async move {
                 let d = blocking::unblock(move || switchboard::discover(&options)).await;
-                if !quiet {
+                if announce {
                     eprintln!("switchboard: a config file changed; syncing the servers");
                 }
                 let files = discovered_files(&d);
