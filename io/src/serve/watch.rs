@@ -131,18 +131,8 @@ where
         return futures_lite::future::pending().await;
     }
     let mut seen = fingerprints(paths.clone()).await;
-    let mut first = true;
     loop {
-        if !std::mem::take(&mut first) {
-            async_io::Timer::after(every).await;
-            let now = fingerprints(paths.clone()).await;
-            if now == seen {
-                continue;
-            }
-            // Fingerprints taken before the re-read: an edit made while it runs is seen next
-            // time.
-            seen = now;
-        }
+        // Re-read and apply (the first time: the catch-up), then wait for the next change.
         let mut after = on_change().await;
         after.sort();
         after.dedup();
@@ -150,6 +140,16 @@ where
         if after != paths {
             paths = after;
             seen = fingerprints(paths.clone()).await;
+        }
+        loop {
+            async_io::Timer::after(every).await;
+            let now = fingerprints(paths.clone()).await;
+            if now != seen {
+                // Fingerprints taken before the re-read: an edit made while it runs is seen
+                // next time.
+                seen = now;
+                break;
+            }
         }
     }
 }
