@@ -272,8 +272,13 @@ fn a_discover_result_after_the_probe_timed_out_waits_for_initialize_and_its_refu
     assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
     let c = m.counters();
     assert_eq!(
-        (c.late_discovers, c.probes_modern, c.probes_legacy),
-        (1, 1, 0)
+        (
+            c.late_discovers,
+            c.probes_modern,
+            c.probes_legacy,
+            c.initialize_refusals_held
+        ),
+        (1, 1, 0, 1)
     );
 }
 

@@ -32,6 +32,8 @@ mod listing;
 mod modern_ops_tests;
 mod mrtr;
 mod operations;
+#[cfg(test)]
+mod operations_tests;
 mod options;
 mod outputs;
 mod peer;
@@ -245,19 +247,6 @@ impl Manager {
             .collect()
     }
 
-    /// A re-list of this connected server's tools is under way (after `RefreshTools` or a
-    /// `tools/list_changed` notification). The shell uses it to answer `refresh_tools` only
-    /// once the list it asked for is applied.
-    pub fn refreshing(&self, server: &str) -> bool {
-        matches!(
-            self.servers.get(server).map(|s| &s.phase),
-            Some(Stage::Connected {
-                refresh: Some(_),
-                ..
-            })
-        )
-    }
-
     /// Attempts whose transport is open or opening (the core has not closed them).
     pub fn open_conns(&self) -> Vec<ConnId> {
         self.conns.keys().copied().collect()
@@ -287,13 +276,6 @@ impl Manager {
             self.calls.keys().copied(),
             self.rounds.open.keys().copied(),
         )
-    }
-
-    /// The number of the latest startup round, open or complete (`None` before the first).
-    /// Every `Connect` and `Reload` opens one, so right after handling one of them this is
-    /// its round: the shell matches the `StartupComplete` it waits for by this number.
-    pub fn last_round(&self) -> Option<u64> {
-        self.rounds.last()
     }
 
     /// How often each interesting path was taken so far.

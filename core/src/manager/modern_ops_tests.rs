@@ -341,6 +341,7 @@ fn the_reads_deadline_bounds_its_input_rounds() {
         "the input still asked is withdrawn"
     );
     assert!(m.operations_in_flight().is_empty());
+    assert_eq!(m.counters().operation_timeouts, 1);
 }
 
 #[test]

@@ -70,11 +70,6 @@ impl Rounds {
         self.next += 1;
         id
     }
-
-    /// The latest round numbered, open or complete.
-    pub(super) fn last(&self) -> Option<u64> {
-        self.next.checked_sub(1).filter(|r| *r > 0)
-    }
 }
 
 impl Manager {

@@ -1,0 +1,208 @@
+//! Operations (reads, prompts, completions) with more than one server, driven through the
+//! manager's inputs: an operation that waits for its server is sent on that server's
+//! connection and no other, a lost connection fails only its own server's operations, and a
+//! result of a type the client does not know fails the operation as a protocol error.
+
+use super::era_tests::{answer, drain, sent};
+use super::*;
+use crate::catalog::{Operation, OperationOutcome, OperationResult};
+use crate::config::{ServerConfig, ServerSpec};
+use crate::time::Instant;
+use serde_json::{json, Value};
+
+fn initialize_ok(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
+        "capabilities": {"resources": {}}, "serverInfo": {"name": "s", "version": "1"}}})
+}
+
+/// Connects `names` at time zero and opens their transports: each one's attempt and the id of
+/// the `initialize` sent on it, in the order given.
+fn open_all(m: &mut Manager, names: &[&str]) -> Vec<(ConnId, u64)> {
+    let servers = names
+        .iter()
+        .map(|n| ServerSpec::new(*n, ServerConfig::stdio("srv", &[])))
+        .collect();
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers,
+        },
+    );
+    let opened: Vec<(String, ConnId)> = drain(m)
+        .into_iter()
+        .filter_map(|o| match o {
+            Output::OpenTransport { conn, server, .. } => Some((server, conn)),
+            _ => None,
+        })
+        .collect();
+    names
+        .iter()
+        .map(|n| {
+            let conn = opened.iter().find(|(s, _)| s == n).expect("opened").1;
+            m.handle(
+                Instant::ZERO,
+                Input::Transport {
+                    conn,
+                    event: TransportEvent::Opened,
+                },
+            );
+            let init = sent(&drain(m))
+                .into_iter()
+                .find(|r| r.2 == "initialize")
+                .expect("initialize")
+                .1;
+            (conn, init)
+        })
+        .collect()
+}
+
+/// Initializes the attempt `conn` of `server` and answers every list it asks for (one
+/// resource, `sim://<server>/a`): everything that produced, lists answered or not.
+fn connect(m: &mut Manager, at: u64, server: &str, (conn, init): (ConnId, u64)) -> Vec<Output> {
+    let mut all = answer(m, at, conn, initialize_ok(init));
+    let mut pending: Vec<_> = sent(&all).into_iter().filter(|r| r.0 == conn).collect();
+    while let Some((_, id, method, _, _)) = pending.pop() {
+        let result = match method.as_str() {
+            "resources/list" => {
+                json!({"resources": [{"uri": format!("sim://{server}/a"), "name": "a"}]})
+            }
+            "resources/templates/list" => json!({"resourceTemplates": []}),
+            _ => continue,
+        };
+        let outs = answer(
+            m,
+            at,
+            conn,
+            json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+        pending.extend(sent(&outs).into_iter().filter(|r| r.0 == conn));
+        all.extend(outs);
+    }
+    assert_eq!(
+        m.server_state(server).unwrap().status,
+        ServerStatus::Connected
+    );
+    all
+}
+
+/// Asks server `server` to read `sim://<server>/a` as operation `call`.
+fn read(m: &mut Manager, at: u64, call: u64, server: &str) -> Vec<Output> {
+    m.handle(
+        Instant::from_millis(at),
+        Input::Operation {
+            call: CallId(call),
+            op: Operation::ReadResource {
+                uri: format!("sim://{server}/a"),
+                server: Some(server.into()),
+            },
+            timeout: None,
+        },
+    );
+    drain(m)
+}
+
+/// The `resources/read` requests among `outs`: (connection, request id).
+fn reads(outs: &[Output]) -> Vec<(ConnId, u64)> {
+    sent(outs)
+        .into_iter()
+        .filter(|r| r.2 == "resources/read")
+        .map(|r| (r.0, r.1))
+        .collect()
+}
+
+/// The outcome of operation `call` among `outs`, if it completed.
+fn outcome(outs: &[Output], call: u64) -> Option<OperationOutcome> {
+    outs.iter().find_map(|o| match o {
+        Output::Event(Event::OperationCompleted { call: c, outcome }) if *c == CallId(call) => {
+            Some(outcome.clone())
+        }
+        _ => None,
+    })
+}
+
+fn read_ok(id: u64, uri: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"contents": [{"uri": uri, "text": "hi"}]}})
+}
+
+#[test]
+fn an_operation_waiting_for_its_server_is_sent_on_that_servers_connection_only() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a", "b"]);
+    // `b` is still initializing: the read waits for it.
+    let outs = read(&mut m, 1, 7, "b");
+    assert!(reads(&outs).is_empty() && outcome(&outs, 7).is_none());
+    // `a` connecting first sends nothing of `b`'s.
+    let outs = connect(&mut m, 2, "a", attempts[0]);
+    assert_eq!(reads(&outs), vec![], "{outs:?}");
+    assert_eq!(m.operations_in_flight(), vec![CallId(7)]);
+    // `b` connecting sends it, on `b`'s connection.
+    let outs = connect(&mut m, 3, "b", attempts[1]);
+    let sent_reads = reads(&outs);
+    assert_eq!(sent_reads.len(), 1, "{outs:?}");
+    let (conn, id) = sent_reads[0];
+    assert_eq!(conn, attempts[1].0);
+    let outs = answer(&mut m, 4, conn, read_ok(id, "sim://b/a"));
+    assert!(
+        matches!(
+            outcome(&outs, 7),
+            Some(OperationOutcome::Ok(OperationResult::Read(_)))
+        ),
+        "{outs:?}"
+    );
+}
+
+#[test]
+fn a_lost_connection_fails_only_the_operations_of_its_own_server() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a", "b"]);
+    connect(&mut m, 1, "a", attempts[0]);
+    connect(&mut m, 1, "b", attempts[1]);
+    assert_eq!(reads(&read(&mut m, 2, 7, "a")).len(), 1);
+    let b_read = reads(&read(&mut m, 2, 8, "b"));
+    assert_eq!(b_read.len(), 1);
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn: attempts[0].0,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(
+        matches!(outcome(&outs, 7), Some(OperationOutcome::Err(_))),
+        "{outs:?}"
+    );
+    assert_eq!(outcome(&outs, 8), None, "b's read is not a's to fail");
+    assert_eq!(m.operations_in_flight(), vec![CallId(8)]);
+    let outs = answer(&mut m, 4, attempts[1].0, read_ok(b_read[0].1, "sim://b/a"));
+    assert!(
+        matches!(
+            outcome(&outs, 8),
+            Some(OperationOutcome::Ok(OperationResult::Read(_)))
+        ),
+        "{outs:?}"
+    );
+}
+
+#[test]
+fn an_operation_result_of_an_unknown_type_fails_it_as_a_protocol_error() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a"]);
+    connect(&mut m, 1, "a", attempts[0]);
+    let (conn, id) = reads(&read(&mut m, 2, 7, "a"))[0];
+    let later = json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "later",
+        "contents": []}});
+    let outs = answer(&mut m, 3, conn, later);
+    assert!(
+        matches!(
+            outcome(&outs, 7),
+            Some(OperationOutcome::Err(CallError::Protocol(_)))
+        ),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().unknown_result_types, 1);
+    assert!(m.operations_in_flight().is_empty());
+}
