@@ -383,8 +383,9 @@ fn an_unsupported_version_error_naming_ours_asks_again_once() {
     assert_eq!(m.counters().unsupported_versions, 1);
 }
 
-#[test]
-fn a_warm_start_of_a_stateless_server_skips_the_probe() {
+/// A warm start whose cache remembers `handshake` for server `s`: what its transport's
+/// opening sent, and the manager.
+fn warm_open(handshake: Handshake) -> (Manager, Vec<Output>) {
     let mut m = Manager::new(probing(), Instant::ZERO);
     let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
     m.handle(
@@ -410,10 +411,7 @@ fn a_warm_start_of_a_stateless_server_skips_the_probe() {
             .unwrap(),
     );
     let catalog = crate::catalog::Catalog {
-        handshake: Some(Handshake {
-            era: Era::Modern,
-            discover: Some(discover_ok(0)["result"].to_string()),
-        }),
+        handshake: Some(handshake),
         ..Default::default()
     };
     m.handle(
@@ -433,9 +431,32 @@ fn a_warm_start_of_a_stateless_server_skips_the_probe() {
             event: TransportEvent::Opened,
         },
     );
-    let reqs = sent(&drain(&mut m));
+    let outs = drain(&mut m);
+    (m, outs)
+}
+
+#[test]
+fn a_warm_start_of_a_stateless_server_skips_the_probe() {
+    let (m, outs) = warm_open(Handshake {
+        era: Era::Modern,
+        discover: Some(discover_ok(0)["result"].to_string()),
+    });
+    let reqs = sent(&outs);
     assert_eq!(reqs[0].2, "tools/list");
     assert!(has_full_meta(&reqs[0].3));
+    assert_eq!(m.counters().probes_sent, 0);
+    assert_eq!(m.counters().probes_skipped, 1);
+}
+
+#[test]
+fn a_warm_start_of_a_legacy_server_skips_the_probe_and_initializes_at_once() {
+    let (m, outs) = warm_open(Handshake {
+        era: Era::Legacy,
+        discover: None,
+    });
+    let reqs = sent(&outs);
+    assert_eq!(reqs.len(), 1, "{outs:?}");
+    assert_eq!(reqs[0].2, "initialize");
     assert_eq!(m.counters().probes_sent, 0);
     assert_eq!(m.counters().probes_skipped, 1);
 }

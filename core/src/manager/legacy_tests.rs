@@ -386,6 +386,9 @@ fn a_failed_attempt_carries_the_last_stderr_lines_within_their_bounds() {
     // ...and a longer line keeps its first 4,096 bytes, cut on a character boundary.
     let line = format!("{}{}", "c".repeat(4095), "é".repeat(10));
     assert_eq!(tail_after(&[line]), Some("c".repeat(4095)));
+    // Lines of exactly 4,096 bytes in all are all kept.
+    let exact = vec!["e".repeat(2048), "f".repeat(2048)];
+    assert_eq!(tail_after(&exact), Some(exact.join("\n")));
     // The byte bound still holds after lines left by count: 21 lines of 100 bytes (the first
     // leaves), then one of 3,000 bytes, which pushes out the ten oldest of the rest.
     let mut lines: Vec<String> = (0..21).map(|i| format!("{i:0>100}")).collect();

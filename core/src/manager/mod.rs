@@ -40,6 +40,8 @@ mod peer;
 mod reconcile;
 mod recovery;
 #[cfg(test)]
+mod recovery_tests;
+#[cfg(test)]
 mod refusal_tests;
 mod rounds;
 mod servers;

@@ -1,0 +1,229 @@
+//! Failures and what follows them, driven through the manager's inputs: a startup failure is
+//! retried only when the policy says so, a failure after the gate is logged as late once, a
+//! transport that closed by itself is not asked to close again, a refresh of a failed server
+//! is answered at once with why, and a call made against a cached tool is sent once its
+//! server connects.
+
+use super::era_tests::{answer, drain, open, sent};
+use super::*;
+use crate::config::{ServerConfig, ServerSpec};
+use crate::time::Instant;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn initialize_ok(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}})
+}
+
+fn initialize_refused(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "broken"}})
+}
+
+/// The id of the request of `method` among `outs`.
+fn request_of(outs: &[Output], method: &str) -> u64 {
+    sent(outs)
+        .into_iter()
+        .find(|r| r.2 == method)
+        .unwrap_or_else(|| panic!("no {method} in {outs:?}"))
+        .1
+}
+
+fn tools_ok(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "t",
+        "inputSchema": {"type": "object"}}]}})
+}
+
+fn reconnects(outs: &[Output]) -> usize {
+    outs.iter()
+        .filter(|o| matches!(o, Output::Event(Event::ReconnectScheduled { .. })))
+        .count()
+}
+
+fn closes(outs: &[Output], conn: ConnId) -> usize {
+    outs.iter()
+        .filter(|o| matches!(o, Output::CloseTransport { conn: c } if *c == conn))
+        .count()
+}
+
+#[test]
+fn a_server_that_fails_during_startup_is_retried_only_when_the_policy_says_so() {
+    for retry in [false, true] {
+        let mut o = ManagerOptions::default();
+        o.reconnect.retry_startup_failures = retry;
+        let mut m = Manager::new(o, Instant::ZERO);
+        let (conn, outs) = open(&mut m, 0);
+        let init = request_of(&outs, "initialize");
+        let outs = answer(&mut m, 1, conn, initialize_refused(init));
+        assert_eq!(
+            reconnects(&outs),
+            usize::from(retry),
+            "retry {retry}: {outs:?}"
+        );
+        assert_eq!(m.counters().startup_retries, u64::from(retry));
+        let state = m.server_state("s").unwrap();
+        assert_eq!(
+            state.last_error.map(|e| e.kind),
+            Some(ServerErrorKind::InitializeFailed)
+        );
+        // The core ended the attempt, so it closes its transport, once.
+        assert_eq!(closes(&outs, conn), 1);
+    }
+}
+
+#[test]
+fn a_refresh_of_a_failed_server_is_answered_at_once_with_why_it_failed() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize");
+    answer(&mut m, 1, conn, initialize_refused(init));
+    m.handle(
+        Instant::from_millis(2),
+        Input::RefreshTools {
+            request: RequestId(9),
+            server: "s".into(),
+        },
+    );
+    let outs = drain(&mut m);
+    let result = outs.iter().find_map(|o| match o {
+        Output::Event(Event::RefreshCompleted {
+            request: RequestId(9),
+            result,
+            ..
+        }) => Some(result.clone()),
+        _ => None,
+    });
+    match result {
+        Some(Err(RefreshError::NotConnected { server, reason })) => {
+            assert_eq!(server, "s");
+            assert_eq!(
+                reason.map(|e| e.kind),
+                Some(ServerErrorKind::InitializeFailed)
+            );
+        }
+        other => panic!("{other:?} in {outs:?}"),
+    }
+    assert_eq!(m.counters().refreshes_not_connected, 1);
+}
+
+#[test]
+fn a_failure_after_the_gate_is_counted_as_late_and_a_lost_connection_is_not() {
+    let mut o = ManagerOptions::default();
+    o.reconnect = ReconnectPolicy::never();
+    o.gate = Duration::from_millis(100);
+    // Servers without a cached list are not waited for past the gate.
+    o.uncached_wait = Some(Duration::ZERO);
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize");
+    // The gate passes while the server is still initializing...
+    m.handle_timeout(Instant::from_millis(100));
+    assert!(drain(&mut m)
+        .iter()
+        .any(|o| matches!(o, Output::Event(Event::StartupComplete { .. }))));
+    // ...then it fails: a late failure.
+    answer(&mut m, 150, conn, initialize_refused(init));
+    assert_eq!(m.counters().late_failures, 1);
+    // Connected again by hand, then lost: a lost connection, not a late failure.
+    let (conn, outs) = open(&mut m, 200);
+    let init = request_of(&outs, "initialize");
+    let outs = answer(&mut m, 201, conn, initialize_ok(init));
+    answer(&mut m, 202, conn, tools_ok(request_of(&outs, "tools/list")));
+    m.handle_timeout(Instant::from_millis(300));
+    drain(&mut m);
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    m.handle(
+        Instant::from_millis(400),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    let outs = drain(&mut m);
+    assert_eq!(m.counters().late_failures, 1);
+    // The transport closed by itself: it is not asked to close again.
+    assert_eq!(closes(&outs, conn), 0, "{outs:?}");
+}
+
+#[test]
+fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
+    let mut o = ManagerOptions::default();
+    o.gate = Duration::from_millis(100);
+    let mut m = Manager::new(o, Instant::ZERO);
+    let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers: vec![spec],
+        },
+    );
+    let outs = drain(&mut m);
+    let (conn, key) = outs.iter().fold((None, None), |(c, k), o| match o {
+        Output::OpenTransport { conn, .. } => (Some(*conn), k),
+        Output::LoadCache { key, .. } => (c, Some(key.clone())),
+        _ => (c, k),
+    });
+    let conn = conn.unwrap();
+    m.handle(
+        Instant::from_millis(1),
+        Input::CacheLoaded {
+            server: "s".into(),
+            key: key.unwrap(),
+            tools: Some(vec![crate::tool::ToolDef::named("t")]),
+            catalog: None,
+        },
+    );
+    drain(&mut m);
+    // Past the gate, the cached tool is shown while the server starts; a call to it waits.
+    m.handle_timeout(Instant::from_millis(100));
+    drain(&mut m);
+    assert!(m.tools()[0].deferred);
+    m.handle(
+        Instant::from_millis(2),
+        Input::CallTool {
+            call: CallId(3),
+            tool: "mcp_s_t".into(),
+            arguments: None,
+            timeout: None,
+            progress: false,
+            meta: None,
+        },
+    );
+    assert!(request_of_any(&drain(&mut m), "tools/call").is_none());
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let init = request_of(&drain(&mut m), "initialize");
+    let outs = answer(&mut m, 4, conn, initialize_ok(init));
+    let outs = answer(&mut m, 5, conn, tools_ok(request_of(&outs, "tools/list")));
+    let id = request_of_any(&outs, "tools/call").expect("the waiting call is sent");
+    assert_eq!(m.counters().deferred_calls_sent, 1);
+    let outs = answer(
+        &mut m,
+        6,
+        conn,
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
+    );
+    assert!(
+        outs.iter().any(|o| matches!(
+            o,
+            Output::Event(Event::CallCompleted {
+                call: CallId(3),
+                outcome: CallOutcome::Ok(_),
+                ..
+            })
+        )),
+        "{outs:?}"
+    );
+}
+
+fn request_of_any(outs: &[Output], method: &str) -> Option<u64> {
+    sent(outs).into_iter().find(|r| r.2 == method).map(|r| r.1)
+}
