@@ -744,3 +744,101 @@ fn a_task_call_is_polled_at_the_servers_interval_then_answered_by_its_result() {
     assert_eq!(m.counters().task_polls, 1);
     assert!(m.calls_in_flight().is_empty());
 }
+
+/// A checker whose every schema asks for `{"ok": true}`.
+struct NeedsOk;
+
+impl crate::schema::OutputValidator for NeedsOk {
+    fn compile(
+        &self,
+        _: &crate::tool::RawJson,
+    ) -> Result<std::sync::Arc<dyn crate::schema::CompiledSchema>, String> {
+        Ok(std::sync::Arc::new(NeedsOk))
+    }
+}
+
+impl crate::schema::CompiledSchema for NeedsOk {
+    fn check(&self, instance: &Value) -> Result<(), crate::schema::SchemaMismatch> {
+        match instance.get("ok") {
+            Some(Value::Bool(true)) => Ok(()),
+            _ => Err(crate::schema::SchemaMismatch {
+                path: "/ok".into(),
+                message: "must be true".into(),
+                more: 0,
+            }),
+        }
+    }
+}
+
+#[test]
+fn structured_results_are_checked_against_the_tools_output_schema_and_counted() {
+    let mut o = ManagerOptions::default();
+    o.output_validator = Some(crate::schema::SharedValidator::new(NeedsOk));
+    let (mut m, conn) = connected(
+        o,
+        json!({"tools": {}}),
+        json!([{"name": "t", "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object"}}]),
+    );
+    let mut outcomes = Vec::new();
+    for (n, ok) in [(1, true), (2, false)] {
+        let id = request_of(&call(&mut m, 10 * n, n, None), "tools/call");
+        let result = json!({"content": [], "structuredContent": {"ok": ok}});
+        let outs = answer(
+            &mut m,
+            10 * n + 1,
+            conn,
+            json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+        outcomes.push(call_outcome(&outs));
+    }
+    assert!(
+        matches!(outcomes[0], Some(CallOutcome::Ok(_))),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(
+            outcomes[1],
+            Some(CallOutcome::Err(CallError::OutputSchema { .. }))
+        ),
+        "{outcomes:?}"
+    );
+    let c = m.counters();
+    assert_eq!((c.output_schema_passed, c.output_schema_refused), (1, 1));
+}
+
+#[test]
+fn roots_are_kept_up_to_their_bound_and_a_longer_list_is_cut_with_a_warning() {
+    let roots = |n: usize| -> Vec<crate::protocol::Root> {
+        (0..n)
+            .map(|i| crate::protocol::Root {
+                uri: format!("file:///r{i}"),
+                name: None,
+            })
+            .collect()
+    };
+    for (given, warned) in [(MAX_ROOTS, false), (MAX_ROOTS + 1, true)] {
+        let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+        m.handle(
+            Instant::ZERO,
+            Input::SetRoots {
+                roots: roots(given),
+            },
+        );
+        let outs = drain(&mut m);
+        let warnings = outs
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o,
+                    Output::Event(Event::Diagnostic {
+                        level: Level::Warn,
+                        ..
+                    })
+                )
+            })
+            .count();
+        assert_eq!(warnings, usize::from(warned), "{given} roots");
+        assert_eq!(m.roots(), &roots(MAX_ROOTS)[..], "{given} roots");
+    }
+}

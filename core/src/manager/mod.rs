@@ -15,6 +15,8 @@
 
 mod calls;
 mod catalog;
+#[cfg(test)]
+mod catalog_tests;
 mod counters;
 mod era;
 #[cfg(test)]

@@ -789,3 +789,35 @@ fn a_completion_answers_with_its_values_and_is_counted_as_one() {
         (1, 0)
     );
 }
+
+#[test]
+fn a_read_may_take_as_many_input_rounds_as_the_bound_and_fails_past_it() {
+    let mut o = probing();
+    o.roots = vec![crate::protocol::Root {
+        uri: "file:///configured".into(),
+        name: None,
+    }];
+    let (mut m, conn) = connected(o);
+    let (mut id, _) = read(&mut m, 10, None);
+    let roots = r#""where":{"method":"roots/list"}"#;
+    // Every round is answered from the manager's roots and the read asked again...
+    for round in 1..=super::mrtr::MAX_INPUT_ROUNDS {
+        let outs = frame(&mut m, 11, conn, input_required(id, roots, "1"));
+        assert!(completed(&outs).is_none(), "round {round}: {outs:?}");
+        id = sent(&outs)
+            .into_iter()
+            .find(|r| r.2 == "resources/read")
+            .unwrap_or_else(|| panic!("round {round} is answered"))
+            .1;
+    }
+    // ...up to the bound: one more fails it.
+    let outs = frame(&mut m, 12, conn, input_required(id, roots, "1"));
+    assert!(
+        matches!(
+            completed(&outs),
+            Some(OperationOutcome::Err(CallError::Protocol(_)))
+        ),
+        "{outs:?}"
+    );
+    assert!(m.operations_in_flight().is_empty());
+}

@@ -1,0 +1,117 @@
+//! The resources and prompts a server of the initialize-based revisions lists, driven through
+//! the manager's inputs: a list longer than the page bound ends empty with a warning, and a
+//! changed prompt list is announced as prompts (not resources) having changed.
+
+use super::era_tests::{answer, drain, open, sent};
+use super::*;
+use crate::time::Instant;
+use serde_json::{json, Value};
+
+fn initialize_ok(id: u64, caps: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
+        "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}})
+}
+
+fn ok(id: u64, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// The id of the request of `method` among `outs`, if one was sent.
+fn request_of(outs: &[Output], method: &str) -> Option<u64> {
+    sent(outs).into_iter().find(|r| r.2 == method).map(|r| r.1)
+}
+
+fn announced(outs: &[Output]) -> (usize, usize) {
+    let count = |f: fn(&Event) -> bool| {
+        outs.iter()
+            .filter(|o| matches!(o, Output::Event(e) if f(e)))
+            .count()
+    };
+    (
+        count(|e| matches!(e, Event::ResourcesChanged { .. })),
+        count(|e| matches!(e, Event::PromptsChanged { .. })),
+    )
+}
+
+#[test]
+fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
+    let mut o = ManagerOptions::default();
+    o.max_tool_pages = 2;
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize").unwrap();
+    let outs = answer(
+        &mut m,
+        1,
+        conn,
+        initialize_ok(init, json!({"resources": {}})),
+    );
+    let templates = request_of(&outs, "resources/templates/list").unwrap();
+    answer(
+        &mut m,
+        1,
+        conn,
+        ok(templates, json!({"resourceTemplates": []})),
+    );
+    let mut id = request_of(&outs, "resources/list").unwrap();
+    let mut warnings = Vec::new();
+    for page in 1..=2 {
+        let result = json!({"resources": [{"uri": format!("file:///{page}"), "name": "r"}],
+            "nextCursor": format!("c{page}")});
+        let outs = answer(&mut m, 2, conn, ok(id, result));
+        match request_of(&outs, "resources/list") {
+            Some(next) => {
+                assert_eq!(page, 1, "a third page is not asked for");
+                id = next;
+            }
+            None => {
+                assert_eq!(page, 2, "the second page is asked for");
+                warnings.extend(outs.iter().filter_map(|o| match o {
+                    Output::Event(Event::Diagnostic {
+                        level: Level::Warn,
+                        message,
+                        ..
+                    }) => Some(message.clone()),
+                    _ => None,
+                }));
+            }
+        }
+    }
+    assert!(
+        warnings.iter().any(|w| w.contains("more than 2 pages")),
+        "{warnings:?}"
+    );
+    assert!(m.resources().is_empty());
+    assert_eq!(m.counters().catalog_lists_failed, 1);
+    // The server itself is fine: only that list is empty.
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+}
+
+#[test]
+fn a_changed_prompt_list_is_announced_as_prompts_changed() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize").unwrap();
+    let caps = json!({"prompts": {"listChanged": true}});
+    let outs = answer(&mut m, 1, conn, initialize_ok(init, caps));
+    let list = request_of(&outs, "prompts/list").unwrap();
+    answer(
+        &mut m,
+        2,
+        conn,
+        ok(list, json!({"prompts": [{"name": "a"}]})),
+    );
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"});
+    let outs = answer(&mut m, 3, conn, changed);
+    let list = request_of(&outs, "prompts/list").expect("listed again");
+    let outs = answer(
+        &mut m,
+        4,
+        conn,
+        ok(list, json!({"prompts": [{"name": "a"}, {"name": "b"}]})),
+    );
+    assert_eq!(announced(&outs), (0, 1), "{outs:?}");
+    assert_eq!(m.prompts().len(), 2);
+    drain(&mut m);
+}
