@@ -136,6 +136,10 @@ pub(super) struct ServerCatalog {
     again: [bool; 3],
     /// The first tool list of attempt `conn`, held until the first catalog lists end.
     tools_wait: Option<(ConnId, Vec<ToolDef>)>,
+    /// Kinds this attempt's server no longer declares, whose items an earlier attempt listed:
+    /// they left `live` when the attempt initialized, so the view changed even though
+    /// nothing of them is listed now (announced once the server is ready).
+    dropped: [bool; 3],
 }
 
 impl ServerCatalog {
@@ -340,12 +344,16 @@ impl Manager {
         }
     }
 
-    /// What the cache now holds for `server` is its live catalog.
+    /// What the cache now holds for `server` is its live catalog. Only a server whose live
+    /// catalog is shown stores one, so what the getters show does not change (the cached
+    /// catalog is shown only while the server is deferred).
     pub(super) fn catalog_stored(&mut self, server: &str) {
         if let Some(s) = self.servers.get_mut(server) {
-            if s.exposed == Some(true) {
-                self.catalog.generation += 1;
-            }
+            debug_assert_eq!(
+                s.exposed,
+                Some(false),
+                "{server} stores while not shown live"
+            );
             s.catalog.cached = Some((s.hash.clone(), s.catalog.live.clone()));
         }
     }
@@ -414,6 +422,16 @@ impl Manager {
             .as_ref()
             .map(|i| i.capabilities.clone())
             .unwrap_or_default();
+        // What an earlier attempt listed of a kind this server no longer declares is not
+        // its catalog any more: it leaves the view (and the cache, at the next store).
+        s.catalog.dropped = [false; 3];
+        for kind in ListKind::ALL {
+            if !kind.declared(&caps) && kind.len(&s.catalog.live) > 0 {
+                kind.take_into(&mut Catalog::default(), Arc::make_mut(&mut s.catalog.live));
+                s.catalog.dropped[kind.index()] = true;
+                self.catalog.generation += 1;
+            }
+        }
         let mut any = false;
         for kind in ListKind::ALL {
             if kind.declared(&caps) {
@@ -732,14 +750,21 @@ impl Manager {
         if !announce {
             return;
         }
-        // Only a server that declared (or lists) resources or prompts changes those views.
+        // Only a server that declared (or lists) resources or prompts, or whose earlier
+        // ones just left the view, changes those views.
         let caps = self.capabilities(server).cloned().unwrap_or_default();
-        let Some(s) = self.servers.get(server) else {
+        let Some(s) = self.servers.get_mut(server) else {
             return;
         };
+        let dropped = std::mem::take(&mut s.catalog.dropped);
         let live = &s.catalog.live;
-        let resources = caps.resources || !live.resources.is_empty() || !live.templates.is_empty();
-        let prompts = caps.prompts || !live.prompts.is_empty();
+        let resources = caps.resources
+            || !live.resources.is_empty()
+            || !live.templates.is_empty()
+            || dropped[ListKind::Resources.index()]
+            || dropped[ListKind::Templates.index()];
+        let prompts =
+            caps.prompts || !live.prompts.is_empty() || dropped[ListKind::Prompts.index()];
         let servers = vec![server.to_string()];
         if resources {
             self.emit(Event::ResourcesChanged {

@@ -115,3 +115,71 @@ fn a_changed_prompt_list_is_announced_as_prompts_changed() {
     assert_eq!(m.prompts().len(), 2);
     drain(&mut m);
 }
+
+#[test]
+fn a_server_that_no_longer_declares_resources_after_a_reconnect_shows_none() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize").unwrap();
+    let outs = answer(
+        &mut m,
+        1,
+        conn,
+        initialize_ok(init, json!({"resources": {}})),
+    );
+    let list = request_of(&outs, "resources/list").unwrap();
+    let templates = request_of(&outs, "resources/templates/list").unwrap();
+    answer(
+        &mut m,
+        1,
+        conn,
+        ok(templates, json!({"resourceTemplates": []})),
+    );
+    let r = json!({"resources": [{"uri": "file:///a", "name": "a"}]});
+    answer(&mut m, 2, conn, ok(list, r));
+    assert_eq!(m.resources().len(), 1);
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    let at = m.poll_timeout().expect("a reconnect is due");
+    m.handle_timeout(at);
+    let conn = drain(&mut m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("reconnects");
+    m.handle(
+        at,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let init = request_of(&drain(&mut m), "initialize").unwrap();
+    // The restarted server offers tools only now.
+    let outs = answer(
+        &mut m,
+        at.as_millis() + 1,
+        conn,
+        initialize_ok(init, json!({"tools": {}})),
+    );
+    let tools = request_of(&outs, "tools/list").unwrap();
+    let outs = answer(
+        &mut m,
+        at.as_millis() + 2,
+        conn,
+        ok(tools, json!({"tools": []})),
+    );
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    assert_eq!(m.resources(), vec![], "{outs:?}");
+    assert_eq!(announced(&outs).0, 1, "{outs:?}");
+}
