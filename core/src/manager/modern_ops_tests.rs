@@ -128,7 +128,15 @@ fn a_read_that_asks_for_input_is_retried_with_the_answers_and_the_state_as_writt
     let mut o = probing();
     o.client_features.elicitation_form = true;
     let (mut m, conn) = connected(o);
-    let (first, _) = read(&mut m, 10, None);
+    let (first, outs) = read(&mut m, 10, None);
+    // A stateless request names what it reads (`Mcp-Name`), and so does its retry.
+    let name_of = |outs: &[Output]| {
+        sent(outs)
+            .into_iter()
+            .find(|r| r.2 == "resources/read")
+            .and_then(|r| r.4.name)
+    };
+    assert_eq!(name_of(&outs).as_deref(), Some("sim://s/a"));
     let state = r#"{"k":"a\u00e9\/b", "n":1}"#;
     let requests = format!(r#"{ELICIT},"where":{{"method":"roots/list"}}"#);
     let outs = frame(&mut m, 11, conn, input_required(first, &requests, state));
@@ -159,6 +167,7 @@ fn a_read_that_asks_for_input_is_retried_with_the_answers_and_the_state_as_writt
             _ => None,
         })
         .expect("the read is sent again");
+    assert_eq!(name_of(&outs).as_deref(), Some("sim://s/a"));
     assert!(
         retry.contains(&format!(r#""requestState":{state}"#)),
         "{retry}"
