@@ -423,13 +423,19 @@ impl Manager {
             .map(|i| i.capabilities.clone())
             .unwrap_or_default();
         // What an earlier attempt listed of a kind this server no longer declares is not
-        // its catalog any more: it leaves the view (and the cache, at the next store).
+        // its catalog any more: it leaves the view (and the cache, at the next store). An
+        // initializing attempt's live catalog is not shown, so the getters move (and the
+        // catalog generation with them) only when the server is shown live again.
+        debug_assert_ne!(
+            s.exposed,
+            Some(false),
+            "{server} initializes while shown live"
+        );
         s.catalog.dropped = [false; 3];
-        for kind in ListKind::ALL {
-            if !kind.declared(&caps) && kind.len(&s.catalog.live) > 0 {
+        for kind in ListKind::ALL.into_iter().filter(|k| !k.declared(&caps)) {
+            if kind.len(&s.catalog.live) > 0 {
                 kind.take_into(&mut Catalog::default(), Arc::make_mut(&mut s.catalog.live));
                 s.catalog.dropped[kind.index()] = true;
-                self.catalog.generation += 1;
             }
         }
         let mut any = false;
