@@ -756,21 +756,25 @@ impl Manager {
         if !announce {
             return;
         }
-        // Only a server that declared (or lists) resources or prompts, or whose earlier
-        // ones just left the view, changes those views.
+        // Only a server that declares resources or prompts, or whose earlier ones just left
+        // the view, changes those views. (Its live catalog holds only kinds it declares:
+        // nothing else is listed, and what an earlier attempt listed of a kind no longer
+        // declared left when this attempt initialized.)
         let caps = self.capabilities(server).cloned().unwrap_or_default();
         let Some(s) = self.servers.get_mut(server) else {
             return;
         };
         let dropped = std::mem::take(&mut s.catalog.dropped);
         let live = &s.catalog.live;
+        debug_assert!(
+            (caps.resources || live.resources.is_empty() && live.templates.is_empty())
+                && (caps.prompts || live.prompts.is_empty()),
+            "{server} shows a kind it does not declare"
+        );
         let resources = caps.resources
-            || !live.resources.is_empty()
-            || !live.templates.is_empty()
             || dropped[ListKind::Resources.index()]
             || dropped[ListKind::Templates.index()];
-        let prompts =
-            caps.prompts || !live.prompts.is_empty() || dropped[ListKind::Prompts.index()];
+        let prompts = caps.prompts || dropped[ListKind::Prompts.index()];
         let servers = vec![server.to_string()];
         if resources {
             self.emit(Event::ResourcesChanged {

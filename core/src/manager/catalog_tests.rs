@@ -35,8 +35,10 @@ fn announced(outs: &[Output]) -> (usize, usize) {
 
 #[test]
 fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
-    let mut o = ManagerOptions::default();
-    o.max_tool_pages = 2;
+    let o = ManagerOptions {
+        max_tool_pages: 2,
+        ..ManagerOptions::default()
+    };
     let mut m = Manager::new(o, Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);
     let init = request_of(&outs, "initialize").unwrap();

@@ -772,8 +772,10 @@ impl crate::schema::CompiledSchema for NeedsOk {
 
 #[test]
 fn structured_results_are_checked_against_the_tools_output_schema_and_counted() {
-    let mut o = ManagerOptions::default();
-    o.output_validator = Some(crate::schema::SharedValidator::new(NeedsOk));
+    let o = ManagerOptions {
+        output_validator: Some(crate::schema::SharedValidator::new(NeedsOk)),
+        ..ManagerOptions::default()
+    };
     let (mut m, conn) = connected(
         o,
         json!({"tools": {}}),

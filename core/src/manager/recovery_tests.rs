@@ -108,11 +108,13 @@ fn a_refresh_of_a_failed_server_is_answered_at_once_with_why_it_failed() {
 
 #[test]
 fn a_failure_after_the_gate_is_counted_as_late_and_a_lost_connection_is_not() {
-    let mut o = ManagerOptions::default();
-    o.reconnect = ReconnectPolicy::never();
-    o.gate = Duration::from_millis(100);
-    // Servers without a cached list are not waited for past the gate.
-    o.uncached_wait = Some(Duration::ZERO);
+    let o = ManagerOptions {
+        reconnect: ReconnectPolicy::never(),
+        gate: Duration::from_millis(100),
+        // Servers without a cached list are not waited for past the gate.
+        uncached_wait: Some(Duration::ZERO),
+        ..ManagerOptions::default()
+    };
     let mut m = Manager::new(o, Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);
     let init = request_of(&outs, "initialize");
@@ -149,8 +151,10 @@ fn a_failure_after_the_gate_is_counted_as_late_and_a_lost_connection_is_not() {
 
 #[test]
 fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
-    let mut o = ManagerOptions::default();
-    o.gate = Duration::from_millis(100);
+    let o = ManagerOptions {
+        gate: Duration::from_millis(100),
+        ..ManagerOptions::default()
+    };
     let mut m = Manager::new(o, Instant::ZERO);
     let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
     m.handle(
