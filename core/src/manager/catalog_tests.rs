@@ -2,7 +2,7 @@
 //! the manager's inputs: a list longer than the page bound ends empty with a warning, and a
 //! changed prompt list is announced as prompts (not resources) having changed.
 
-use super::era_tests::{answer, drain, open, sent};
+use super::era_tests::{answer, drain, lose_and_reconnect, open, sent};
 use super::*;
 use crate::time::Instant;
 use serde_json::{json, Value};
@@ -140,33 +140,8 @@ fn a_server_that_no_longer_declares_resources_after_a_reconnect_shows_none() {
     let r = json!({"resources": [{"uri": "file:///a", "name": "a"}]});
     answer(&mut m, 2, conn, ok(list, r));
     assert_eq!(m.resources().len(), 1);
-    m.handle(
-        Instant::from_millis(3),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Closed {
-                reason: "exit 1".into(),
-            },
-        },
-    );
-    drain(&mut m);
-    let at = m.poll_timeout().expect("a reconnect is due");
-    m.handle_timeout(at);
-    let conn = drain(&mut m)
-        .iter()
-        .find_map(|o| match o {
-            Output::OpenTransport { conn, .. } => Some(*conn),
-            _ => None,
-        })
-        .expect("reconnects");
-    m.handle(
-        at,
-        Input::Transport {
-            conn,
-            event: TransportEvent::Opened,
-        },
-    );
-    let init = request_of(&drain(&mut m), "initialize").unwrap();
+    let (conn, at, outs) = lose_and_reconnect(&mut m, conn, 3);
+    let init = request_of(&outs, "initialize").unwrap();
     // The restarted server offers tools only now.
     let outs = answer(
         &mut m,

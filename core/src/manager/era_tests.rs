@@ -63,6 +63,62 @@ pub(super) fn open(m: &mut Manager, at: u64) -> (ConnId, Vec<Output>) {
     (conn, drain(m))
 }
 
+/// Connects server `s` at time zero without opening its transport: the attempt and the key
+/// its cache entry is asked for under.
+pub(super) fn connect_unopened(m: &mut Manager) -> (ConnId, CacheKey) {
+    let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
+    m.handle(
+        Instant::ZERO,
+        Input::Connect {
+            request: RequestId(1),
+            servers: vec![spec],
+        },
+    );
+    let outs = drain(m);
+    let (conn, key) = outs.iter().fold((None, None), |(c, k), o| match o {
+        Output::OpenTransport { conn, .. } => (Some(*conn), k),
+        Output::LoadCache { key, .. } => (c, Some(key.clone())),
+        _ => (c, k),
+    });
+    (conn.expect("opened"), key.expect("the cache is asked"))
+}
+
+/// Closes `conn` as a process that exited (at `at` ms), then runs the reconnect that
+/// follows: the new attempt, opened; when; and what its opening sent.
+pub(super) fn lose_and_reconnect(
+    m: &mut Manager,
+    conn: ConnId,
+    at: u64,
+) -> (ConnId, Instant, Vec<Output>) {
+    m.handle(
+        Instant::from_millis(at),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    drain(m);
+    let at = m.poll_timeout().expect("a reconnect is due");
+    m.handle_timeout(at);
+    let conn = drain(m)
+        .iter()
+        .find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("the reconnect opens a transport");
+    m.handle(
+        at,
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    (conn, at, drain(m))
+}
+
 pub(super) fn answer(m: &mut Manager, at: u64, conn: ConnId, body: Value) -> Vec<Output> {
     m.handle(
         Instant::from_millis(at),
@@ -387,29 +443,7 @@ fn an_unsupported_version_error_naming_ours_asks_again_once() {
 /// opening sent, and the manager.
 fn warm_open(handshake: Handshake) -> (Manager, Vec<Output>) {
     let mut m = Manager::new(probing(), Instant::ZERO);
-    let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
-    m.handle(
-        Instant::ZERO,
-        Input::Connect {
-            request: RequestId(1),
-            servers: vec![spec],
-        },
-    );
-    let outs = drain(&mut m);
-    let (conn, key) = (
-        outs.iter()
-            .find_map(|o| match o {
-                Output::OpenTransport { conn, .. } => Some(*conn),
-                _ => None,
-            })
-            .unwrap(),
-        outs.iter()
-            .find_map(|o| match o {
-                Output::LoadCache { key, .. } => Some(key.clone()),
-                _ => None,
-            })
-            .unwrap(),
-    );
+    let (conn, key) = connect_unopened(&mut m);
     let catalog = crate::catalog::Catalog {
         handshake: Some(handshake),
         ..Default::default()

@@ -3,10 +3,9 @@
 //! one lists at once, a change announced makes the lists stale, and a private entry is never
 //! used under other credentials.
 
-use super::era_tests::{discover_ok, drain, open, probing, sent};
+use super::era_tests::{connect_unopened, discover_ok, drain, open, probing, sent};
 use super::*;
 use crate::catalog::Catalog;
-use crate::config::{ServerConfig, ServerSpec};
 use crate::protocol::CacheScope;
 use crate::time::Instant;
 use bytes::Bytes;
@@ -170,25 +169,12 @@ fn a_change_the_server_announces_makes_fresh_lists_stale() {
 /// its open.
 fn warm_start(catalog: Catalog) -> (Manager, Vec<Output>) {
     let mut m = Manager::new(probing(), Instant::ZERO);
-    let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
-    m.handle(
-        Instant::ZERO,
-        Input::Connect {
-            request: RequestId(1),
-            servers: vec![spec],
-        },
-    );
-    let outs = drain(&mut m);
-    let (conn, key) = outs.iter().fold((None, None), |(c, k), o| match o {
-        Output::OpenTransport { conn, .. } => (Some(*conn), k),
-        Output::LoadCache { key, .. } => (c, Some(key.clone())),
-        _ => (c, k),
-    });
+    let (conn, key) = connect_unopened(&mut m);
     m.handle(
         Instant::from_millis(1),
         Input::CacheLoaded {
             server: "s".into(),
-            key: key.unwrap(),
+            key,
             tools: Some(vec![crate::tool::ToolDef::named("t")]),
             catalog: Some(catalog),
         },
@@ -197,7 +183,7 @@ fn warm_start(catalog: Catalog) -> (Manager, Vec<Output>) {
     m.handle(
         Instant::from_millis(2),
         Input::Transport {
-            conn: conn.unwrap(),
+            conn,
             event: TransportEvent::Opened,
         },
     );

@@ -5,7 +5,7 @@
 //! instead of `logging/setLevel`. Changes are heard on a `subscriptions/listen` stream,
 //! asked again when it ends, and resource subscriptions are changes of its filter.
 
-use super::era_tests::{answer, drain, has_full_meta, open, probing, sent};
+use super::era_tests::{answer, drain, has_full_meta, lose_and_reconnect, open, probing, sent};
 use super::*;
 use crate::catalog::{Operation, OperationOutcome, OperationResult};
 use crate::protocol::{PeerAnswer, PeerRequestKind};
@@ -630,33 +630,7 @@ fn a_catalog_list_that_repeats_a_cursor_ends_there() {
 #[test]
 fn a_reconnect_outside_a_round_announces_the_catalog_once_it_is_live_again() {
     let (mut m, conn) = connected(probing());
-    m.handle(
-        Instant::from_millis(10),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Closed {
-                reason: "exit 1".into(),
-            },
-        },
-    );
-    drain(&mut m);
-    let at = m.poll_timeout().expect("a reconnect is due");
-    m.handle_timeout(at);
-    let conn = drain(&mut m)
-        .iter()
-        .find_map(|o| match o {
-            Output::OpenTransport { conn, .. } => Some(*conn),
-            _ => None,
-        })
-        .expect("the reconnect opens a transport");
-    m.handle(
-        at,
-        Input::Transport {
-            conn,
-            event: TransportEvent::Opened,
-        },
-    );
-    let outs = drain(&mut m);
+    let (conn, at, outs) = lose_and_reconnect(&mut m, conn, 10);
     let (outs, _) = answer_lists(&mut m, at.as_millis(), conn, outs);
     assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
     let count = |f: fn(&Event) -> bool| {

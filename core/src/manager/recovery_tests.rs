@@ -4,9 +4,8 @@
 //! is answered at once with why, and a call made against a cached tool is sent once its
 //! server connects.
 
-use super::era_tests::{answer, drain, open, sent};
+use super::era_tests::{answer, connect_unopened, drain, open, sent};
 use super::*;
-use crate::config::{ServerConfig, ServerSpec};
 use crate::time::Instant;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -156,26 +155,12 @@ fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
         ..ManagerOptions::default()
     };
     let mut m = Manager::new(o, Instant::ZERO);
-    let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
-    m.handle(
-        Instant::ZERO,
-        Input::Connect {
-            request: RequestId(1),
-            servers: vec![spec],
-        },
-    );
-    let outs = drain(&mut m);
-    let (conn, key) = outs.iter().fold((None, None), |(c, k), o| match o {
-        Output::OpenTransport { conn, .. } => (Some(*conn), k),
-        Output::LoadCache { key, .. } => (c, Some(key.clone())),
-        _ => (c, k),
-    });
-    let conn = conn.unwrap();
+    let (conn, key) = connect_unopened(&mut m);
     m.handle(
         Instant::from_millis(1),
         Input::CacheLoaded {
             server: "s".into(),
-            key: key.unwrap(),
+            key,
             tools: Some(vec![crate::tool::ToolDef::named("t")]),
             catalog: None,
         },
