@@ -33,6 +33,17 @@ fn announced(outs: &[Output]) -> (usize, usize) {
     )
 }
 
+/// Opens server `s`, which declares resources, and answers its (empty) template list: the
+/// attempt and the id of its first `resources/list`, still unanswered.
+fn resources_server(m: &mut Manager) -> (ConnId, u64) {
+    let (conn, outs) = open(m, 0);
+    let init = request_of(&outs, "initialize").unwrap();
+    let outs = answer(m, 1, conn, initialize_ok(init, json!({"resources": {}})));
+    let templates = request_of(&outs, "resources/templates/list").unwrap();
+    answer(m, 1, conn, ok(templates, json!({"resourceTemplates": []})));
+    (conn, request_of(&outs, "resources/list").unwrap())
+}
+
 #[test]
 fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
     let o = ManagerOptions {
@@ -40,22 +51,8 @@ fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
         ..ManagerOptions::default()
     };
     let mut m = Manager::new(o, Instant::ZERO);
-    let (conn, outs) = open(&mut m, 0);
-    let init = request_of(&outs, "initialize").unwrap();
-    let outs = answer(
-        &mut m,
-        1,
-        conn,
-        initialize_ok(init, json!({"resources": {}})),
-    );
-    let templates = request_of(&outs, "resources/templates/list").unwrap();
-    answer(
-        &mut m,
-        1,
-        conn,
-        ok(templates, json!({"resourceTemplates": []})),
-    );
-    let mut id = request_of(&outs, "resources/list").unwrap();
+    let (conn, list) = resources_server(&mut m);
+    let mut id = list;
     let mut warnings = Vec::new();
     for page in 1..=2 {
         let result = json!({"resources": [{"uri": format!("file:///{page}"), "name": "r"}],
@@ -121,22 +118,7 @@ fn a_changed_prompt_list_is_announced_as_prompts_changed() {
 #[test]
 fn a_server_that_no_longer_declares_resources_after_a_reconnect_shows_none() {
     let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
-    let (conn, outs) = open(&mut m, 0);
-    let init = request_of(&outs, "initialize").unwrap();
-    let outs = answer(
-        &mut m,
-        1,
-        conn,
-        initialize_ok(init, json!({"resources": {}})),
-    );
-    let list = request_of(&outs, "resources/list").unwrap();
-    let templates = request_of(&outs, "resources/templates/list").unwrap();
-    answer(
-        &mut m,
-        1,
-        conn,
-        ok(templates, json!({"resourceTemplates": []})),
-    );
+    let (conn, list) = resources_server(&mut m);
     let r = json!({"resources": [{"uri": "file:///a", "name": "a"}]});
     answer(&mut m, 2, conn, ok(list, r));
     assert_eq!(m.resources().len(), 1);
