@@ -2,23 +2,14 @@
 //! the manager's inputs: a list longer than the page bound ends empty with a warning, and a
 //! changed prompt list is announced as prompts (not resources) having changed.
 
-use super::era_tests::{answer, drain, lose_and_reconnect, open, sent};
+use super::era_tests::{answer, drain, lose_and_reconnect, open};
+use super::legacy_tests::{initialize_ok, request_id, request_of};
 use super::*;
 use crate::time::Instant;
 use serde_json::{json, Value};
 
-fn initialize_ok(id: u64, caps: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
-        "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}})
-}
-
 fn ok(id: u64, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
-/// The id of the request of `method` among `outs`, if one was sent.
-fn request_of(outs: &[Output], method: &str) -> Option<u64> {
-    sent(outs).into_iter().find(|r| r.2 == method).map(|r| r.1)
 }
 
 fn announced(outs: &[Output]) -> (usize, usize) {
@@ -37,11 +28,11 @@ fn announced(outs: &[Output]) -> (usize, usize) {
 /// attempt and the id of its first `resources/list`, still unanswered.
 fn resources_server(m: &mut Manager) -> (ConnId, u64) {
     let (conn, outs) = open(m, 0);
-    let init = request_of(&outs, "initialize").unwrap();
+    let init = request_of(&outs, "initialize");
     let outs = answer(m, 1, conn, initialize_ok(init, json!({"resources": {}})));
-    let templates = request_of(&outs, "resources/templates/list").unwrap();
+    let templates = request_of(&outs, "resources/templates/list");
     answer(m, 1, conn, ok(templates, json!({"resourceTemplates": []})));
-    (conn, request_of(&outs, "resources/list").unwrap())
+    (conn, request_of(&outs, "resources/list"))
 }
 
 #[test]
@@ -58,7 +49,7 @@ fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
         let result = json!({"resources": [{"uri": format!("file:///{page}"), "name": "r"}],
             "nextCursor": format!("c{page}")});
         let outs = answer(&mut m, 2, conn, ok(id, result));
-        match request_of(&outs, "resources/list") {
+        match request_id(&outs, "resources/list") {
             Some(next) => {
                 assert_eq!(page, 1, "a third page is not asked for");
                 id = next;
@@ -90,10 +81,10 @@ fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
 fn a_changed_prompt_list_is_announced_as_prompts_changed() {
     let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);
-    let init = request_of(&outs, "initialize").unwrap();
+    let init = request_of(&outs, "initialize");
     let caps = json!({"prompts": {"listChanged": true}});
     let outs = answer(&mut m, 1, conn, initialize_ok(init, caps));
-    let list = request_of(&outs, "prompts/list").unwrap();
+    let list = request_of(&outs, "prompts/list");
     answer(
         &mut m,
         2,
@@ -103,7 +94,7 @@ fn a_changed_prompt_list_is_announced_as_prompts_changed() {
     assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
     let changed = json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"});
     let outs = answer(&mut m, 3, conn, changed);
-    let list = request_of(&outs, "prompts/list").expect("listed again");
+    let list = request_of(&outs, "prompts/list");
     let outs = answer(
         &mut m,
         4,
@@ -123,7 +114,7 @@ fn a_server_that_no_longer_declares_resources_after_a_reconnect_shows_none() {
     answer(&mut m, 2, conn, ok(list, r));
     assert_eq!(m.resources().len(), 1);
     let (conn, at, outs) = lose_and_reconnect(&mut m, conn, 3);
-    let init = request_of(&outs, "initialize").unwrap();
+    let init = request_of(&outs, "initialize");
     // The restarted server offers tools only now.
     let outs = answer(
         &mut m,
@@ -131,7 +122,7 @@ fn a_server_that_no_longer_declares_resources_after_a_reconnect_shows_none() {
         conn,
         initialize_ok(init, json!({"tools": {}})),
     );
-    let tools = request_of(&outs, "tools/list").unwrap();
+    let tools = request_of(&outs, "tools/list");
     let outs = answer(
         &mut m,
         at.as_millis() + 2,

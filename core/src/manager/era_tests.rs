@@ -119,6 +119,26 @@ pub(super) fn lose_and_reconnect(
     (conn, at, drain(m))
 }
 
+/// The cache answers `key` (at `at` ms) with `tools` and `catalog`.
+pub(super) fn cache_answers(
+    m: &mut Manager,
+    at: u64,
+    key: CacheKey,
+    tools: Vec<crate::tool::ToolDef>,
+    catalog: Option<crate::catalog::Catalog>,
+) {
+    m.handle(
+        Instant::from_millis(at),
+        Input::CacheLoaded {
+            server: "s".into(),
+            key,
+            tools: Some(tools),
+            catalog,
+        },
+    );
+    drain(m);
+}
+
 pub(super) fn answer(m: &mut Manager, at: u64, conn: ConnId, body: Value) -> Vec<Output> {
     m.handle(
         Instant::from_millis(at),
@@ -448,16 +468,7 @@ fn warm_open(handshake: Handshake) -> (Manager, Vec<Output>) {
         handshake: Some(handshake),
         ..Default::default()
     };
-    m.handle(
-        Instant::ZERO,
-        Input::CacheLoaded {
-            server: "s".into(),
-            key,
-            tools: Some(Vec::new()),
-            catalog: Some(catalog),
-        },
-    );
-    drain(&mut m);
+    cache_answers(&mut m, 0, key, Vec::new(), Some(catalog));
     m.handle(
         Instant::ZERO,
         Input::Transport {

@@ -3,7 +3,7 @@
 //! one lists at once, a change announced makes the lists stale, and a private entry is never
 //! used under other credentials.
 
-use super::era_tests::{connect_unopened, discover_ok, drain, open, probing, sent};
+use super::era_tests::{cache_answers, connect_unopened, discover_ok, drain, open, probing, sent};
 use super::*;
 use crate::catalog::Catalog;
 use crate::protocol::CacheScope;
@@ -170,16 +170,8 @@ fn a_change_the_server_announces_makes_fresh_lists_stale() {
 fn warm_start(catalog: Catalog) -> (Manager, Vec<Output>) {
     let mut m = Manager::new(probing(), Instant::ZERO);
     let (conn, key) = connect_unopened(&mut m);
-    m.handle(
-        Instant::from_millis(1),
-        Input::CacheLoaded {
-            server: "s".into(),
-            key,
-            tools: Some(vec![crate::tool::ToolDef::named("t")]),
-            catalog: Some(catalog),
-        },
-    );
-    drain(&mut m);
+    let tools = vec![crate::tool::ToolDef::named("t")];
+    cache_answers(&mut m, 1, key, tools, Some(catalog));
     m.handle(
         Instant::from_millis(2),
         Input::Transport {

@@ -8,7 +8,7 @@ use crate::time::Instant;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-fn initialize_ok(id: u64, caps: Value) -> Value {
+pub(super) fn initialize_ok(id: u64, caps: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
         "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}})
 }
@@ -17,13 +17,14 @@ fn tools(id: u64, tools: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
 }
 
+/// The request of `method` among `outs`, if one was sent: its id.
+pub(super) fn request_id(outs: &[Output], method: &str) -> Option<u64> {
+    sent(outs).iter().find(|r| r.2 == method).map(|r| r.1)
+}
+
 /// The request of `method` among `outs`: its id.
-fn request_of(outs: &[Output], method: &str) -> u64 {
-    sent(outs)
-        .iter()
-        .find(|r| r.2 == method)
-        .map(|r| r.1)
-        .unwrap_or_else(|| panic!("no {method} in {outs:?}"))
+pub(super) fn request_of(outs: &[Output], method: &str) -> u64 {
+    request_id(outs, method).unwrap_or_else(|| panic!("no {method} in {outs:?}"))
 }
 
 /// Opened and initialized with `caps`: the connection and the `tools/list` request's id.

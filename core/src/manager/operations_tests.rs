@@ -4,16 +4,12 @@
 //! result of a type the client does not know fails the operation as a protocol error.
 
 use super::era_tests::{answer, drain, sent};
+use super::legacy_tests::initialize_ok;
 use super::*;
 use crate::catalog::{Operation, OperationOutcome, OperationResult};
 use crate::config::{ServerConfig, ServerSpec};
 use crate::time::Instant;
 use serde_json::{json, Value};
-
-fn initialize_ok(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
-        "capabilities": {"resources": {}}, "serverInfo": {"name": "s", "version": "1"}}})
-}
 
 /// Connects `names` at time zero and opens their transports: each one's attempt and the id of
 /// the `initialize` sent on it, in the order given.
@@ -60,7 +56,7 @@ fn open_all(m: &mut Manager, names: &[&str]) -> Vec<(ConnId, u64)> {
 /// Initializes the attempt `conn` of `server` and answers every list it asks for (one
 /// resource, `sim://<server>/a`): everything that produced, lists answered or not.
 fn connect(m: &mut Manager, at: u64, server: &str, (conn, init): (ConnId, u64)) -> Vec<Output> {
-    let mut all = answer(m, at, conn, initialize_ok(init));
+    let mut all = answer(m, at, conn, initialize_ok(init, json!({"resources": {}})));
     let mut pending: Vec<_> = sent(&all).into_iter().filter(|r| r.0 == conn).collect();
     while let Some((_, id, method, _, _)) = pending.pop() {
         let result = match method.as_str() {

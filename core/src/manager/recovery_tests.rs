@@ -4,28 +4,15 @@
 //! is answered at once with why, and a call made against a cached tool is sent once its
 //! server connects.
 
-use super::era_tests::{answer, connect_unopened, drain, open, sent};
+use super::era_tests::{answer, cache_answers, connect_unopened, drain, open};
+use super::legacy_tests::{initialize_ok, request_id, request_of};
 use super::*;
 use crate::time::Instant;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-fn initialize_ok(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}})
-}
-
 fn initialize_refused(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "broken"}})
-}
-
-/// The id of the request of `method` among `outs`.
-fn request_of(outs: &[Output], method: &str) -> u64 {
-    sent(outs)
-        .into_iter()
-        .find(|r| r.2 == method)
-        .unwrap_or_else(|| panic!("no {method} in {outs:?}"))
-        .1
 }
 
 fn tools_ok(id: u64) -> Value {
@@ -128,7 +115,7 @@ fn a_failure_after_the_gate_is_counted_as_late_and_a_lost_connection_is_not() {
     // Connected again by hand, then lost: a lost connection, not a late failure.
     let (conn, outs) = open(&mut m, 200);
     let init = request_of(&outs, "initialize");
-    let outs = answer(&mut m, 201, conn, initialize_ok(init));
+    let outs = answer(&mut m, 201, conn, initialize_ok(init, json!({"tools": {}})));
     answer(&mut m, 202, conn, tools_ok(request_of(&outs, "tools/list")));
     m.handle_timeout(Instant::from_millis(300));
     drain(&mut m);
@@ -156,16 +143,7 @@ fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
     };
     let mut m = Manager::new(o, Instant::ZERO);
     let (conn, key) = connect_unopened(&mut m);
-    m.handle(
-        Instant::from_millis(1),
-        Input::CacheLoaded {
-            server: "s".into(),
-            key,
-            tools: Some(vec![crate::tool::ToolDef::named("t")]),
-            catalog: None,
-        },
-    );
-    drain(&mut m);
+    cache_answers(&mut m, 1, key, vec![crate::tool::ToolDef::named("t")], None);
     // Past the gate, the cached tool is shown while the server starts; a call to it waits.
     m.handle_timeout(Instant::from_millis(100));
     drain(&mut m);
@@ -181,7 +159,7 @@ fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
             meta: None,
         },
     );
-    assert!(request_of_any(&drain(&mut m), "tools/call").is_none());
+    assert!(request_id(&drain(&mut m), "tools/call").is_none());
     m.handle(
         Instant::from_millis(3),
         Input::Transport {
@@ -190,9 +168,9 @@ fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
         },
     );
     let init = request_of(&drain(&mut m), "initialize");
-    let outs = answer(&mut m, 4, conn, initialize_ok(init));
+    let outs = answer(&mut m, 4, conn, initialize_ok(init, json!({"tools": {}})));
     let outs = answer(&mut m, 5, conn, tools_ok(request_of(&outs, "tools/list")));
-    let id = request_of_any(&outs, "tools/call").expect("the waiting call is sent");
+    let id = request_id(&outs, "tools/call").expect("the waiting call is sent");
     assert_eq!(m.counters().deferred_calls_sent, 1);
     let outs = answer(
         &mut m,
@@ -211,8 +189,4 @@ fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
         )),
         "{outs:?}"
     );
-}
-
-fn request_of_any(outs: &[Output], method: &str) -> Option<u64> {
-    sent(outs).into_iter().find(|r| r.2 == method).map(|r| r.1)
 }
