@@ -36,6 +36,20 @@ pub(super) fn sent(outs: &[Output]) -> Vec<(ConnId, u64, String, Value, FrameMet
         .collect()
 }
 
+/// The notifications of `method` among `outs`: (connection, params).
+pub(super) fn notified(outs: &[Output], method: &str) -> Vec<(ConnId, Value)> {
+    outs.iter()
+        .filter_map(|o| match o {
+            Output::Send { conn, frame, .. } => {
+                let v: Value = serde_json::from_slice(frame).unwrap();
+                (v.get("id").is_none() && v["method"] == method)
+                    .then(|| (*conn, v["params"].clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 pub(super) fn open(m: &mut Manager, at: u64) -> (ConnId, Vec<Output>) {
     let spec = ServerSpec::new("s", ServerConfig::stdio("srv", &[]));
     m.handle(

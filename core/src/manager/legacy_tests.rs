@@ -13,7 +13,7 @@ pub(super) fn initialize_ok(id: u64, caps: Value) -> Value {
         "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}})
 }
 
-fn tools(id: u64, tools: Value) -> Value {
+pub(super) fn tools(id: u64, tools: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
 }
 
@@ -36,7 +36,7 @@ fn initialized(m: &mut Manager, caps: Value) -> (ConnId, u64) {
 }
 
 /// A server listing the tools `t`, connected.
-fn connected(o: ManagerOptions, caps: Value, t: Value) -> (Manager, ConnId) {
+pub(super) fn connected(o: ManagerOptions, caps: Value, t: Value) -> (Manager, ConnId) {
     let mut m = Manager::new(o, Instant::ZERO);
     let (conn, list) = initialized(&mut m, caps);
     answer(&mut m, 2, conn, tools(list, t));
@@ -64,7 +64,7 @@ fn connect_spec(m: &mut Manager, spec: crate::config::ServerSpec) -> ConnId {
     opened(&drain(m)).expect("opened")
 }
 
-fn call(m: &mut Manager, at: u64, id: u64, timeout: Option<Duration>) -> Vec<Output> {
+pub(super) fn call(m: &mut Manager, at: u64, id: u64, timeout: Option<Duration>) -> Vec<Output> {
     call_with(m, at, id, timeout, false)
 }
 
@@ -89,7 +89,7 @@ fn call_with(
     drain(m)
 }
 
-fn call_outcome(outs: &[Output]) -> Option<CallOutcome> {
+pub(super) fn call_outcome(outs: &[Output]) -> Option<CallOutcome> {
     outs.iter().find_map(|o| match o {
         Output::Event(Event::CallCompleted { outcome, .. }) => Some(outcome.clone()),
         _ => None,
@@ -747,7 +747,7 @@ fn a_task_call_is_polled_at_the_servers_interval_then_answered_by_its_result() {
 }
 
 /// A checker whose every schema asks for `{"ok": true}`.
-struct NeedsOk;
+pub(super) struct NeedsOk;
 
 impl crate::schema::OutputValidator for NeedsOk {
     fn compile(

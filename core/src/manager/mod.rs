@@ -31,6 +31,8 @@ mod health;
 mod legacy_tests;
 mod listing;
 #[cfg(test)]
+mod listing_tests;
+#[cfg(test)]
 mod modern_ops_tests;
 mod mrtr;
 mod operations;
@@ -39,6 +41,8 @@ mod operations_tests;
 mod options;
 mod outputs;
 mod peer;
+#[cfg(test)]
+mod peer_tests;
 mod reconcile;
 mod recovery;
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! Operations (reads, prompts, completions) with more than one server, driven through the
 //! manager's inputs: an operation that waits for its server is sent on that server's
 //! connection and no other, a lost connection fails only its own server's operations, and a
-//! result of a type the client does not know fails the operation as a protocol error.
+//! result of a type the client does not know fails the operation as a protocol error; a
+//! cancelled operation tells its server, and a page of tasks comes back as one.
 
-use super::era_tests::{answer, drain, sent};
+use super::era_tests::{answer, drain, notified, sent};
 use super::legacy_tests::initialize_ok;
 use super::*;
 use crate::catalog::{Operation, OperationOutcome, OperationResult};
@@ -55,8 +56,19 @@ fn open_all(m: &mut Manager, names: &[&str]) -> Vec<(ConnId, u64)> {
 
 /// Initializes the attempt `conn` of `server` and answers every list it asks for (one
 /// resource, `sim://<server>/a`): everything that produced, lists answered or not.
-fn connect(m: &mut Manager, at: u64, server: &str, (conn, init): (ConnId, u64)) -> Vec<Output> {
-    let mut all = answer(m, at, conn, initialize_ok(init, json!({"resources": {}})));
+fn connect(m: &mut Manager, at: u64, server: &str, attempt: (ConnId, u64)) -> Vec<Output> {
+    connect_with(m, at, server, attempt, json!({"resources": {}}))
+}
+
+/// As [`connect`], with the server declaring `caps`.
+fn connect_with(
+    m: &mut Manager,
+    at: u64,
+    server: &str,
+    (conn, init): (ConnId, u64),
+    caps: Value,
+) -> Vec<Output> {
+    let mut all = answer(m, at, conn, initialize_ok(init, caps));
     let mut pending: Vec<_> = sent(&all).into_iter().filter(|r| r.0 == conn).collect();
     while let Some((_, id, method, _, _)) = pending.pop() {
         let result = match method.as_str() {
@@ -201,4 +213,69 @@ fn an_operation_result_of_an_unknown_type_fails_it_as_a_protocol_error() {
     );
     assert_eq!(m.counters().unknown_result_types, 1);
     assert!(m.operations_in_flight().is_empty());
+}
+
+#[test]
+fn a_cancelled_operation_completes_as_cancelled_and_tells_its_server_once() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a"]);
+    connect(&mut m, 1, "a", attempts[0]);
+    let (conn, id) = reads(&read(&mut m, 2, 7, "a"))[0];
+    m.handle(
+        Instant::from_millis(3),
+        Input::CancelCall { call: CallId(7) },
+    );
+    let outs = drain(&mut m);
+    assert_eq!(outcome(&outs, 7), Some(OperationOutcome::Cancelled));
+    let cancels: Vec<_> = notified(&outs, "notifications/cancelled")
+        .into_iter()
+        .map(|(c, p)| (c, p["requestId"].clone()))
+        .collect();
+    assert_eq!(cancels, vec![(conn, json!(id))], "{outs:?}");
+    assert_eq!(m.counters().operations_cancelled, 1);
+    // Its late answer is dropped; cancelling it again is not an operation any more.
+    let outs = answer(&mut m, 4, conn, read_ok(id, "sim://a/a"));
+    assert_eq!(outcome(&outs, 7), None);
+    m.handle(
+        Instant::from_millis(5),
+        Input::CancelCall { call: CallId(7) },
+    );
+    drain(&mut m);
+    assert_eq!(m.counters().operations_cancelled, 1);
+}
+
+#[test]
+fn a_page_of_tasks_comes_back_as_one_and_is_counted_as_a_task_page() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a"]);
+    let caps = json!({"resources": {}, "tasks": {"list": {}}});
+    connect_with(&mut m, 1, "a", attempts[0], caps);
+    m.handle(
+        Instant::from_millis(2),
+        Input::Operation {
+            call: CallId(9),
+            op: Operation::ListTasks {
+                server: "a".into(),
+                cursor: None,
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    let (conn, id) = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "tasks/list")
+        .map(|r| (r.0, r.1))
+        .expect("tasks/list sent");
+    let page = json!({"jsonrpc": "2.0", "id": id, "result": {"tasks": [{"taskId": "t1",
+        "status": "working"}], "nextCursor": "n"}});
+    let outs = answer(&mut m, 3, conn, page);
+    match outcome(&outs, 9) {
+        Some(OperationOutcome::Ok(OperationResult::Tasks(p))) => {
+            assert_eq!((p.tasks.len(), p.next_cursor.as_deref()), (1, Some("n")));
+        }
+        other => panic!("{other:?}"),
+    }
+    let c = m.counters();
+    assert_eq!((c.task_pages_listed, c.operations_acknowledged), (1, 0));
 }

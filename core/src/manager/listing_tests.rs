@@ -1,0 +1,134 @@
+//! A connected server's tool list listed again, driven through the manager's inputs: each
+//! refresh is answered by the first list fetched after it was asked, a repeated cursor ends a
+//! list as failed, and a call whose tool left the list while it ran is still checked against
+//! the definition it was made against.
+
+use super::era_tests::{answer, drain};
+use super::legacy_tests::{call, call_outcome, connected, request_id, request_of, tools, NeedsOk};
+use super::*;
+use crate::time::Instant;
+use serde_json::{json, Value};
+
+fn refresh(m: &mut Manager, at: u64, request: u64) -> Vec<Output> {
+    m.handle(
+        Instant::from_millis(at),
+        Input::RefreshTools {
+            request: RequestId(request),
+            server: "s".into(),
+        },
+    );
+    drain(m)
+}
+
+/// The requests whose refresh completed among `outs`, with whether it succeeded.
+fn refreshed(outs: &[Output]) -> Vec<(u64, bool)> {
+    outs.iter()
+        .filter_map(|o| match o {
+            Output::Event(Event::RefreshCompleted {
+                request, result, ..
+            }) => Some((request.0, result.is_ok())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object"}})
+}
+
+#[test]
+fn a_refresh_asked_while_one_runs_is_answered_by_the_list_after_it() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([tool("t")]),
+    );
+    let first = request_of(&refresh(&mut m, 10, 1), "tools/list");
+    // Asked while the first re-list is out: that list may predate what it wants to see.
+    let outs = refresh(&mut m, 11, 2);
+    assert_eq!(request_id(&outs, "tools/list"), None, "one list at a time");
+    assert_eq!(m.counters().refreshes_queued, 1);
+    let outs = answer(&mut m, 12, conn, tools(first, json!([tool("t")])));
+    assert_eq!(refreshed(&outs), vec![(1, true)], "{outs:?}");
+    let second = request_of(&outs, "tools/list");
+    let outs = answer(
+        &mut m,
+        13,
+        conn,
+        tools(second, json!([tool("t"), tool("u")])),
+    );
+    assert_eq!(refreshed(&outs), vec![(2, true)], "{outs:?}");
+    assert_eq!(m.tool_count(), 2);
+}
+
+#[test]
+fn a_repeated_cursor_fails_the_list_and_keeps_the_previous_tools() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([tool("t")]),
+    );
+    let page = |id: u64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [tool(name)],
+            "nextCursor": "c"}})
+    };
+    let id = request_of(&refresh(&mut m, 10, 1), "tools/list");
+    let outs = answer(&mut m, 11, conn, page(id, "u"));
+    let id = request_of(&outs, "tools/list");
+    // The server hands out the cursor it gave before: a loop, not a list.
+    let outs = answer(&mut m, 12, conn, page(id, "v"));
+    assert_eq!(request_id(&outs, "tools/list"), None, "{outs:?}");
+    assert_eq!(refreshed(&outs), vec![(1, false)], "{outs:?}");
+    assert_eq!(m.counters().repeated_cursors, 1);
+    let names: Vec<String> = m.tools().into_iter().map(|t| t.qualified_name).collect();
+    assert_eq!(names, vec!["mcp_s_t"]);
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+}
+
+#[test]
+fn a_call_whose_tool_left_the_list_while_it_ran_is_checked_against_its_definition() {
+    let o = ManagerOptions {
+        output_validator: Some(crate::schema::SharedValidator::new(NeedsOk)),
+        ..ManagerOptions::default()
+    };
+    let with_schema = json!({"name": "t", "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object"}});
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([with_schema, tool("z")]));
+    let call_id = request_of(&call(&mut m, 10, 1, None), "tools/call");
+    // The list changes under the call: `t` is gone.
+    let list = request_of(&refresh(&mut m, 11, 1), "tools/list");
+    answer(&mut m, 12, conn, tools(list, json!([tool("z")])));
+    assert!(m.tools().iter().all(|t| t.qualified_name != "mcp_s_t"));
+    let result = json!({"content": [], "structuredContent": {"ok": false}});
+    let outs = answer(
+        &mut m,
+        13,
+        conn,
+        json!({"jsonrpc": "2.0", "id": call_id, "result": result}),
+    );
+    assert!(
+        matches!(
+            call_outcome(&outs),
+            Some(CallOutcome::Err(CallError::OutputSchema { .. }))
+        ),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().output_schema_refused, 1);
+}
+
+#[test]
+fn a_refresh_of_an_unknown_server_is_refused_naming_it() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let outs = refresh(&mut m, 0, 4);
+    let error = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::RequestFailed { request, error }) if request.0 == 4 => {
+                Some(error.clone())
+            }
+            _ => None,
+        })
+        .expect("refused");
+    assert_eq!(error, RequestError::UnknownServer("s".into()));
+    assert_eq!(error.to_string(), "no server named \"s\"");
+}

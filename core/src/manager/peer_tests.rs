@@ -1,0 +1,76 @@
+//! Requests a server of the initialize-based revisions sends the client, driven through the
+//! manager's inputs: one waits in `pending_peer_requests` until the embedder answers it, a
+//! declined elicitation reads as a decline to the server, and new roots are announced to
+//! every initialized server.
+
+use super::era_tests::{answer, drain, notified};
+use super::legacy_tests::connected;
+use super::*;
+use crate::protocol::{PeerAnswer, Root};
+use crate::time::Instant;
+use serde_json::{json, Value};
+
+/// The frame sent on `conn` among `outs`, parsed.
+fn reply_on(outs: &[Output], conn: ConnId) -> Option<Value> {
+    outs.iter().find_map(|o| match o {
+        Output::Send { conn: c, frame, .. } if *c == conn => serde_json::from_slice(frame).ok(),
+        _ => None,
+    })
+}
+
+#[test]
+fn an_elicitation_waits_for_the_embedder_and_a_decline_reads_as_one_to_the_server() {
+    let mut o = ManagerOptions::default();
+    o.client_features.elicitation_form = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    assert!(m.pending_peer_requests().is_empty());
+    let ask = json!({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create",
+        "params": {"message": "sure?", "requestedSchema": {"type": "object",
+        "properties": {}}}});
+    let outs = answer(&mut m, 3, conn, ask);
+    let key = outs
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked");
+    assert_eq!(m.pending_peer_requests(), vec![(key, "s")]);
+    m.handle(
+        Instant::from_millis(4),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: PeerAnswer::Decline,
+        },
+    );
+    let reply = reply_on(&drain(&mut m), conn).expect("answered");
+    assert_eq!(reply["id"], 5);
+    assert_eq!(reply["result"]["action"], "decline");
+    assert!(m.pending_peer_requests().is_empty());
+    let c = m.counters();
+    assert_eq!((c.peer_declined, c.peer_answered), (1, 0));
+}
+
+#[test]
+fn new_roots_are_announced_once_to_each_initialized_server() {
+    let mut o = ManagerOptions::default();
+    o.client_features.roots = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    for (at, n) in [(3, 1), (4, 2)] {
+        m.handle(
+            Instant::from_millis(at),
+            Input::SetRoots {
+                roots: vec![Root {
+                    uri: format!("file:///r{n}"),
+                    name: None,
+                }],
+            },
+        );
+        let notes: Vec<ConnId> = notified(&drain(&mut m), "notifications/roots/list_changed")
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(notes, vec![conn]);
+        assert_eq!(m.counters().roots_list_changed_sent, n);
+    }
+}
