@@ -1,8 +1,8 @@
 //! Failures and what follows them, driven through the manager's inputs: a startup failure is
 //! retried only when the policy says so, a failure after the gate is logged as late once, a
 //! transport that closed by itself is not asked to close again, a refresh of a failed server
-//! is answered at once with why, and a call made against a cached tool is sent once its
-//! server connects.
+//! is answered at once with why, a call made against a cached tool is sent once its server
+//! connects, and nothing waits for a server that is down for good.
 
 use super::era_tests::{answer, cache_answers, connect_unopened, drain, open};
 use super::legacy_tests::{initialize_ok, request_id, request_of};
@@ -189,4 +189,80 @@ fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
         )),
         "{outs:?}"
     );
+}
+
+#[test]
+fn an_operation_for_a_server_down_for_good_fails_at_once_with_why_and_its_tools_are_gone() {
+    let o = ManagerOptions {
+        gate: Duration::from_millis(100),
+        ..ManagerOptions::default()
+    };
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, key) = connect_unopened(&mut m);
+    cache_answers(&mut m, 1, key, vec![crate::tool::ToolDef::named("t")], None);
+    m.handle_timeout(Instant::from_millis(100));
+    drain(&mut m);
+    m.handle(
+        Instant::from_millis(101),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let init = request_of(&drain(&mut m), "initialize");
+    // Refused, and startup failures are not retried by default: the server is down for good.
+    answer(&mut m, 102, conn, initialize_refused(init));
+    assert_eq!(
+        m.server_state("s").unwrap().status,
+        ServerStatus::Disconnected
+    );
+    // Its cached tool left the view with it: a call to it says so.
+    m.handle(
+        Instant::from_millis(103),
+        Input::CallTool {
+            call: CallId(3),
+            tool: "mcp_s_t".into(),
+            arguments: None,
+            timeout: None,
+            progress: false,
+            meta: None,
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(
+        outs.iter().any(|o| matches!(
+            o,
+            Output::Event(Event::CallCompleted {
+                call: CallId(3),
+                outcome: CallOutcome::Err(CallError::WithdrawnTool { .. }),
+            })
+        )),
+        "{outs:?}"
+    );
+    // An operation addressed to it by name does not wait for a start that will not come.
+    m.handle(
+        Instant::from_millis(104),
+        Input::Operation {
+            call: CallId(4),
+            op: crate::catalog::Operation::ReadResource {
+                uri: "file:///a".into(),
+                server: Some("s".into()),
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    let failed = outs.iter().find_map(|o| match o {
+        Output::Event(Event::OperationCompleted {
+            call: CallId(4),
+            outcome: crate::catalog::OperationOutcome::Err(CallError::NotConnected { reason, .. }),
+        }) => Some(reason.as_ref().map(|e| e.kind)),
+        _ => None,
+    });
+    assert_eq!(
+        failed,
+        Some(Some(ServerErrorKind::InitializeFailed)),
+        "{outs:?}"
+    );
+    assert!(m.operations_in_flight().is_empty());
 }
