@@ -1,7 +1,8 @@
 //! A connected server's tool list listed again, driven through the manager's inputs: each
 //! refresh is answered by the first list fetched after it was asked, a repeated cursor ends a
 //! list as failed, and a call whose tool left the list while it ran is still checked against
-//! the definition it was made against.
+//! the definition it was made against (or passed unchecked, with a warning, when its schema
+//! cannot be used).
 
 use super::era_tests::{answer, drain};
 use super::legacy_tests::{call, call_outcome, connected, request_id, request_of, tools, NeedsOk};
@@ -114,6 +115,16 @@ fn a_call_whose_tool_left_the_list_while_it_ran_is_checked_against_its_definitio
         "{outs:?}"
     );
     assert_eq!(m.counters().output_schema_refused, 1);
+    // A new call by its old name is told the tool is gone from a server still running.
+    let outs = call(&mut m, 14, 2, None);
+    assert!(
+        matches!(
+            call_outcome(&outs),
+            Some(CallOutcome::Err(CallError::RetiredTool { .. }))
+        ),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().calls_to_retired_tools, 1);
 }
 
 #[test]
@@ -131,4 +142,55 @@ fn a_refresh_of_an_unknown_server_is_refused_naming_it() {
         .expect("refused");
     assert_eq!(error, RequestError::UnknownServer("s".into()));
     assert_eq!(error.to_string(), "no server named \"s\"");
+}
+
+/// A checker that can compile no schema.
+struct Unusable;
+
+impl crate::schema::OutputValidator for Unusable {
+    fn compile(
+        &self,
+        _: &crate::tool::RawJson,
+    ) -> Result<std::sync::Arc<dyn crate::schema::CompiledSchema>, String> {
+        Err("unsupported draft".into())
+    }
+}
+
+#[test]
+fn a_listed_output_schema_that_cannot_be_used_leaves_results_unchecked_with_a_warning() {
+    let o = ManagerOptions {
+        output_validator: Some(crate::schema::SharedValidator::new(Unusable)),
+        ..ManagerOptions::default()
+    };
+    let with_schema = json!({"name": "t", "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object"}});
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([with_schema]));
+    let id = request_of(&call(&mut m, 10, 1, None), "tools/call");
+    let result = json!({"content": [], "structuredContent": {"anything": 1}});
+    let outs = answer(
+        &mut m,
+        11,
+        conn,
+        json!({"jsonrpc": "2.0", "id": id, "result": result}),
+    );
+    assert!(
+        matches!(call_outcome(&outs), Some(CallOutcome::Ok(_))),
+        "{outs:?}"
+    );
+    assert!(
+        outs.iter()
+            .any(|o| matches!(o, Output::Event(Event::Diagnostic {
+            level: Level::Warn, message, ..
+        }) if message.contains("unsupported draft"))),
+        "{outs:?}"
+    );
+    let c = m.counters();
+    assert_eq!(
+        (
+            c.output_schema_unusable,
+            c.output_schema_passed,
+            c.output_schema_refused
+        ),
+        (1, 0, 0)
+    );
 }

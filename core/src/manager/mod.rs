@@ -52,10 +52,14 @@ mod refusal_tests;
 mod rounds;
 mod servers;
 mod sessions;
+#[cfg(test)]
+mod stream_tests;
 mod subscriptions;
 #[cfg(test)]
 mod summary_tests;
 mod tasks;
+#[cfg(test)]
+mod tasks_tests;
 mod timers;
 mod types;
 mod view;

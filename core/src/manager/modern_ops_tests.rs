@@ -24,7 +24,10 @@ fn connected(o: ManagerOptions) -> (Manager, ConnId) {
 
 /// Connected with these capabilities; also the `subscriptions/listen` request, if one went
 /// out (its id and params).
-fn connected_with(o: ManagerOptions, caps: Value) -> (Manager, ConnId, Option<(u64, Value)>) {
+pub(super) fn connected_with(
+    o: ManagerOptions,
+    caps: Value,
+) -> (Manager, ConnId, Option<(u64, Value)>) {
     let mut m = Manager::new(o, Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);
     let id = sent(&outs)[0].1;
@@ -84,7 +87,7 @@ fn input_required(id: u64, requests: &str, state: &str) -> Bytes {
 
 const ELICIT: &str = r#""ok":{"method":"elicitation/create","params":{"message":"sure?","requestedSchema":{"type":"object","properties":{}}}}"#;
 
-fn frame(m: &mut Manager, at: u64, conn: ConnId, frame: Bytes) -> Vec<Output> {
+pub(super) fn frame(m: &mut Manager, at: u64, conn: ConnId, frame: Bytes) -> Vec<Output> {
     m.handle(
         Instant::from_millis(at),
         Input::Transport {
@@ -385,10 +388,10 @@ fn a_log_level_on_a_stateless_server_rides_in_every_requests_meta() {
     let _ = conn;
 }
 
-const LISTING_CAPS: &str =
+pub(super) const LISTING_CAPS: &str =
     r#"{"tools": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true}}"#;
 
-fn stream_frame(sub: u64, method: &str) -> Bytes {
+pub(super) fn stream_frame(sub: u64, method: &str) -> Bytes {
     Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/subscriptionId":{sub}}}}}}}"#
     ))

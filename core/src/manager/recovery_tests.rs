@@ -2,10 +2,11 @@
 //! retried only when the policy says so, a failure after the gate is logged as late once, a
 //! transport that closed by itself is not asked to close again, a refresh of a failed server
 //! is answered at once with why, a call made against a cached tool is sent once its server
-//! connects, and nothing waits for a server that is down for good.
+//! connects, nothing waits for a server that is down for good, and a request the transport
+//! could not deliver fails alone, in the transport's words.
 
 use super::era_tests::{answer, cache_answers, connect_unopened, drain, open};
-use super::legacy_tests::{initialize_ok, request_id, request_of};
+use super::legacy_tests::{call, call_outcome, connected, initialize_ok, request_id, request_of};
 use super::*;
 use crate::time::Instant;
 use serde_json::{json, Value};
@@ -265,4 +266,44 @@ fn an_operation_for_a_server_down_for_good_fails_at_once_with_why_and_its_tools_
         "{outs:?}"
     );
     assert!(m.operations_in_flight().is_empty());
+}
+
+#[test]
+fn a_call_the_transport_could_not_deliver_fails_alone_as_a_transport_error() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t", "inputSchema": {"type": "object"}}]),
+    );
+    let id = request_of(&call(&mut m, 10, 1, None), "tools/call");
+    let failed = |m: &mut Manager, at: u64, id: u64| {
+        m.handle(
+            Instant::from_millis(at),
+            Input::Transport {
+                conn,
+                event: TransportEvent::RequestFailed {
+                    id,
+                    error: "connection reset".into(),
+                },
+            },
+        );
+        drain(m)
+    };
+    let outs = failed(&mut m, 11, id);
+    match call_outcome(&outs) {
+        Some(CallOutcome::Err(CallError::Transport(e))) => {
+            assert_eq!(e.kind, ServerErrorKind::RequestFailed);
+        }
+        other => panic!("{other:?} in {outs:?}"),
+    }
+    assert_eq!(m.counters().requests_failed_by_transport, 1);
+    // The server itself is fine; a failure for a request not in flight is only counted.
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let outs = failed(&mut m, 12, id);
+    assert_eq!(call_outcome(&outs), None);
+    let c = m.counters();
+    assert_eq!(
+        (c.requests_failed_by_transport, c.unknown_responses),
+        (1, 1)
+    );
 }

@@ -1,0 +1,79 @@
+//! Tool calls run as tasks on a server of the initialize-based revisions, driven through the
+//! manager's inputs: one request about a task is out at a time (a status notification waits
+//! for the poll in flight), and a task call given up cancels both the request in flight and
+//! the task.
+
+use super::era_tests::{answer, drain, notified, sent};
+use super::legacy_tests::{call, call_outcome, connected, request_id, request_of};
+use super::*;
+use crate::time::Instant;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// A server that runs `t` as a task, connected; a call of it made and its task created
+/// (`job-1`, polled every 200 ms), then polled once: the connection and the poll's id.
+fn polling() -> (Manager, ConnId, u64) {
+    let caps = json!({"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}});
+    let tool = json!([{"name": "t", "execution": {"taskSupport": "required"}}]);
+    let (mut m, conn) = connected(ManagerOptions::default(), caps, tool);
+    let first = request_of(
+        &call(&mut m, 3, 1, Some(Duration::from_secs(60))),
+        "tools/call",
+    );
+    let created = json!({"jsonrpc": "2.0", "id": first, "result": {
+        "task": {"taskId": "job-1", "status": "working", "pollInterval": 200}}});
+    answer(&mut m, 4, conn, created);
+    m.handle_timeout(Instant::from_millis(204));
+    let get = request_of(&drain(&mut m), "tasks/get");
+    (m, conn, get)
+}
+
+fn status(status: &str) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+        "params": {"taskId": "job-1", "status": status}})
+}
+
+#[test]
+fn a_status_notification_during_a_poll_waits_for_the_polls_answer() {
+    let (mut m, conn, get) = polling();
+    let outs = answer(&mut m, 205, conn, status("completed"));
+    assert_eq!(request_id(&outs, "tasks/result"), None, "{outs:?}");
+    assert_eq!(m.counters().task_status_notifications, 1);
+    // The poll's answer fetches the result, once.
+    let done = json!({"jsonrpc": "2.0", "id": get, "result": {"taskId": "job-1",
+        "status": "completed"}});
+    let outs = answer(&mut m, 206, conn, done);
+    let result = request_of(&outs, "tasks/result");
+    let outs = answer(&mut m, 207, conn, status("completed"));
+    assert_eq!(request_id(&outs, "tasks/result"), None, "{outs:?}");
+    let outs = answer(
+        &mut m,
+        208,
+        conn,
+        json!({"jsonrpc": "2.0", "id": result, "result": {"content": []}}),
+    );
+    assert!(matches!(call_outcome(&outs), Some(CallOutcome::Ok(_))));
+    assert_eq!(m.counters().task_status_notifications, 2);
+}
+
+#[test]
+fn a_task_call_cancelled_during_a_poll_cancels_the_poll_and_the_task() {
+    let (mut m, conn, get) = polling();
+    m.handle(
+        Instant::from_millis(205),
+        Input::CancelCall { call: CallId(1) },
+    );
+    let outs = drain(&mut m);
+    assert_eq!(call_outcome(&outs), Some(CallOutcome::Cancelled));
+    let cancelled: Vec<(ConnId, Value)> = notified(&outs, "notifications/cancelled")
+        .into_iter()
+        .map(|(c, p)| (c, p["requestId"].clone()))
+        .collect();
+    assert_eq!(cancelled, vec![(conn, json!(get))], "{outs:?}");
+    let cancel = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "tasks/cancel")
+        .expect("the task is cancelled on the server");
+    assert_eq!(cancel.3, json!({"taskId": "job-1"}));
+    assert_eq!(m.counters().task_cancels, 1);
+}
