@@ -2,7 +2,8 @@
 //! manager's inputs: an operation that waits for its server is sent on that server's
 //! connection and no other, a lost connection fails only its own server's operations, and a
 //! result of a type the client does not know fails the operation as a protocol error; a
-//! cancelled operation tells its server, and a page of tasks comes back as one.
+//! cancelled operation tells its server, a page of tasks comes back as one, and a subscription
+//! is acknowledged by its server's empty answer.
 
 use super::era_tests::{answer, drain, notified, sent};
 use super::legacy_tests::initialize_ok;
@@ -150,6 +151,7 @@ fn an_operation_waiting_for_its_server_is_sent_on_that_servers_connection_only()
     assert_eq!(sent_reads.len(), 1, "{outs:?}");
     let (conn, id) = sent_reads[0];
     assert_eq!(conn, attempts[1].0);
+    assert_eq!(m.counters().deferred_operations_sent, 1);
     let outs = answer(&mut m, 4, conn, read_ok(id, "sim://b/a"));
     assert!(
         matches!(
@@ -278,4 +280,43 @@ fn a_page_of_tasks_comes_back_as_one_and_is_counted_as_a_task_page() {
     }
     let c = m.counters();
     assert_eq!((c.task_pages_listed, c.operations_acknowledged), (1, 0));
+}
+
+#[test]
+fn a_subscription_is_sent_to_its_server_and_its_empty_answer_acknowledges_it() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a"]);
+    let caps = json!({"resources": {"subscribe": true}});
+    connect_with(&mut m, 1, "a", attempts[0], caps);
+    m.handle(
+        Instant::from_millis(2),
+        Input::Operation {
+            call: CallId(5),
+            op: Operation::Subscribe {
+                uri: "sim://a/a".into(),
+                server: Some("a".into()),
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    let (conn, id, _, params, _) = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "resources/subscribe")
+        .expect("resources/subscribe sent");
+    assert_eq!(params["uri"], "sim://a/a");
+    let outs = answer(
+        &mut m,
+        3,
+        conn,
+        json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+    );
+    assert_eq!(
+        outcome(&outs, 5),
+        Some(OperationOutcome::Ok(OperationResult::Done {
+            server: "a".into()
+        }))
+    );
+    let c = m.counters();
+    assert_eq!((c.operations_acknowledged, c.task_pages_listed), (1, 0));
 }

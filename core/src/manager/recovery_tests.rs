@@ -240,6 +240,7 @@ fn an_operation_for_a_server_down_for_good_fails_at_once_with_why_and_its_tools_
         )),
         "{outs:?}"
     );
+    assert_eq!(m.counters().calls_to_retired_tools, 1);
     // An operation addressed to it by name does not wait for a start that will not come.
     m.handle(
         Instant::from_millis(104),
