@@ -326,10 +326,15 @@ impl Manager {
     /// The cache answered for `server` (its key already checked): keep its catalog.
     pub(super) fn catalog_cached(&mut self, server: &str, catalog: Option<Catalog>) {
         if let Some(s) = self.servers.get_mut(server) {
-            // The cached catalog is shown only while the server is deferred.
-            if s.exposed == Some(true) {
-                self.catalog.generation += 1;
-            }
+            // What the getters show does not change here: the cached catalog is shown only
+            // while the server is deferred, a server is deferred only once its cache answered
+            // with tools (or after it connected, which makes the cache its live list), and
+            // the cache's answer is taken only while it is still awaited.
+            debug_assert_ne!(
+                s.exposed,
+                Some(true),
+                "a cached catalog arrived for a server already shown from its cache"
+            );
             s.catalog.cached = catalog.map(|mut c| {
                 // The revision it spoke is the attempt's concern, not the catalog view's.
                 if let Some(h) = c.handshake.take() {

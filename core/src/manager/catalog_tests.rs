@@ -1,12 +1,14 @@
 //! The resources and prompts a server of the initialize-based revisions lists, driven through
 //! the manager's inputs: a list longer than the page bound ends empty with a warning, and a
-//! changed prompt list is announced as prompts (not resources) having changed.
+//! changed prompt list is announced as prompts (not resources) having changed; a cache that
+//! answers after the startup gate shows its catalog at once.
 
-use super::era_tests::{answer, drain, lose_and_reconnect, open};
+use super::era_tests::{answer, cache_answers, connect_unopened, drain, lose_and_reconnect, open};
 use super::legacy_tests::{initialize_ok, request_id, request_of};
 use super::*;
 use crate::time::Instant;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 fn ok(id: u64, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
@@ -133,4 +135,37 @@ fn a_server_that_no_longer_declares_resources_after_a_reconnect_shows_none() {
     assert_eq!(m.resources(), vec![], "{outs:?}");
     // Resources changed; prompts, which it never offered, did not.
     assert_eq!(announced(&outs), (1, 0), "{outs:?}");
+}
+
+#[test]
+fn a_cache_that_answers_after_the_gate_shows_its_catalog_and_moves_the_generation() {
+    let o = ManagerOptions {
+        gate: Duration::from_millis(100),
+        ..ManagerOptions::default()
+    };
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (_, key) = connect_unopened(&mut m);
+    // The gate passes before the cache answers: the server is deferred with nothing to show.
+    m.handle_timeout(Instant::from_millis(100));
+    drain(&mut m);
+    assert!(m.resources().is_empty());
+    let before = m.catalog_generation();
+    let catalog = crate::catalog::Catalog {
+        resources: vec![serde_json::from_value(json!({"uri": "file:///a", "name": "a"})).unwrap()],
+        ..Default::default()
+    };
+    cache_answers(
+        &mut m,
+        150,
+        key,
+        vec![crate::tool::ToolDef::named("t")],
+        Some(catalog),
+    );
+    let shown: Vec<(String, bool)> = m
+        .resources()
+        .into_iter()
+        .map(|r| (r.def.uri, r.deferred))
+        .collect();
+    assert_eq!(shown, vec![("file:///a".to_string(), true)]);
+    assert_ne!(m.catalog_generation(), before);
 }
