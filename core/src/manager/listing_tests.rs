@@ -4,8 +4,10 @@
 //! the definition it was made against (or passed unchecked, with a warning, when its schema
 //! cannot be used).
 
-use super::era_tests::{answer, drain};
-use super::legacy_tests::{call, call_outcome, connected, request_id, request_of, tools, NeedsOk};
+use super::era_tests::{answer, drain, open};
+use super::legacy_tests::{
+    call, call_outcome, connected, initialize_ok, request_id, request_of, tools, NeedsOk,
+};
 use super::*;
 use crate::time::Instant;
 use serde_json::{json, Value};
@@ -193,4 +195,19 @@ fn a_listed_output_schema_that_cannot_be_used_leaves_results_unchecked_with_a_wa
         ),
         (1, 0, 0)
     );
+}
+
+#[test]
+fn a_refresh_of_a_connecting_server_is_answered_by_its_first_list() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize");
+    // Asked while the server initializes: no list of its own, the first one answers it.
+    assert!(refreshed(&refresh(&mut m, 1, 7)).is_empty());
+    assert_eq!(m.counters().refreshes_of_connecting, 1);
+    let outs = answer(&mut m, 2, conn, initialize_ok(init, json!({"tools": {}})));
+    let list = request_of(&outs, "tools/list");
+    let outs = answer(&mut m, 3, conn, tools(list, json!([tool("t")])));
+    assert_eq!(refreshed(&outs), vec![(7, true)], "{outs:?}");
+    assert_eq!(request_id(&outs, "tools/list"), None, "one list, not two");
 }
