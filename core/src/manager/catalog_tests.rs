@@ -149,6 +149,7 @@ fn a_cache_that_answers_after_the_gate_shows_its_catalog_and_moves_the_generatio
     m.handle_timeout(Instant::from_millis(100));
     drain(&mut m);
     assert!(m.resources().is_empty());
+    assert_eq!(m.counters().gates_by_timer, 1);
     let before = m.catalog_generation();
     let catalog = crate::catalog::Catalog {
         resources: vec![serde_json::from_value(json!({"uri": "file:///a", "name": "a"})).unwrap()],
