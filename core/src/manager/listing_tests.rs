@@ -4,13 +4,14 @@
 //! the definition it was made against (or passed unchecked, with a warning, when its schema
 //! cannot be used).
 
-use super::era_tests::{answer, drain, open};
+use super::era_tests::{answer, cache_answers, connect_unopened, drain, open};
 use super::legacy_tests::{
     call, call_outcome, connected, initialize_ok, request_id, request_of, tools, NeedsOk,
 };
 use super::*;
 use crate::time::Instant;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 fn refresh(m: &mut Manager, at: u64, request: u64) -> Vec<Output> {
     m.handle(
@@ -210,4 +211,57 @@ fn a_refresh_of_a_connecting_server_is_answered_by_its_first_list() {
     let outs = answer(&mut m, 3, conn, tools(list, json!([tool("t")])));
     assert_eq!(refreshed(&outs), vec![(7, true)], "{outs:?}");
     assert_eq!(request_id(&outs, "tools/list"), None, "one list, not two");
+}
+
+#[test]
+fn a_call_made_against_a_cached_definition_is_checked_against_the_one_it_was_sent_with() {
+    let o = ManagerOptions {
+        gate: Duration::from_millis(100),
+        output_validator: Some(crate::schema::SharedValidator::new(NeedsOk)),
+        ..ManagerOptions::default()
+    };
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, key) = connect_unopened(&mut m);
+    // The cache remembers `t` without an output schema; the server now lists it with one.
+    let cached = vec![crate::tool::ToolDef::named("t")];
+    cache_answers(&mut m, 1, key, cached, None);
+    m.handle_timeout(Instant::from_millis(100));
+    drain(&mut m);
+    assert!(request_id(&call(&mut m, 101, 1, None), "tools/call").is_none());
+    m.handle(
+        Instant::from_millis(102),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    let init = request_of(&drain(&mut m), "initialize");
+    let outs = answer(&mut m, 103, conn, initialize_ok(init, json!({"tools": {}})));
+    let with_schema = json!({"name": "t", "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object"}});
+    let listed = json!([with_schema, tool("z")]);
+    let outs = answer(
+        &mut m,
+        104,
+        conn,
+        tools(request_of(&outs, "tools/list"), listed),
+    );
+    let id = request_of(&outs, "tools/call");
+    // And then drops it while the call runs: the definition it was sent against still holds.
+    let list = request_of(&refresh(&mut m, 105, 2), "tools/list");
+    answer(&mut m, 106, conn, tools(list, json!([tool("z")])));
+    let result = json!({"content": [], "structuredContent": {"ok": false}});
+    let outs = answer(
+        &mut m,
+        107,
+        conn,
+        json!({"jsonrpc": "2.0", "id": id, "result": result}),
+    );
+    assert!(
+        matches!(
+            call_outcome(&outs),
+            Some(CallOutcome::Err(CallError::OutputSchema { .. }))
+        ),
+        "{outs:?}"
+    );
 }

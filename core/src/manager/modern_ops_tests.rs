@@ -313,11 +313,13 @@ fn a_prompt_that_asks_for_an_input_without_a_handler_fails_with_a_typed_error() 
     );
     let outs = drain(&mut m);
     let req = sent(&outs);
-    let first = req
+    let (first, header) = req
         .iter()
         .find(|r| r.2 == "prompts/get")
-        .expect("the prompt is asked")
-        .1;
+        .map(|r| (r.1, r.4.name.clone()))
+        .expect("the prompt is asked");
+    // `Mcp-Name` names the prompt as its server knows it.
+    assert_eq!(header.as_deref(), Some("p"));
     let outs = frame(&mut m, 11, conn, input_required(first, ELICIT, r#""s""#));
     match completed(&outs) {
         Some(OperationOutcome::Err(CallError::InputUnavailable { method, .. })) => {
@@ -774,6 +776,41 @@ fn a_completion_answers_with_its_values_and_is_counted_as_one() {
         ),
         (1, 0)
     );
+}
+
+#[test]
+fn a_completion_that_asks_for_input_fails_as_input_unavailable() {
+    let caps = json!({"tools": {}, "prompts": {}, "completions": {}});
+    let (mut m, conn, _) = connected_with(probing(), caps);
+    m.handle(
+        Instant::from_millis(10),
+        Input::Operation {
+            call: CallId(5),
+            op: Operation::Complete {
+                reference: crate::catalog::CompletionRef::Prompt {
+                    name: "mcp_s_p".into(),
+                },
+                argument: "city".into(),
+                value: "Pa".into(),
+                context: BTreeMap::new(),
+            },
+            timeout: None,
+        },
+    );
+    let id = sent(&drain(&mut m))
+        .into_iter()
+        .find(|r| r.2 == "completion/complete")
+        .expect("the completion is asked")
+        .1;
+    let outs = frame(&mut m, 11, conn, input_required(id, ELICIT, r#""s""#));
+    match completed(&outs) {
+        Some(OperationOutcome::Err(CallError::InputUnavailable { method, .. })) => {
+            assert_eq!(method, "completion/complete")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(sent(&outs).is_empty(), "not asked again");
+    assert_eq!(m.counters().inputs_unavailable, 1);
 }
 
 #[test]

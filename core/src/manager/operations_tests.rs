@@ -3,7 +3,7 @@
 //! connection and no other, a lost connection fails only its own server's operations, and a
 //! result of a type the client does not know fails the operation as a protocol error; a
 //! cancelled operation tells its server, a page of tasks comes back as one, and a subscription
-//! is acknowledged by its server's empty answer.
+//! is acknowledged by its server's empty answer; a URI no server lists is an unknown resource.
 
 use super::era_tests::{answer, drain, notified, sent};
 use super::legacy_tests::initialize_ok;
@@ -319,4 +319,31 @@ fn a_subscription_is_sent_to_its_server_and_its_empty_answer_acknowledges_it() {
     );
     let c = m.counters();
     assert_eq!((c.operations_acknowledged, c.task_pages_listed), (1, 0));
+}
+
+#[test]
+fn a_read_of_a_uri_no_server_lists_fails_as_an_unknown_resource() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a"]);
+    connect(&mut m, 1, "a", attempts[0]);
+    m.handle(
+        Instant::from_millis(2),
+        Input::Operation {
+            call: CallId(6),
+            op: Operation::ReadResource {
+                uri: "sim://nobody/x".into(),
+                server: None,
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(reads(&outs).is_empty());
+    assert_eq!(
+        outcome(&outs, 6),
+        Some(OperationOutcome::Err(CallError::UnknownResource {
+            uri: "sim://nobody/x".into()
+        }))
+    );
+    assert_eq!(m.counters().ambiguous_uris, 0);
 }
