@@ -806,8 +806,25 @@ fn structured_results_are_checked_against_the_tools_output_schema_and_counted() 
         ),
         "{outcomes:?}"
     );
+    // An error result is the tool's failure, not its output: passed on unchecked.
+    let id = request_of(&call(&mut m, 30, 3, None), "tools/call");
+    let result = json!({"content": [], "isError": true, "structuredContent": {"ok": false}});
+    let outs = answer(
+        &mut m,
+        31,
+        conn,
+        json!({"jsonrpc": "2.0", "id": id, "result": result}),
+    );
+    assert!(matches!(call_outcome(&outs), Some(CallOutcome::Ok(_))));
     let c = m.counters();
-    assert_eq!((c.output_schema_passed, c.output_schema_refused), (1, 1));
+    assert_eq!(
+        (
+            c.output_schema_passed,
+            c.output_schema_refused,
+            c.output_schema_error_results
+        ),
+        (1, 1, 1)
+    );
 }
 
 #[test]

@@ -1,10 +1,11 @@
 //! Requests a server of the initialize-based revisions sends the client, driven through the
 //! manager's inputs: one waits in `pending_peer_requests` until the embedder answers it, a
 //! declined elicitation reads as a decline to the server, and new roots are announced to
-//! every initialized server.
+//! every initialized server (and neither declared nor announced by a client that has none).
 
-use super::era_tests::{answer, drain, notified};
-use super::legacy_tests::connected;
+use super::era_tests::open;
+use super::era_tests::{answer, drain, notified, sent};
+use super::legacy_tests::{connected, initialize_ok, request_of};
 use super::*;
 use crate::protocol::{PeerAnswer, Root};
 use crate::time::Instant;
@@ -73,4 +74,30 @@ fn new_roots_are_announced_once_to_each_initialized_server() {
         assert_eq!(notes, vec![conn]);
         assert_eq!(m.counters().roots_list_changed_sent, n);
     }
+}
+
+#[test]
+fn a_client_with_no_roots_does_not_declare_them_or_announce_new_ones() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let params = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "initialize")
+        .expect("initialize")
+        .3;
+    assert!(params["capabilities"].get("roots").is_none(), "{params}");
+    let init = request_of(&outs, "initialize");
+    answer(&mut m, 1, conn, initialize_ok(init, json!({"tools": {}})));
+    m.handle(
+        Instant::from_millis(2),
+        Input::SetRoots {
+            roots: vec![Root {
+                uri: "file:///r".into(),
+                name: None,
+            }],
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(notified(&outs, "notifications/roots/list_changed").is_empty());
+    assert_eq!(m.counters().roots_list_changed_sent, 0);
 }
