@@ -101,3 +101,61 @@ fn a_client_with_no_roots_does_not_declare_them_or_announce_new_ones() {
     assert!(notified(&outs, "notifications/roots/list_changed").is_empty());
     assert_eq!(m.counters().roots_list_changed_sent, 0);
 }
+
+/// A URL elicitation `id` from the server on `conn`, answered by the embedder with `reply`.
+fn url_elicitation(m: &mut Manager, at: u64, conn: ConnId, id: &str, reply: PeerAnswer) {
+    let ask = json!({"jsonrpc": "2.0", "id": format!("q-{id}"), "method": "elicitation/create",
+        "params": {"mode": "url", "message": "sign in", "url": "https://example.com/login",
+        "elicitationId": id}});
+    let key = answer(m, at, conn, ask)
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked");
+    m.handle(
+        Instant::from_millis(at),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: reply,
+        },
+    );
+    drain(m);
+}
+
+/// The elicitations `outs` report complete.
+fn completed_elicitations(outs: &[Output]) -> Vec<String> {
+    outs.iter()
+        .filter_map(|o| match o {
+            Output::Event(Event::ElicitationComplete { elicitation_id, .. }) => {
+                Some(elicitation_id.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn each_accepted_url_elicitation_completes_and_a_declined_one_does_not() {
+    let mut o = ManagerOptions::default();
+    o.client_features.elicitation_url = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    url_elicitation(&mut m, 3, conn, "e1", PeerAnswer::Accept { content: None });
+    url_elicitation(&mut m, 4, conn, "e2", PeerAnswer::Accept { content: None });
+    url_elicitation(&mut m, 5, conn, "e3", PeerAnswer::Decline);
+    let complete = |id: &str| {
+        json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": id}})
+    };
+    // Both accepted ones are remembered, the first one too.
+    for (at, id) in [(6, "e1"), (7, "e2")] {
+        assert_eq!(
+            completed_elicitations(&answer(&mut m, at, conn, complete(id))),
+            vec![id]
+        );
+    }
+    // The declined one will not complete: a completion for it is ignored.
+    assert!(completed_elicitations(&answer(&mut m, 8, conn, complete("e3"))).is_empty());
+    assert_eq!(m.counters().elicitations_completed, 2);
+}

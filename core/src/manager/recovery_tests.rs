@@ -3,7 +3,8 @@
 //! transport that closed by itself is not asked to close again, a refresh of a failed server
 //! is answered at once with why, a call made against a cached tool is sent once its server
 //! connects, nothing waits for a server that is down for good, and a request the transport
-//! could not deliver fails alone, in the transport's words.
+//! could not deliver fails alone, in the transport's words; a stopped server connected again
+//! with a new config runs (and is cached) under the new one.
 
 use super::era_tests::{answer, cache_answers, connect_unopened, drain, open};
 use super::legacy_tests::{call, call_outcome, connected, initialize_ok, request_id, request_of};
@@ -307,4 +308,45 @@ fn a_call_the_transport_could_not_deliver_fails_alone_as_a_transport_error() {
         (c.requests_failed_by_transport, c.unknown_responses),
         (1, 1)
     );
+}
+
+#[test]
+fn a_stopped_server_connected_again_with_a_new_config_is_started_and_cached_under_it() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize");
+    // Fails to start and is not retried: stopped.
+    answer(&mut m, 1, conn, initialize_refused(init));
+    assert_eq!(
+        m.server_state("s").unwrap().status,
+        ServerStatus::Disconnected
+    );
+    let config = crate::config::ServerConfig::stdio("srv", &["--fixed"]);
+    m.handle(
+        Instant::from_millis(2),
+        Input::Connect {
+            request: RequestId(2),
+            servers: vec![crate::config::ServerSpec::new("s", config.clone())],
+        },
+    );
+    let outs = drain(&mut m);
+    let asked: Vec<String> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::LoadCache { key, .. } => Some(key.config_hash.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, vec![crate::config::config_hash(&config)], "{outs:?}");
+    let opened: Vec<Vec<String>> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::OpenTransport {
+                config: crate::config::TransportConfig::Stdio { args, .. },
+                ..
+            } => Some(args.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opened, vec![vec!["--fixed".to_string()]], "{outs:?}");
 }
