@@ -2,7 +2,7 @@
 //! refresh is answered by the first list fetched after it was asked, a repeated cursor ends a
 //! list as failed, and a call whose tool left the list while it ran is still checked against
 //! the definition it was made against (or passed unchecked, with a warning, when its schema
-//! cannot be used).
+//! cannot be used); a renewed HTTP session lists the tools again.
 
 use super::era_tests::{answer, cache_answers, connect_unopened, drain, open};
 use super::legacy_tests::{
@@ -264,4 +264,30 @@ fn a_call_made_against_a_cached_definition_is_checked_against_the_one_it_was_sen
         ),
         "{outs:?}"
     );
+}
+
+#[test]
+fn a_renewed_http_session_is_announced_and_the_tools_are_listed_again() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([tool("t")]),
+    );
+    m.handle(
+        Instant::from_millis(10),
+        Input::Transport {
+            conn,
+            event: TransportEvent::SessionRenewed,
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(
+        outs.iter()
+            .any(|o| matches!(o, Output::Event(Event::SessionRenewed { server }) if server == "s")),
+        "{outs:?}"
+    );
+    let list = request_of(&outs, "tools/list");
+    let outs = answer(&mut m, 11, conn, tools(list, json!([tool("t"), tool("u")])));
+    assert_eq!(m.tool_count(), 2, "{outs:?}");
+    assert_eq!(m.counters().sessions_renewed, 1);
 }
