@@ -308,3 +308,33 @@ fn fresh_lists_are_asked_again_when_the_shell_wakes_after_they_expired() {
         .poll_timeout()
         .is_none_or(|t| t > Instant::from_millis(60_500)));
 }
+
+#[test]
+fn a_prompt_list_counts_toward_the_freshness_beside_the_tool_list() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    let discover = json!({"jsonrpc": "2.0", "id": probe, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}, "prompts": {}}, "serverInfo": {"name": "s", "version": "1"}}});
+    let outs = answer(&mut m, 5, conn, discover);
+    let id_of = |outs: &[Output], method: &str| {
+        sent(outs)
+            .into_iter()
+            .find(|r| r.2 == method)
+            .map(|r| r.1)
+            .unwrap_or_else(|| panic!("no {method}"))
+    };
+    let (tools, prompts) = (id_of(&outs, "tools/list"), id_of(&outs, "prompts/list"));
+    let prompts_page = json!({"jsonrpc": "2.0", "id": prompts, "result": {
+        "prompts": [{"name": "p"}], "ttlMs": 30_000, "cacheScope": "public"}});
+    answer(&mut m, 10, conn, prompts_page);
+    let tools_page = json!({"jsonrpc": "2.0", "id": tools, "result": {
+        "tools": [{"name": "t"}], "ttlMs": 60_000, "cacheScope": "public"}});
+    let outs = answer(&mut m, 10, conn, tools_page);
+    let f = stored_catalog(&outs)
+        .and_then(|c| c.freshness)
+        .expect("every declared list had a hint");
+    // The prompt list's 30 s, the earlier of the two.
+    assert_eq!(f.ttl_ms, 30_000);
+}
