@@ -97,6 +97,37 @@ pub(super) fn connect_unopened(m: &mut Manager) -> (ConnId, CacheKey) {
     (conn.expect("opened"), key.expect("the cache is asked"))
 }
 
+/// Server `s` connected at time zero (not yet opened) with a 100 ms startup gate; its cache
+/// answers `cached` at 1 ms, and the gate passes at 100 ms: shown from its cache while it
+/// starts. The manager and the attempt.
+pub(super) fn deferred_on_cache(
+    o: ManagerOptions,
+    cached: Vec<crate::tool::ToolDef>,
+) -> (Manager, ConnId) {
+    let o = ManagerOptions {
+        gate: std::time::Duration::from_millis(100),
+        ..o
+    };
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, key) = connect_unopened(&mut m);
+    cache_answers(&mut m, 1, key, cached, None);
+    m.handle_timeout(Instant::from_millis(100));
+    drain(&mut m);
+    (m, conn)
+}
+
+/// The transport of attempt `conn` opened at `at` ms: what the manager sent on it.
+pub(super) fn transport_opened(m: &mut Manager, at: u64, conn: ConnId) -> Vec<Output> {
+    m.handle(
+        Instant::from_millis(at),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Opened,
+        },
+    );
+    drain(m)
+}
+
 /// Closes `conn` as a process that exited (at `at` ms), then runs the reconnect that
 /// follows: the new attempt, opened; when; and what its opening sent.
 pub(super) fn lose_and_reconnect(

@@ -603,16 +603,7 @@ fn a_url_elicitation_completes_once_and_only_when_the_server_asked_for_it() {
     let mut o = ManagerOptions::default();
     o.client_features.elicitation_url = true;
     let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
-    let completions = |outs: &[Output]| -> Vec<String> {
-        outs.iter()
-            .filter_map(|o| match o {
-                Output::Event(Event::ElicitationComplete { elicitation_id, .. }) => {
-                    Some(elicitation_id.clone())
-                }
-                _ => None,
-            })
-            .collect()
-    };
+    let completions = super::peer_tests::completed_elicitations;
     let complete = |id: &str| {
         json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
             "params": {"elicitationId": id}})

@@ -4,14 +4,13 @@
 //! the definition it was made against (or passed unchecked, with a warning, when its schema
 //! cannot be used); a renewed HTTP session lists the tools again.
 
-use super::era_tests::{answer, cache_answers, connect_unopened, drain, open};
+use super::era_tests::{answer, deferred_on_cache, drain, open, transport_opened};
 use super::legacy_tests::{
     call, call_outcome, connected, initialize_ok, request_id, request_of, tools, NeedsOk,
 };
 use super::*;
 use crate::time::Instant;
 use serde_json::{json, Value};
-use std::time::Duration;
 
 fn refresh(m: &mut Manager, at: u64, request: u64) -> Vec<Output> {
     m.handle(
@@ -216,26 +215,13 @@ fn a_refresh_of_a_connecting_server_is_answered_by_its_first_list() {
 #[test]
 fn a_call_made_against_a_cached_definition_is_checked_against_the_one_it_was_sent_with() {
     let o = ManagerOptions {
-        gate: Duration::from_millis(100),
         output_validator: Some(crate::schema::SharedValidator::new(NeedsOk)),
         ..ManagerOptions::default()
     };
-    let mut m = Manager::new(o, Instant::ZERO);
-    let (conn, key) = connect_unopened(&mut m);
     // The cache remembers `t` without an output schema; the server now lists it with one.
-    let cached = vec![crate::tool::ToolDef::named("t")];
-    cache_answers(&mut m, 1, key, cached, None);
-    m.handle_timeout(Instant::from_millis(100));
-    drain(&mut m);
+    let (mut m, conn) = deferred_on_cache(o, vec![crate::tool::ToolDef::named("t")]);
     assert!(request_id(&call(&mut m, 101, 1, None), "tools/call").is_none());
-    m.handle(
-        Instant::from_millis(102),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Opened,
-        },
-    );
-    let init = request_of(&drain(&mut m), "initialize");
+    let init = request_of(&transport_opened(&mut m, 102, conn), "initialize");
     let outs = answer(&mut m, 103, conn, initialize_ok(init, json!({"tools": {}})));
     let with_schema = json!({"name": "t", "inputSchema": {"type": "object"},
         "outputSchema": {"type": "object"}});

@@ -735,10 +735,9 @@ fn an_input_left_unanswered_fails_the_tool_call_that_asked_for_it() {
     assert_eq!(m.counters().inputs_unavailable, 1);
 }
 
-#[test]
-fn a_completion_answers_with_its_values_and_is_counted_as_one() {
-    let caps = json!({"tools": {}, "prompts": {}, "completions": {}});
-    let (mut m, conn, _) = connected_with(probing(), caps);
+/// Asks (at 10 ms, as operation 5) for completions of the argument `city` of prompt `p`,
+/// given `Pa`: what that produced.
+fn complete_city(m: &mut Manager) -> Vec<Output> {
     m.handle(
         Instant::from_millis(10),
         Input::Operation {
@@ -754,7 +753,14 @@ fn a_completion_answers_with_its_values_and_is_counted_as_one() {
             timeout: None,
         },
     );
-    let (_, id, _, params, _) = sent(&drain(&mut m))
+    drain(m)
+}
+
+#[test]
+fn a_completion_answers_with_its_values_and_is_counted_as_one() {
+    let caps = json!({"tools": {}, "prompts": {}, "completions": {}});
+    let (mut m, conn, _) = connected_with(probing(), caps);
+    let (_, id, _, params, _) = sent(&complete_city(&mut m))
         .into_iter()
         .find(|r| r.2 == "completion/complete")
         .expect("the completion is asked");
@@ -782,22 +788,7 @@ fn a_completion_answers_with_its_values_and_is_counted_as_one() {
 fn a_completion_that_asks_for_input_fails_as_input_unavailable() {
     let caps = json!({"tools": {}, "prompts": {}, "completions": {}});
     let (mut m, conn, _) = connected_with(probing(), caps);
-    m.handle(
-        Instant::from_millis(10),
-        Input::Operation {
-            call: CallId(5),
-            op: Operation::Complete {
-                reference: crate::catalog::CompletionRef::Prompt {
-                    name: "mcp_s_p".into(),
-                },
-                argument: "city".into(),
-                value: "Pa".into(),
-                context: BTreeMap::new(),
-            },
-            timeout: None,
-        },
-    );
-    let id = sent(&drain(&mut m))
+    let id = sent(&complete_city(&mut m))
         .into_iter()
         .find(|r| r.2 == "completion/complete")
         .expect("the completion is asked")

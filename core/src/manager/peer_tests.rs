@@ -19,6 +19,16 @@ fn reply_on(outs: &[Output], conn: ConnId) -> Option<Value> {
     })
 }
 
+/// The request the embedder is asked to answer among `outs`.
+fn asked(outs: &[Output]) -> PeerRequestKey {
+    outs.iter()
+        .find_map(|o| match o {
+            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
+            _ => None,
+        })
+        .expect("the embedder is asked")
+}
+
 #[test]
 fn an_elicitation_waits_for_the_embedder_and_a_decline_reads_as_one_to_the_server() {
     let mut o = ManagerOptions::default();
@@ -29,13 +39,7 @@ fn an_elicitation_waits_for_the_embedder_and_a_decline_reads_as_one_to_the_serve
         "params": {"message": "sure?", "requestedSchema": {"type": "object",
         "properties": {}}}});
     let outs = answer(&mut m, 3, conn, ask);
-    let key = outs
-        .iter()
-        .find_map(|o| match o {
-            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
-            _ => None,
-        })
-        .expect("the embedder is asked");
+    let key = asked(&outs);
     assert_eq!(m.pending_peer_requests(), vec![(key, "s")]);
     m.handle(
         Instant::from_millis(4),
@@ -107,13 +111,7 @@ fn url_elicitation(m: &mut Manager, at: u64, conn: ConnId, id: &str, reply: Peer
     let ask = json!({"jsonrpc": "2.0", "id": format!("q-{id}"), "method": "elicitation/create",
         "params": {"mode": "url", "message": "sign in", "url": "https://example.com/login",
         "elicitationId": id}});
-    let key = answer(m, at, conn, ask)
-        .iter()
-        .find_map(|o| match o {
-            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
-            _ => None,
-        })
-        .expect("the embedder is asked");
+    let key = asked(&answer(m, at, conn, ask));
     m.handle(
         Instant::from_millis(at),
         Input::AnswerPeerRequest {
@@ -125,7 +123,7 @@ fn url_elicitation(m: &mut Manager, at: u64, conn: ConnId, id: &str, reply: Peer
 }
 
 /// The elicitations `outs` report complete.
-fn completed_elicitations(outs: &[Output]) -> Vec<String> {
+pub(super) fn completed_elicitations(outs: &[Output]) -> Vec<String> {
     outs.iter()
         .filter_map(|o| match o {
             Output::Event(Event::ElicitationComplete { elicitation_id, .. }) => {

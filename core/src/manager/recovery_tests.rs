@@ -6,7 +6,7 @@
 //! could not deliver fails alone, in the transport's words; a stopped server connected again
 //! with a new config runs (and is cached) under the new one.
 
-use super::era_tests::{answer, cache_answers, connect_unopened, drain, open};
+use super::era_tests::{answer, deferred_on_cache, drain, open, transport_opened};
 use super::legacy_tests::{call, call_outcome, connected, initialize_ok, request_id, request_of};
 use super::*;
 use crate::time::Instant;
@@ -139,37 +139,14 @@ fn a_failure_after_the_gate_is_counted_as_late_and_a_lost_connection_is_not() {
 
 #[test]
 fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
-    let o = ManagerOptions {
-        gate: Duration::from_millis(100),
-        ..ManagerOptions::default()
-    };
-    let mut m = Manager::new(o, Instant::ZERO);
-    let (conn, key) = connect_unopened(&mut m);
-    cache_answers(&mut m, 1, key, vec![crate::tool::ToolDef::named("t")], None);
     // Past the gate, the cached tool is shown while the server starts; a call to it waits.
-    m.handle_timeout(Instant::from_millis(100));
-    drain(&mut m);
+    let (mut m, conn) = deferred_on_cache(
+        ManagerOptions::default(),
+        vec![crate::tool::ToolDef::named("t")],
+    );
     assert!(m.tools()[0].deferred);
-    m.handle(
-        Instant::from_millis(2),
-        Input::CallTool {
-            call: CallId(3),
-            tool: "mcp_s_t".into(),
-            arguments: None,
-            timeout: None,
-            progress: false,
-            meta: None,
-        },
-    );
-    assert!(request_id(&drain(&mut m), "tools/call").is_none());
-    m.handle(
-        Instant::from_millis(3),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Opened,
-        },
-    );
-    let init = request_of(&drain(&mut m), "initialize");
+    assert!(request_id(&call(&mut m, 2, 3, None), "tools/call").is_none());
+    let init = request_of(&transport_opened(&mut m, 3, conn), "initialize");
     let outs = answer(&mut m, 4, conn, initialize_ok(init, json!({"tools": {}})));
     let outs = answer(&mut m, 5, conn, tools_ok(request_of(&outs, "tools/list")));
     let id = request_id(&outs, "tools/call").expect("the waiting call is sent");
@@ -195,23 +172,11 @@ fn a_call_made_against_a_cached_tool_is_sent_once_its_server_connects() {
 
 #[test]
 fn an_operation_for_a_server_down_for_good_fails_at_once_with_why_and_its_tools_are_gone() {
-    let o = ManagerOptions {
-        gate: Duration::from_millis(100),
-        ..ManagerOptions::default()
-    };
-    let mut m = Manager::new(o, Instant::ZERO);
-    let (conn, key) = connect_unopened(&mut m);
-    cache_answers(&mut m, 1, key, vec![crate::tool::ToolDef::named("t")], None);
-    m.handle_timeout(Instant::from_millis(100));
-    drain(&mut m);
-    m.handle(
-        Instant::from_millis(101),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Opened,
-        },
+    let (mut m, conn) = deferred_on_cache(
+        ManagerOptions::default(),
+        vec![crate::tool::ToolDef::named("t")],
     );
-    let init = request_of(&drain(&mut m), "initialize");
+    let init = request_of(&transport_opened(&mut m, 101, conn), "initialize");
     // Refused, and startup failures are not retried by default: the server is down for good.
     answer(&mut m, 102, conn, initialize_refused(init));
     assert_eq!(
@@ -219,18 +184,7 @@ fn an_operation_for_a_server_down_for_good_fails_at_once_with_why_and_its_tools_
         ServerStatus::Disconnected
     );
     // Its cached tool left the view with it: a call to it says so.
-    m.handle(
-        Instant::from_millis(103),
-        Input::CallTool {
-            call: CallId(3),
-            tool: "mcp_s_t".into(),
-            arguments: None,
-            timeout: None,
-            progress: false,
-            meta: None,
-        },
-    );
-    let outs = drain(&mut m);
+    let outs = call(&mut m, 103, 3, None);
     assert!(
         outs.iter().any(|o| matches!(
             o,
