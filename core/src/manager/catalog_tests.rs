@@ -74,7 +74,15 @@ fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
         "{warnings:?}"
     );
     assert!(m.resources().is_empty());
-    assert_eq!(m.counters().catalog_lists_failed, 1);
+    let c = m.counters();
+    assert_eq!(
+        (
+            c.catalog_lists_failed,
+            c.resource_pages_requested,
+            c.template_pages_requested
+        ),
+        (1, 2, 1)
+    );
     // The server itself is fine: only that list is empty.
     assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
 }
@@ -169,4 +177,67 @@ fn a_cache_that_answers_after_the_gate_shows_its_catalog_and_moves_the_generatio
         .collect();
     assert_eq!(shown, vec![("file:///a".to_string(), true)]);
     assert_ne!(m.catalog_generation(), before);
+}
+
+/// The warnings among `outs`.
+fn warnings(outs: &[Output]) -> Vec<String> {
+    outs.iter()
+        .filter_map(|o| match o {
+            Output::Event(Event::Diagnostic {
+                level: Level::Warn,
+                message,
+                ..
+            }) => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_resource_without_a_uri_is_skipped_with_a_warning_and_the_rest_is_kept() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, list) = resources_server(&mut m);
+    let r = json!({"resources": [{"name": "broken"}, {"uri": "file:///a", "name": "a"}]});
+    let outs = answer(&mut m, 2, conn, ok(list, r));
+    let w = warnings(&outs);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("resources/list"), "{w:?}");
+    assert_eq!(m.resources().len(), 1);
+}
+
+#[test]
+fn a_prompt_list_change_heard_while_it_is_listed_lists_it_once_more() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize");
+    let caps = json!({"prompts": {"listChanged": true}});
+    let outs = answer(&mut m, 1, conn, initialize_ok(init, caps));
+    let first = request_of(&outs, "prompts/list");
+    answer(
+        &mut m,
+        2,
+        conn,
+        ok(first, json!({"prompts": [{"name": "a"}]})),
+    );
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"});
+    let list = request_of(&answer(&mut m, 3, conn, changed.clone()), "prompts/list");
+    // Changed again while that list is out: it may predate the change, so one more follows.
+    assert_eq!(
+        request_id(&answer(&mut m, 4, conn, changed), "prompts/list"),
+        None
+    );
+    let outs = answer(
+        &mut m,
+        5,
+        conn,
+        ok(list, json!({"prompts": [{"name": "a"}]})),
+    );
+    let again = request_of(&outs, "prompts/list");
+    answer(
+        &mut m,
+        6,
+        conn,
+        ok(again, json!({"prompts": [{"name": "a"}, {"name": "b"}]})),
+    );
+    assert_eq!(m.prompts().len(), 2);
 }

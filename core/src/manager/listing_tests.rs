@@ -62,6 +62,7 @@ fn a_refresh_asked_while_one_runs_is_answered_by_the_list_after_it() {
     );
     assert_eq!(refreshed(&outs), vec![(2, true)], "{outs:?}");
     assert_eq!(m.tool_count(), 2);
+    assert_eq!(m.counters().list_changed_applied, 2);
 }
 
 #[test]
@@ -82,6 +83,15 @@ fn a_repeated_cursor_fails_the_list_and_keeps_the_previous_tools() {
     let outs = answer(&mut m, 12, conn, page(id, "v"));
     assert_eq!(request_id(&outs, "tools/list"), None, "{outs:?}");
     assert_eq!(refreshed(&outs), vec![(1, false)], "{outs:?}");
+    let why = outs.iter().find_map(|o| match o {
+        Output::Event(Event::RefreshCompleted { result: Err(e), .. }) => Some(e.to_string()),
+        _ => None,
+    });
+    assert!(
+        why.as_deref()
+            .is_some_and(|w| w.contains("repeated cursor \"c\"")),
+        "{why:?}"
+    );
     assert_eq!(m.counters().repeated_cursors, 1);
     let names: Vec<String> = m.tools().into_iter().map(|t| t.qualified_name).collect();
     assert_eq!(names, vec!["mcp_s_t"]);

@@ -6,7 +6,7 @@
 //! could not deliver fails alone, in the transport's words; a stopped server connected again
 //! with a new config runs (and is cached) under the new one.
 
-use super::era_tests::{answer, deferred_on_cache, drain, open, transport_opened};
+use super::era_tests::{answer, deferred_on_cache, drain, open, probing, sent, transport_opened};
 use super::legacy_tests::{call, call_outcome, connected, initialize_ok, request_id, request_of};
 use super::*;
 use crate::time::Instant;
@@ -303,4 +303,60 @@ fn a_stopped_server_connected_again_with_a_new_config_is_started_and_cached_unde
         })
         .collect();
     assert_eq!(opened, vec![vec!["--fixed".to_string()]], "{outs:?}");
+}
+
+#[test]
+fn a_probe_the_transport_could_not_deliver_falls_back_to_initialize() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "server/discover")
+        .expect("probed")
+        .1;
+    m.handle(
+        Instant::from_millis(1),
+        Input::Transport {
+            conn,
+            event: TransportEvent::RequestFailed {
+                id: probe,
+                error: "HTTP 404".into(),
+            },
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(request_id(&outs, "initialize").is_some(), "{outs:?}");
+    assert_eq!(m.counters().probes_legacy, 1);
+}
+
+#[test]
+fn progress_is_asked_for_whenever_the_caller_wants_it() {
+    let (mut m, _) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t", "inputSchema": {"type": "object"}}]),
+    );
+    for (call, progress) in [(1, false), (2, true)] {
+        m.handle(
+            Instant::from_millis(10),
+            Input::CallTool {
+                call: CallId(call),
+                tool: "mcp_s_t".into(),
+                arguments: None,
+                timeout: None,
+                progress,
+                meta: None,
+            },
+        );
+        let params = sent(&drain(&mut m))
+            .into_iter()
+            .find(|r| r.2 == "tools/call")
+            .expect("sent")
+            .3;
+        assert_eq!(
+            params["_meta"].get("progressToken").is_some(),
+            progress,
+            "{params}"
+        );
+    }
 }
