@@ -6,7 +6,9 @@
 //! could not deliver fails alone, in the transport's words; a stopped server connected again
 //! with a new config runs (and is cached) under the new one.
 
-use super::era_tests::{answer, deferred_on_cache, drain, open, probing, sent, transport_opened};
+use super::era_tests::{
+    answer, deferred_on_cache, drain, lose_and_reconnect, open, probing, sent, transport_opened,
+};
 use super::legacy_tests::{call, call_outcome, connected, initialize_ok, request_id, request_of};
 use super::*;
 use crate::time::Instant;
@@ -359,4 +361,64 @@ fn progress_is_asked_for_whenever_the_caller_wants_it() {
             "{params}"
         );
     }
+}
+
+#[test]
+fn a_server_fails_its_health_check_only_after_as_many_missed_pings_as_allowed() {
+    let o = ManagerOptions {
+        health: Some(HealthPolicy {
+            interval: Duration::from_secs(1),
+            timeout: Duration::from_millis(100),
+            misses: 2,
+        }),
+        ..ManagerOptions::default()
+    };
+    let (mut m, _) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    let pings = |outs: &[Output]| sent(outs).iter().filter(|r| r.2 == "ping").count();
+    let mut at = 2;
+    let mut asked = 0;
+    // Ping, then let each one go unanswered: the first miss pings again at once.
+    while asked < 2 && at < 5_000 {
+        m.handle_timeout(Instant::from_millis(at));
+        asked += pings(&drain(&mut m));
+        at += 1;
+    }
+    assert_eq!(asked, 2, "a ping, and one more after the first miss");
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    assert_eq!(m.counters().ping_timeouts, 1);
+    m.handle_timeout(Instant::from_millis(at + 200));
+    drain(&mut m);
+    let state = m.server_state("s").unwrap();
+    assert_eq!(
+        state.last_error.map(|e| e.kind),
+        Some(ServerErrorKind::HealthCheck)
+    );
+    assert_eq!(m.counters().health_failures, 1);
+}
+
+#[test]
+fn only_a_connection_made_again_after_a_loss_counts_as_a_reconnect() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t"}]),
+    );
+    assert_eq!(m.counters().reconnects_succeeded, 0);
+    let (conn, at, outs) = lose_and_reconnect(&mut m, conn, 3);
+    let init = request_of(&outs, "initialize");
+    let t = at.as_millis();
+    let outs = answer(
+        &mut m,
+        t + 1,
+        conn,
+        initialize_ok(init, json!({"tools": {}})),
+    );
+    answer(
+        &mut m,
+        t + 2,
+        conn,
+        tools_ok(request_of(&outs, "tools/list")),
+    );
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    assert_eq!(m.counters().reconnects_succeeded, 1);
 }
