@@ -338,3 +338,46 @@ fn a_prompt_list_counts_toward_the_freshness_beside_the_tool_list() {
     // The prompt list's 30 s, the earlier of the two.
     assert_eq!(f.ttl_ms, 30_000);
 }
+
+#[test]
+fn a_warm_start_from_fresh_lists_shows_the_cached_resources_as_live() {
+    // A first run of a server with tools and resources, every list fresh for ten minutes.
+    let mut first = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut first, 0);
+    let probe = sent(&outs)[0].1;
+    let discover = json!({"jsonrpc": "2.0", "id": probe, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}, "resources": {}}, "serverInfo": {"name": "s", "version": "1"}}});
+    let mut pending = sent(&answer(&mut first, 5, conn, discover));
+    let mut stored = None;
+    while let Some((_, id, method, _, _)) = pending.pop() {
+        let mut result = match method.as_str() {
+            "tools/list" => json!({"tools": [{"name": "t"}]}),
+            "resources/list" => json!({"resources": [{"uri": "file:///a", "name": "a"}]}),
+            "resources/templates/list" => json!({"resourceTemplates": []}),
+            other => panic!("unexpected {other}"),
+        };
+        result["ttlMs"] = json!(600_000);
+        result["cacheScope"] = json!("public");
+        let outs = answer(
+            &mut first,
+            10,
+            conn,
+            json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+        pending.extend(sent(&outs));
+        stored = stored_catalog(&outs).or(stored);
+    }
+    let stored = stored.expect("stored");
+    assert!(stored.freshness.is_some(), "every list had a hint");
+    // The warm start goes ready from it: no list, and the resource is live, not deferred.
+    let (m, outs) = warm_start(stored);
+    assert!(methods(&outs).is_empty(), "{:?}", methods(&outs));
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let shown: Vec<(String, bool)> = m
+        .resources()
+        .into_iter()
+        .map(|r| (r.def.uri, r.deferred))
+        .collect();
+    assert_eq!(shown, vec![("file:///a".to_string(), false)]);
+}
