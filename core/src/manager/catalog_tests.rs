@@ -1,6 +1,7 @@
 //! The resources and prompts a server of the initialize-based revisions lists, driven through
-//! the manager's inputs: a list longer than the page bound ends empty with a warning, and a
-//! changed prompt list is announced as prompts (not resources) having changed; a cache that
+//! the manager's inputs: a list longer than the page bound ends empty with a warning, an item
+//! that cannot be read is skipped with one, a changed prompt list is announced as prompts (not
+//! resources) having changed and listed once more if it changes while listed, and a cache that
 //! answers after the startup gate shows its catalog at once.
 
 use super::era_tests::{answer, cache_answers, connect_unopened, drain, lose_and_reconnect, open};

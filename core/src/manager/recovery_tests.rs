@@ -3,8 +3,11 @@
 //! transport that closed by itself is not asked to close again, a refresh of a failed server
 //! is answered at once with why, a call made against a cached tool is sent once its server
 //! connects, nothing waits for a server that is down for good, and a request the transport
-//! could not deliver fails alone, in the transport's words; a stopped server connected again
-//! with a new config runs (and is cached) under the new one.
+//! could not deliver fails alone, in the transport's words (a probe falls back to
+//! `initialize`); a stopped server connected again with a new config runs (and is cached)
+//! under the new one; a health check fails only after as many missed pings as allowed; only a
+//! connection made again after a loss counts as a reconnect; progress is asked for whenever
+//! the caller wants it.
 
 use super::era_tests::{
     answer, deferred_on_cache, drain, lose_and_reconnect, open, probing, sent, transport_opened,
