@@ -6,8 +6,8 @@
 //! could not deliver fails alone, in the transport's words (a probe falls back to
 //! `initialize`); a stopped server connected again with a new config runs (and is cached)
 //! under the new one; a health check fails only after as many missed pings as allowed; only a
-//! connection made again after a loss counts as a reconnect; progress is asked for whenever
-//! the caller wants it.
+//! connection made again after a loss counts as a reconnect, and the breaker counts closes up
+//! to exactly one burst window apart; progress is asked for whenever the caller wants it.
 
 use super::era_tests::{
     answer, deferred_on_cache, drain, lose_and_reconnect, open, probing, sent, transport_opened,
@@ -424,4 +424,49 @@ fn only_a_connection_made_again_after_a_loss_counts_as_a_reconnect() {
     );
     assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
     assert_eq!(m.counters().reconnects_succeeded, 1);
+}
+
+#[test]
+fn a_close_exactly_one_burst_window_after_another_still_counts_toward_the_breaker() {
+    for (second_close, tripped) in [(1_010, true), (1_011, false)] {
+        let o = ManagerOptions {
+            reconnect: ReconnectPolicy {
+                initial: Duration::from_millis(10),
+                jitter: 0.0,
+                burst_limit: 1,
+                burst_window: Duration::from_secs(1),
+                ..ReconnectPolicy::default()
+            },
+            ..ManagerOptions::default()
+        };
+        let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+        // Lost at 10 ms, reconnected at once.
+        let (conn2, at, outs) = lose_and_reconnect(&mut m, conn, 10);
+        let t = at.as_millis();
+        let init = request_of(&outs, "initialize");
+        let outs = answer(&mut m, t, conn2, initialize_ok(init, json!({"tools": {}})));
+        answer(&mut m, t, conn2, tools_ok(request_of(&outs, "tools/list")));
+        assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+        // Lost again, exactly one window after the first loss or just past it.
+        m.handle(
+            Instant::from_millis(second_close),
+            Input::Transport {
+                conn: conn2,
+                event: TransportEvent::Closed {
+                    reason: "exit 1".into(),
+                },
+            },
+        );
+        let outs = drain(&mut m);
+        assert_eq!(
+            reconnects(&outs),
+            usize::from(!tripped),
+            "{second_close}: {outs:?}"
+        );
+        assert_eq!(
+            m.counters().breakers_tripped,
+            u64::from(tripped),
+            "{second_close}"
+        );
+    }
 }
