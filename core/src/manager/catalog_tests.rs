@@ -47,7 +47,7 @@ fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
     let mut m = Manager::new(o, Instant::ZERO);
     let (conn, list) = resources_server(&mut m);
     let mut id = list;
-    let mut warnings = Vec::new();
+    let mut warned = Vec::new();
     for page in 1..=2 {
         let result = json!({"resources": [{"uri": format!("file:///{page}"), "name": "r"}],
             "nextCursor": format!("c{page}")});
@@ -59,20 +59,13 @@ fn a_resource_list_longer_than_the_page_bound_ends_empty_with_a_warning() {
             }
             None => {
                 assert_eq!(page, 2, "the second page is asked for");
-                warnings.extend(outs.iter().filter_map(|o| match o {
-                    Output::Event(Event::Diagnostic {
-                        level: Level::Warn,
-                        message,
-                        ..
-                    }) => Some(message.clone()),
-                    _ => None,
-                }));
+                warned.extend(warnings(&outs));
             }
         }
     }
     assert!(
-        warnings.iter().any(|w| w.contains("more than 2 pages")),
-        "{warnings:?}"
+        warned.iter().any(|w| w.contains("more than 2 pages")),
+        "{warned:?}"
     );
     assert!(m.resources().is_empty());
     let c = m.counters();

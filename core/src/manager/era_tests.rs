@@ -196,9 +196,14 @@ pub(super) fn answer(m: &mut Manager, at: u64, conn: ConnId, body: Value) -> Vec
 }
 
 pub(super) fn discover_ok(id: u64) -> Value {
+    discover_with(id, json!({"tools": {}}))
+}
+
+/// A `server/discover` answer to request `id`, for a stateless server declaring `caps`.
+pub(super) fn discover_with(id: u64, caps: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {
         "resultType": "complete", "supportedVersions": ["2026-07-28"],
-        "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}})
+        "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}})
 }
 
 pub(super) fn has_full_meta(params: &Value) -> bool {

@@ -3,7 +3,9 @@
 //! one lists at once, a change announced makes the lists stale, and a private entry is never
 //! used under other credentials.
 
-use super::era_tests::{cache_answers, connect_unopened, discover_ok, drain, open, probing, sent};
+use super::era_tests::{
+    cache_answers, connect_unopened, discover_ok, discover_with, drain, open, probing, sent,
+};
 use super::*;
 use crate::catalog::Catalog;
 use crate::protocol::CacheScope;
@@ -142,9 +144,7 @@ fn a_missing_or_zero_ttl_lists_again_at_once() {
 
 /// A discover answer declaring `tools.listChanged`.
 fn discover_announcing(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": {
-        "resultType": "complete", "supportedVersions": ["2026-07-28"],
-        "capabilities": {"tools": {"listChanged": true}}, "serverInfo": {"name": "s", "version": "1"}}})
+    discover_with(id, json!({"tools": {"listChanged": true}}))
 }
 
 #[test]
@@ -314,9 +314,7 @@ fn a_prompt_list_counts_toward_the_freshness_beside_the_tool_list() {
     let mut m = Manager::new(probing(), Instant::ZERO);
     let (conn, outs) = open(&mut m, 0);
     let probe = sent(&outs)[0].1;
-    let discover = json!({"jsonrpc": "2.0", "id": probe, "result": {
-        "resultType": "complete", "supportedVersions": ["2026-07-28"],
-        "capabilities": {"tools": {}, "prompts": {}}, "serverInfo": {"name": "s", "version": "1"}}});
+    let discover = discover_with(probe, json!({"tools": {}, "prompts": {}}));
     let outs = answer(&mut m, 5, conn, discover);
     let id_of = |outs: &[Output], method: &str| {
         sent(outs)
@@ -345,9 +343,7 @@ fn a_warm_start_from_fresh_lists_shows_the_cached_resources_as_live() {
     let mut first = Manager::new(probing(), Instant::ZERO);
     let (conn, outs) = open(&mut first, 0);
     let probe = sent(&outs)[0].1;
-    let discover = json!({"jsonrpc": "2.0", "id": probe, "result": {
-        "resultType": "complete", "supportedVersions": ["2026-07-28"],
-        "capabilities": {"tools": {}, "resources": {}}, "serverInfo": {"name": "s", "version": "1"}}});
+    let discover = discover_with(probe, json!({"tools": {}, "resources": {}}));
     let mut pending = sent(&answer(&mut first, 5, conn, discover));
     let mut stored = None;
     while let Some((_, id, method, _, _)) = pending.pop() {

@@ -649,7 +649,7 @@ fn a_reconnect_outside_a_round_announces_the_catalog_once_it_is_live_again() {
 }
 
 /// The first `PeerRequest` among `outs`: its key.
-fn asked(outs: &[Output]) -> PeerRequestKey {
+pub(super) fn asked(outs: &[Output]) -> PeerRequestKey {
     outs.iter()
         .find_map(|o| match o {
             Output::Event(Event::PeerRequest { request, .. }) => Some(*request),

@@ -6,6 +6,7 @@
 use super::era_tests::open;
 use super::era_tests::{answer, drain, notified, sent};
 use super::legacy_tests::{connected, initialize_ok, request_of};
+use super::modern_ops_tests::asked;
 use super::*;
 use crate::protocol::{PeerAnswer, Root};
 use crate::time::Instant;
@@ -17,16 +18,6 @@ fn reply_on(outs: &[Output], conn: ConnId) -> Option<Value> {
         Output::Send { conn: c, frame, .. } if *c == conn => serde_json::from_slice(frame).ok(),
         _ => None,
     })
-}
-
-/// The request the embedder is asked to answer among `outs`.
-fn asked(outs: &[Output]) -> PeerRequestKey {
-    outs.iter()
-        .find_map(|o| match o {
-            Output::Event(Event::PeerRequest { request, .. }) => Some(*request),
-            _ => None,
-        })
-        .expect("the embedder is asked")
 }
 
 #[test]
