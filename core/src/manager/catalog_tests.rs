@@ -107,6 +107,8 @@ fn a_changed_prompt_list_is_announced_as_prompts_changed() {
     );
     assert_eq!(announced(&outs), (0, 1), "{outs:?}");
     assert_eq!(m.prompts().len(), 2);
+    // One page asked at the start and one after the change.
+    assert_eq!(m.counters().prompt_pages_requested, 2);
     drain(&mut m);
 }
 
@@ -234,4 +236,78 @@ fn a_prompt_list_change_heard_while_it_is_listed_lists_it_once_more() {
         ok(again, json!({"prompts": [{"name": "a"}, {"name": "b"}]})),
     );
     assert_eq!(m.prompts().len(), 2);
+    assert_eq!(m.counters().catalog_relists_coalesced, 1);
+}
+
+#[test]
+fn a_prompt_list_changed_before_the_tools_are_listed_is_shown_once_the_server_is_ready() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let init = request_of(&outs, "initialize");
+    let caps = json!({"tools": {}, "prompts": {"listChanged": true}});
+    let outs = answer(&mut m, 1, conn, initialize_ok(init, caps));
+    let tools = request_of(&outs, "tools/list");
+    let first = request_of(&outs, "prompts/list");
+    answer(
+        &mut m,
+        2,
+        conn,
+        ok(first, json!({"prompts": [{"name": "a"}]})),
+    );
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"});
+    let list = request_of(&answer(&mut m, 3, conn, changed), "prompts/list");
+    // Listed again while the server is still listing its tools: nothing is announced or
+    // stored for a server that is not ready.
+    let outs = answer(
+        &mut m,
+        4,
+        conn,
+        ok(list, json!({"prompts": [{"name": "a"}, {"name": "b"}]})),
+    );
+    assert_eq!(announced(&outs), (0, 0), "{outs:?}");
+    assert!(
+        !outs.iter().any(|o| matches!(o, Output::StoreCache { .. })),
+        "{outs:?}"
+    );
+    let outs = answer(&mut m, 5, conn, ok(tools, json!({"tools": []})));
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    assert_eq!(m.prompts().len(), 2, "{outs:?}");
+}
+
+#[test]
+fn a_list_past_the_item_bound_in_a_single_page_fails_and_one_at_the_bound_is_kept() {
+    for (items, kept) in [
+        (MAX_CATALOG_ITEMS + 1, 0),
+        (MAX_CATALOG_ITEMS, MAX_CATALOG_ITEMS),
+    ] {
+        let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+        let (conn, list) = resources_server(&mut m);
+        let resources: Vec<Value> = (0..items)
+            .map(|i| json!({"uri": format!("file:///{i}"), "name": "r"}))
+            .collect();
+        let outs = answer(&mut m, 2, conn, ok(list, json!({ "resources": resources })));
+        assert_eq!(m.resources().len(), kept);
+        let bound = format!("more than {MAX_CATALOG_ITEMS} items");
+        let warned = warnings(&outs).iter().any(|w| w.contains(&bound));
+        assert_eq!(warned, kept == 0, "{items} items");
+        assert_eq!(m.counters().catalog_lists_failed, u64::from(kept == 0));
+    }
+}
+
+#[test]
+fn a_tools_only_server_coming_and_going_leaves_the_catalog_generation_alone() {
+    // An embedder re-reads resources and prompts when the generation moves: a server with
+    // nothing of them must not make it re-read for nothing.
+    let (mut m, conn) = super::legacy_tests::connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t"}]),
+    );
+    assert_eq!(m.catalog_generation(), 0);
+    lose_and_reconnect(&mut m, conn, 3);
+    assert_eq!(
+        m.server_state("s").unwrap().status,
+        ServerStatus::Connecting
+    );
+    assert_eq!(m.catalog_generation(), 0);
 }

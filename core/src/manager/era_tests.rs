@@ -242,6 +242,8 @@ fn a_discover_result_makes_the_attempt_stateless_and_every_request_carries_the_m
     );
     let state = m.server_state("s").unwrap();
     assert_eq!(state.era, Some(Era::Modern));
+    // The word status listings print for it.
+    assert_eq!(state.era.map(Era::as_str), Some("modern"));
     assert_eq!(state.protocol_version.as_deref(), Some("2026-07-28"));
     assert_eq!(
         state.tool_count, 1,
@@ -355,6 +357,7 @@ fn a_silent_stdio_server_is_taken_for_legacy_once_the_probe_times_out() {
     let outs = answer(&mut m, 2050, conn, initialize_ok(reqs[0].1));
     assert_eq!(sent(&outs)[0].2, "tools/list");
     assert_eq!(m.server_state("s").unwrap().era, Some(Era::Legacy));
+    assert_eq!(Era::Legacy.as_str(), "legacy");
     // A late answer to the probe after that changes nothing: the revision was decided once.
     let outs = answer(&mut m, 2100, conn, discover_ok(id));
     assert!(sent(&outs).is_empty());

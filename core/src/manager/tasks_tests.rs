@@ -77,3 +77,26 @@ fn a_task_call_cancelled_during_a_poll_cancels_the_poll_and_the_task() {
     assert_eq!(cancel.3, json!({"taskId": "job-1"}));
     assert_eq!(m.counters().task_cancels, 1);
 }
+
+#[test]
+fn a_call_not_sent_as_a_task_takes_a_task_shaped_answer_as_its_result() {
+    // The server runs tools as tasks, but not this one: its call is plain, and whatever the
+    // answer carries beside its content is not a task to poll.
+    let caps = json!({"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}});
+    let (mut m, conn) = connected(ManagerOptions::default(), caps, json!([{"name": "t"}]));
+    let first = request_of(
+        &call(&mut m, 3, 1, Some(Duration::from_secs(60))),
+        "tools/call",
+    );
+    let answered = json!({"jsonrpc": "2.0", "id": first, "result": {
+        "content": [{"type": "text", "text": "done"}],
+        "task": {"taskId": "job-1", "status": "working", "pollInterval": 200}}});
+    let outs = answer(&mut m, 4, conn, answered);
+    assert!(
+        matches!(call_outcome(&outs), Some(CallOutcome::Ok(_))),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().task_calls, 0);
+    m.handle_timeout(Instant::from_millis(300));
+    assert_eq!(request_id(&drain(&mut m), "tasks/get"), None);
+}
