@@ -56,7 +56,7 @@ fn open_all(m: &mut Manager, names: &[&str]) -> Vec<(ConnId, u64)> {
 }
 
 /// Initializes the attempt `conn` of `server` and answers every list it asks for (one
-/// resource, `sim://<server>/a`): everything that produced, lists answered or not.
+/// resource, `sim://<server>/a`, and one template, `sim://<server>/{x}`): everything that produced, lists answered or not.
 fn connect(m: &mut Manager, at: u64, server: &str, attempt: (ConnId, u64)) -> Vec<Output> {
     connect_with(m, at, server, attempt, json!({"resources": {}}))
 }
@@ -76,7 +76,8 @@ fn connect_with(
             "resources/list" => {
                 json!({"resources": [{"uri": format!("sim://{server}/a"), "name": "a"}]})
             }
-            "resources/templates/list" => json!({"resourceTemplates": []}),
+            "resources/templates/list" => json!({"resourceTemplates": [
+                {"uriTemplate": format!("sim://{server}/{{x}}"), "name": "x"}]}),
             _ => continue,
         };
         let outs = answer(
@@ -346,4 +347,35 @@ fn a_read_of_a_uri_no_server_lists_fails_as_an_unknown_resource() {
         }))
     );
     assert_eq!(m.counters().ambiguous_uris, 0);
+}
+
+#[test]
+fn a_completion_for_a_template_goes_to_the_one_server_that_lists_it() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a", "b"]);
+    let caps = json!({"resources": {}, "completions": {}});
+    connect_with(&mut m, 1, "a", attempts[0], caps.clone());
+    connect_with(&mut m, 1, "b", attempts[1], caps);
+    m.handle(
+        Instant::from_millis(2),
+        Input::Operation {
+            call: CallId(7),
+            op: Operation::Complete {
+                reference: crate::catalog::CompletionRef::Resource {
+                    uri: "sim://b/{x}".into(),
+                    server: None,
+                },
+                argument: "x".into(),
+                value: "1".into(),
+                context: Default::default(),
+            },
+            timeout: None,
+        },
+    );
+    let asked: Vec<ConnId> = sent(&drain(&mut m))
+        .into_iter()
+        .filter(|r| r.2 == "completion/complete")
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(asked, vec![attempts[1].0]);
 }
