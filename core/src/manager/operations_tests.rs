@@ -372,10 +372,77 @@ fn a_completion_for_a_template_goes_to_the_one_server_that_lists_it() {
             timeout: None,
         },
     );
-    let asked: Vec<ConnId> = sent(&drain(&mut m))
+    let asked: Vec<(ConnId, u64)> = sent(&drain(&mut m))
         .into_iter()
         .filter(|r| r.2 == "completion/complete")
-        .map(|r| r.0)
+        .map(|r| (r.0, r.1))
         .collect();
-    assert_eq!(asked, vec![attempts[1].0]);
+    assert_eq!(
+        asked.iter().map(|a| a.0).collect::<Vec<_>>(),
+        vec![attempts[1].0]
+    );
+    let done = json!({"jsonrpc": "2.0", "id": asked[0].1,
+        "result": {"completion": {"values": ["10", "11"]}}});
+    let outs = answer(&mut m, 3, attempts[1].0, done);
+    assert!(
+        matches!(
+            outcome(&outs, 7),
+            Some(OperationOutcome::Ok(OperationResult::Completion(_)))
+        ),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().completions, 1);
+}
+
+#[test]
+fn an_operation_a_server_did_not_declare_fails_as_unsupported_without_being_sent() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a"]);
+    connect(&mut m, 1, "a", attempts[0]);
+    m.handle(
+        Instant::from_millis(2),
+        Input::Operation {
+            call: CallId(8),
+            op: Operation::SetLogLevel {
+                server: "a".into(),
+                level: crate::catalog::LogLevel::Debug,
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(sent(&outs).is_empty(), "{outs:?}");
+    assert_eq!(
+        outcome(&outs, 8),
+        Some(OperationOutcome::Err(CallError::Unsupported {
+            server: "a".into(),
+            method: "logging/setLevel".into(),
+        }))
+    );
+}
+
+#[test]
+fn an_operation_the_transport_could_not_deliver_fails_as_a_transport_error() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a"]);
+    connect(&mut m, 1, "a", attempts[0]);
+    let (conn, id) = reads(&read(&mut m, 2, 9, "a"))[0];
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::RequestFailed {
+                id,
+                error: "connection reset".into(),
+            },
+        },
+    );
+    let outs = drain(&mut m);
+    match outcome(&outs, 9) {
+        Some(OperationOutcome::Err(CallError::Transport(e))) => {
+            assert_eq!(e.kind, ServerErrorKind::RequestFailed);
+        }
+        other => panic!("{other:?} in {outs:?}"),
+    }
+    assert_eq!(m.server_state("a").unwrap().status, ServerStatus::Connected);
 }
