@@ -44,6 +44,8 @@ mod peer;
 #[cfg(test)]
 mod peer_tests;
 mod reconcile;
+#[cfg(test)]
+mod reconcile_tests;
 mod recovery;
 #[cfg(test)]
 mod recovery_tests;

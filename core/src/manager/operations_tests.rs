@@ -161,6 +161,7 @@ fn an_operation_waiting_for_its_server_is_sent_on_that_servers_connection_only()
         ),
         "{outs:?}"
     );
+    assert_eq!(m.counters().resources_read, 1);
 }
 
 #[test]

@@ -148,3 +148,53 @@ fn each_accepted_url_elicitation_completes_and_a_declined_one_does_not() {
     assert!(completed_elicitations(&answer(&mut m, 8, conn, complete("e3"))).is_empty());
     assert_eq!(m.counters().elicitations_completed, 2);
 }
+
+#[test]
+fn a_servers_ping_and_roots_request_are_answered_at_once() {
+    let mut o = ManagerOptions::default();
+    o.client_features.roots = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    m.handle(
+        Instant::from_millis(3),
+        Input::SetRoots {
+            roots: vec![Root {
+                uri: "file:///work".into(),
+                name: None,
+            }],
+        },
+    );
+    drain(&mut m);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let reply = reply_on(&answer(&mut m, 4, conn, ping), conn).expect("answered");
+    assert_eq!(
+        (reply["id"].clone(), reply["result"].clone()),
+        (json!(1), json!({}))
+    );
+    let roots = json!({"jsonrpc": "2.0", "id": 2, "method": "roots/list"});
+    let reply = reply_on(&answer(&mut m, 5, conn, roots), conn).expect("answered");
+    assert_eq!(reply["result"]["roots"][0]["uri"], "file:///work");
+    assert!(m.pending_peer_requests().is_empty());
+    assert_eq!(m.counters().peer_requests_answered, 2);
+}
+
+#[test]
+fn a_request_past_the_bound_of_waiting_ones_is_refused_and_the_others_keep_waiting() {
+    let mut o = ManagerOptions::default();
+    o.client_features.elicitation_form = true;
+    o.max_peer_requests = 2;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    let ask = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create",
+            "params": {"message": "sure?", "requestedSchema": {"type": "object",
+            "properties": {}}}})
+    };
+    answer(&mut m, 3, conn, ask(1));
+    answer(&mut m, 3, conn, ask(2));
+    let reply = reply_on(&answer(&mut m, 4, conn, ask(3)), conn).expect("refused");
+    assert_eq!(reply["id"], 3);
+    assert!(reply["error"]["message"]
+        .as_str()
+        .is_some_and(|e| e.contains("at most 2")));
+    assert_eq!(m.pending_peer_requests().len(), 2);
+    assert_eq!(m.counters().peer_refused_full, 1);
+}

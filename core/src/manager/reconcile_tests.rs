@@ -1,0 +1,101 @@
+//! `Sync`, the whole set of servers the embedder wants, driven through the manager's inputs:
+//! a server wanted unchanged and running is left alone, one wanted unchanged but stopped is
+//! started again, one whose config changed is restarted under it, and one no longer wanted is
+//! stopped and forgotten.
+
+use super::era_tests::drain;
+use super::legacy_tests::connected;
+use super::*;
+use crate::config::{ServerConfig, ServerSpec};
+use crate::time::Instant;
+use serde_json::json;
+
+fn sync(m: &mut Manager, at: u64, servers: Vec<ServerSpec>) -> Vec<Output> {
+    m.handle(
+        Instant::from_millis(at),
+        Input::Sync {
+            request: RequestId(9),
+            servers,
+        },
+    );
+    drain(m)
+}
+
+fn spec(command: &str) -> ServerSpec {
+    ServerSpec::new("s", ServerConfig::stdio(command, &[]))
+}
+
+/// (attempts opened, attempts closed, whether the sync completed on its own) in `outs`.
+fn effects(outs: &[Output]) -> (Vec<ConnId>, Vec<ConnId>, bool) {
+    let opened = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .collect();
+    let closed = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::CloseTransport { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .collect();
+    let completed = outs.iter().any(|o| {
+        matches!(
+            o,
+            Output::Event(Event::SyncCompleted {
+                request: RequestId(9)
+            })
+        )
+    });
+    (opened, closed, completed)
+}
+
+fn server(o: ManagerOptions) -> (Manager, ConnId) {
+    connected(o, json!({"tools": {}}), json!([{"name": "t"}]))
+}
+
+#[test]
+fn a_running_server_wanted_unchanged_is_left_alone() {
+    let (mut m, _) = server(ManagerOptions::default());
+    let outs = sync(&mut m, 3, vec![spec("srv")]);
+    assert_eq!(effects(&outs), (vec![], vec![], true), "{outs:?}");
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    assert_eq!(m.counters().syncs_restarted_stopped, 0);
+}
+
+#[test]
+fn a_stopped_server_wanted_unchanged_is_started_again() {
+    let o = ManagerOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..ManagerOptions::default()
+    };
+    let (mut m, conn) = server(o);
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    assert_ne!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+    let (opened, closed, completed) = effects(&sync(&mut m, 4, vec![spec("srv")]));
+    assert_eq!((opened.len(), closed, completed), (1, vec![], false));
+    assert_ne!(opened[0], conn);
+    assert_eq!(m.counters().syncs_restarted_stopped, 1);
+}
+
+#[test]
+fn a_server_whose_config_changed_is_restarted_and_one_no_longer_wanted_is_forgotten() {
+    let (mut m, conn) = server(ManagerOptions::default());
+    let (opened, closed, completed) = effects(&sync(&mut m, 3, vec![spec("srv2")]));
+    assert_eq!((opened.len(), closed, completed), (1, vec![conn], false));
+    let outs = sync(&mut m, 4, vec![]);
+    assert_eq!(effects(&outs), (vec![], opened, true), "{outs:?}");
+    assert!(m.server_state("s").is_none());
+    assert_eq!(m.counters().syncs_restarted_stopped, 0);
+}
