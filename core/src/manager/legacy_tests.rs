@@ -683,6 +683,7 @@ fn reconnect_delays_follow_the_ladder_exactly_without_jitter_and_spread_with_it(
         scheduled(&drain(&mut m)),
         Some((2, Duration::from_millis(1_000)))
     );
+    assert_eq!(m.counters().reconnects_scheduled, 2);
     // With the default jitter (±20 %), delays drawn under different seeds spread over the
     // whole band around 500 ms, on both sides of it, instead of all landing on it.
     let delays: Vec<Duration> = (0..16)

@@ -230,6 +230,7 @@ fn a_call_made_against_a_cached_definition_is_checked_against_the_one_it_was_sen
     };
     // The cache remembers `t` without an output schema; the server now lists it with one.
     let (mut m, conn) = deferred_on_cache(o, vec![crate::tool::ToolDef::named("t")]);
+    assert_eq!(m.counters().deferred_servers_at_gate, 1);
     assert!(request_id(&call(&mut m, 101, 1, None), "tools/call").is_none());
     let init = request_of(&transport_opened(&mut m, 102, conn), "initialize");
     let outs = answer(&mut m, 103, conn, initialize_ok(init, json!({"tools": {}})));

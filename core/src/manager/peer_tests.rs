@@ -198,3 +198,58 @@ fn a_request_past_the_bound_of_waiting_ones_is_refused_and_the_others_keep_waiti
     assert_eq!(m.pending_peer_requests().len(), 2);
     assert_eq!(m.counters().peer_refused_full, 1);
 }
+
+/// Server `s`, connected, with an elicitation (`id` 5) waiting for the embedder: the
+/// manager, the connection and the request's key.
+fn elicited() -> (Manager, ConnId, crate::PeerRequestKey) {
+    let mut o = ManagerOptions::default();
+    o.client_features.elicitation_form = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    let ask = json!({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create",
+        "params": {"message": "sure?", "requestedSchema": {"type": "object",
+        "properties": {}}}});
+    let key = asked(&answer(&mut m, 3, conn, ask));
+    (m, conn, key)
+}
+
+#[test]
+fn an_elicitation_the_embedder_cannot_handle_reads_as_an_error_to_the_server() {
+    let (mut m, conn, key) = elicited();
+    m.handle(
+        Instant::from_millis(4),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: PeerAnswer::Error {
+                code: -32603,
+                message: "no screen".into(),
+            },
+        },
+    );
+    let reply = reply_on(&drain(&mut m), conn).expect("answered");
+    assert_eq!(reply["id"], 5);
+    assert_eq!(reply["error"]["code"], -32603);
+    let c = m.counters();
+    assert_eq!((c.peer_answered_error, c.peer_answered), (1, 0));
+}
+
+#[test]
+fn an_elicitation_the_server_cancels_is_withdrawn_and_never_answered() {
+    let (mut m, conn, key) = elicited();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5}});
+    let outs = answer(&mut m, 4, conn, cancel);
+    assert!(outs.iter().any(|o| matches!(o,
+        Output::Event(Event::PeerRequestWithdrawn { request, reason, .. })
+            if *request == key && *reason == WithdrawReason::CancelledByServer)));
+    assert!(m.pending_peer_requests().is_empty());
+    assert_eq!(m.counters().peer_cancelled_by_server, 1);
+    // An answer given afterwards goes nowhere.
+    m.handle(
+        Instant::from_millis(5),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: PeerAnswer::Decline,
+        },
+    );
+    assert_eq!(reply_on(&drain(&mut m), conn), None);
+}

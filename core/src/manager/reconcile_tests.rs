@@ -90,6 +90,31 @@ fn a_stopped_server_wanted_unchanged_is_started_again() {
 }
 
 #[test]
+fn a_stopped_server_no_longer_wanted_is_forgotten_and_the_phases_move() {
+    let o = ManagerOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..ManagerOptions::default()
+    };
+    let (mut m, conn) = server(o);
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    // An observer that keeps the server states skips them while this number stays.
+    let before = m.phase_generation();
+    let outs = sync(&mut m, 4, vec![]);
+    assert_eq!(effects(&outs), (vec![], vec![], true), "{outs:?}");
+    assert!(m.server_state("s").is_none());
+    assert_ne!(m.phase_generation(), before);
+}
+
+#[test]
 fn a_server_whose_config_changed_is_restarted_and_one_no_longer_wanted_is_forgotten() {
     let (mut m, conn) = server(ManagerOptions::default());
     let (opened, closed, completed) = effects(&sync(&mut m, 3, vec![spec("srv2")]));
