@@ -150,7 +150,12 @@ fn needs_login_on_a_call_ends_the_attempt_whatever_the_request() {
     assert_eq!(err.kind, ServerErrorKind::NeedsLogin, "{err}");
     assert!(err.message.contains("switchboard login s"), "{err}");
     assert!(m.connections().is_empty());
-    assert_eq!(m.counters().refusals_ended_attempt, 1);
+    let c = m.counters();
+    // The refused call was in flight: counted as a request the transport failed.
+    assert_eq!(
+        (c.refusals_ended_attempt, c.requests_failed_by_transport),
+        (1, 1)
+    );
 }
 
 #[test]
@@ -164,6 +169,7 @@ fn needs_login_ends_the_attempt_even_for_a_request_the_core_gave_up_on() {
     let outs = refuse(&mut m, 5, conn, Some(999), AuthError::NeedsLogin);
     assert!(closes(&outs, conn), "{outs:?}");
     assert!(m.connections().is_empty());
+    assert_eq!(m.counters().requests_failed_by_transport, 0);
 }
 
 #[test]
