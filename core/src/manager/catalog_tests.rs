@@ -311,3 +311,29 @@ fn a_tools_only_server_coming_and_going_leaves_the_catalog_generation_alone() {
     );
     assert_eq!(m.catalog_generation(), 0);
 }
+
+#[test]
+fn a_server_down_for_good_takes_its_resources_out_and_moves_the_generation() {
+    let o = ManagerOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..ManagerOptions::default()
+    };
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, list) = resources_server(&mut m);
+    let r = json!({"resources": [{"uri": "file:///a", "name": "a"}]});
+    answer(&mut m, 2, conn, ok(list, r));
+    assert_eq!(m.resources().len(), 1);
+    let before = m.catalog_generation();
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    assert!(m.resources().is_empty());
+    assert_ne!(m.catalog_generation(), before);
+}

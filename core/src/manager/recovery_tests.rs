@@ -470,3 +470,37 @@ fn a_close_exactly_one_burst_window_after_another_still_counts_toward_the_breake
         );
     }
 }
+
+#[test]
+fn a_late_answer_to_a_call_given_up_on_is_ignored_quietly_and_a_strange_one_loudly() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t"}]),
+    );
+    let id = request_of(
+        &call(&mut m, 3, 1, Some(Duration::from_millis(100))),
+        "tools/call",
+    );
+    m.handle_timeout(Instant::from_millis(103));
+    assert!(matches!(
+        call_outcome(&drain(&mut m)),
+        Some(CallOutcome::Err(CallError::Timeout { .. }))
+    ));
+    let levels = |outs: &[Output]| -> Vec<Level> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Output::Event(Event::Diagnostic { level, .. }) => Some(*level),
+                _ => None,
+            })
+            .collect()
+    };
+    let late = json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}});
+    let outs = answer(&mut m, 104, conn, late);
+    assert_eq!(call_outcome(&outs), None);
+    assert_eq!(levels(&outs), vec![Level::Debug]);
+    let never = json!({"jsonrpc": "2.0", "id": 777, "result": {}});
+    assert_eq!(levels(&answer(&mut m, 105, conn, never)), vec![Level::Warn]);
+    assert_eq!(m.counters().unknown_responses, 2);
+    assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
+}

@@ -57,3 +57,14 @@ fn a_stream_that_ends_unacknowledged_is_asked_again_later_each_time() {
     let c = m.counters();
     assert_eq!((c.listen_streams_closed, c.listens_sent), (3, 4));
 }
+
+#[test]
+fn a_stream_due_again_is_asked_for_even_when_its_timer_runs_late() {
+    let caps: Value = serde_json::from_str(LISTING_CAPS).unwrap();
+    let (mut m, conn, listen) = connected_with(probing(), caps);
+    let (sub, _) = listen.expect("a stream is asked for");
+    end(&mut m, 10, conn, sub);
+    // The embedder's loop woke 200 ms after the deadline it was given.
+    assert!(asked_at(&mut m, 710).is_some());
+    assert_eq!(m.counters().listens_resent, 1);
+}

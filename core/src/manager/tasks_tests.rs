@@ -100,3 +100,12 @@ fn a_call_not_sent_as_a_task_takes_a_task_shaped_answer_as_its_result() {
     m.handle_timeout(Instant::from_millis(300));
     assert_eq!(request_id(&drain(&mut m), "tasks/get"), None);
 }
+
+#[test]
+fn a_task_id_is_read_up_to_its_length_bound_and_refused_past_it() {
+    let task = |len: usize| json!({"taskId": "x".repeat(len), "status": "working"});
+    assert!(super::tasks::parse_task(&task(1)).is_some());
+    assert!(super::tasks::parse_task(&task(1024)).is_some());
+    assert!(super::tasks::parse_task(&task(1025)).is_none());
+    assert!(super::tasks::parse_task(&task(0)).is_none());
+}
