@@ -1,8 +1,11 @@
 //! The resources and prompts a server of the initialize-based revisions lists, driven through
-//! the manager's inputs: a list longer than the page bound ends empty with a warning, an item
-//! that cannot be read is skipped with one, a changed prompt list is announced as prompts (not
-//! resources) having changed and listed once more if it changes while listed, and a cache that
-//! answers after the startup gate shows its catalog at once.
+//! the manager's inputs: a list longer than the page bound ends empty with a warning, and one
+//! past the item bound fails (one at it is kept); an item that cannot be read is skipped with
+//! a warning; a changed prompt list is announced as prompts (not resources) having changed and
+//! listed once more if it changes while listed, and one re-listed while the server still lists
+//! its tools is shown once the server is ready, not before; a cache that answers after the
+//! startup gate shows its catalog at once; a tools-only server leaves the catalog generation
+//! alone, and a server down for good takes its resources out and moves it.
 
 use super::era_tests::{answer, cache_answers, connect_unopened, drain, lose_and_reconnect, open};
 use super::legacy_tests::{initialize_ok, request_id, request_of};

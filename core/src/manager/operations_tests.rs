@@ -3,7 +3,10 @@
 //! connection and no other, a lost connection fails only its own server's operations, and a
 //! result of a type the client does not know fails the operation as a protocol error; a
 //! cancelled operation tells its server, a page of tasks comes back as one, and a subscription
-//! is acknowledged by its server's empty answer; a URI no server lists is an unknown resource.
+//! is acknowledged by its server's empty answer; a URI no server lists is an unknown resource,
+//! and a completion for a template goes to the one server that lists it; an operation the
+//! server did not declare fails as unsupported unsent, and one the transport could not deliver
+//! fails as a transport error.
 
 use super::era_tests::{answer, drain, notified, sent};
 use super::legacy_tests::initialize_ok;

@@ -7,7 +7,9 @@
 //! `initialize`); a stopped server connected again with a new config runs (and is cached)
 //! under the new one; a health check fails only after as many missed pings as allowed; only a
 //! connection made again after a loss counts as a reconnect, and the breaker counts closes up
-//! to exactly one burst window apart; progress is asked for whenever the caller wants it.
+//! to exactly one burst window apart; progress is asked for whenever the caller wants it; a
+//! late answer to a call given up on is ignored quietly, and one to a request never sent
+//! loudly.
 
 use super::era_tests::{
     answer, deferred_on_cache, drain, lose_and_reconnect, open, probing, sent, transport_opened,

@@ -1,6 +1,7 @@
 //! The subscriptions stream of a stateless connection, driven through the manager's inputs:
 //! a stream that keeps ending before the server acknowledges it is asked again later each
-//! time, and only an acknowledgement, not any notification on it, counts as one.
+//! time (even when the timer runs late), and only an acknowledgement, not any notification on
+//! it, counts as one.
 
 use super::era_tests::{answer, drain, probing, sent};
 use super::modern_ops_tests::{connected_with, frame, stream_frame, LISTING_CAPS};
