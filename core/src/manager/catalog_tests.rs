@@ -110,6 +110,12 @@ fn a_changed_prompt_list_is_announced_as_prompts_changed() {
     );
     assert_eq!(announced(&outs), (0, 1), "{outs:?}");
     assert_eq!(m.prompts().len(), 2);
+    // The cache learns the new list, so a warm start shows it.
+    let stored = outs.iter().find_map(|o| match o {
+        Output::StoreCache { catalog, .. } => Some(catalog.prompts.len()),
+        _ => None,
+    });
+    assert_eq!(stored, Some(2), "{outs:?}");
     // One page asked at the start and one after the change.
     assert_eq!(m.counters().prompt_pages_requested, 2);
     drain(&mut m);

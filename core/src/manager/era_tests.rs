@@ -642,3 +642,56 @@ fn an_input_round_asks_the_embedder_then_retries_with_the_state_as_written() {
         (1, 1)
     );
 }
+
+#[test]
+fn a_remembered_handshake_that_arrives_after_the_attempt_spoke_does_not_skip_the_next_probe() {
+    let mut o = probing();
+    o.reconnect.retry_startup_failures = true;
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, key) = connect_unopened(&mut m);
+    let outs = transport_opened(&mut m, 1, conn);
+    let probe = sent(&outs)[0].1;
+    let refused = json!({"jsonrpc": "2.0", "id": probe,
+        "error": {"code": -32601, "message": "Method not found"}});
+    let init = super::legacy_tests::request_of(&answer(&mut m, 2, conn, refused), "initialize");
+    answer(
+        &mut m,
+        3,
+        conn,
+        super::legacy_tests::initialize_ok(init, json!({"tools": {}})),
+    );
+    assert_eq!(m.server_state("s").unwrap().era, Some(Era::Legacy));
+    // The attempt fails; only then does the cache answer, remembering a handshake. What this
+    // attempt spoke may be what failed, so the next one probes again rather than trust it.
+    m.handle(
+        Instant::from_millis(4),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exit 1".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    let catalog = crate::catalog::Catalog {
+        handshake: Some(Handshake {
+            era: Era::Legacy,
+            discover: None,
+        }),
+        ..Default::default()
+    };
+    cache_answers(&mut m, 5, key, Vec::new(), Some(catalog));
+    let mut next = None;
+    while next.is_none() {
+        let at = m.poll_timeout().expect("a reconnect is due");
+        m.handle_timeout(at);
+        next = drain(&mut m).iter().find_map(|o| match o {
+            Output::OpenTransport { conn, .. } => Some((*conn, at)),
+            _ => None,
+        });
+    }
+    let (conn, at) = next.unwrap();
+    let outs = transport_opened(&mut m, at.as_millis(), conn);
+    assert_eq!(sent(&outs)[0].2, "server/discover", "{outs:?}");
+    assert_eq!(m.counters().probes_skipped, 0);
+}
