@@ -244,6 +244,7 @@ fn a_discover_result_makes_the_attempt_stateless_and_every_request_carries_the_m
     assert_eq!(state.era, Some(Era::Modern));
     // The word status listings print for it.
     assert_eq!(state.era.map(Era::as_str), Some("modern"));
+    assert_eq!(m.counters().probes_modern, 1);
     assert_eq!(state.protocol_version.as_deref(), Some("2026-07-28"));
     assert_eq!(
         state.tool_count, 1,
@@ -695,4 +696,36 @@ fn a_remembered_handshake_that_arrives_after_the_attempt_spoke_does_not_skip_the
     assert_eq!(sent(&outs)[0].2, "server/discover", "{outs:?}");
     let c = m.counters();
     assert_eq!((c.probes_sent, c.probes_skipped), (2, 0));
+}
+
+#[test]
+fn a_version_refusal_after_the_late_probe_proved_undeliverable_stands_at_once() {
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, outs) = open(&mut m, 0);
+    let probe = sent(&outs)[0].1;
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    // The transport gives up on the probe: no late answer can come, so `initialize` alone
+    // decides, and its refusal is not held for one.
+    m.handle(
+        Instant::from_millis(2100),
+        Input::Transport {
+            conn,
+            event: TransportEvent::RequestFailed {
+                id: probe,
+                error: "HTTP 404".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    let refusal = json!({"jsonrpc": "2.0", "id": init, "error": {"code": -32022,
+        "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}});
+    answer(&mut m, 2400, conn, refusal);
+    let err = m
+        .server_state("s")
+        .unwrap()
+        .last_error
+        .expect("failed at once");
+    assert_eq!(err.kind, ServerErrorKind::UnsupportedVersion);
+    assert_eq!(m.counters().initialize_refusals_held, 0);
 }
