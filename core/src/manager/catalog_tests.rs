@@ -346,3 +346,49 @@ fn a_server_down_for_good_takes_its_resources_out_and_moves_the_generation() {
     assert!(m.resources().is_empty());
     assert_ne!(m.catalog_generation(), before);
 }
+
+#[test]
+fn a_prompt_asked_for_from_the_cache_is_sent_once_its_server_lists_it_live() {
+    let o = ManagerOptions {
+        gate: Duration::from_millis(100),
+        ..ManagerOptions::default()
+    };
+    let mut m = Manager::new(o, Instant::ZERO);
+    let (conn, key) = connect_unopened(&mut m);
+    let catalog = crate::catalog::Catalog {
+        prompts: vec![serde_json::from_value(json!({"name": "p"})).unwrap()],
+        ..Default::default()
+    };
+    cache_answers(&mut m, 1, key, Vec::new(), Some(catalog));
+    m.handle_timeout(Instant::from_millis(100));
+    drain(&mut m);
+    assert_eq!(m.prompts().len(), 1);
+    m.handle(
+        Instant::from_millis(101),
+        Input::Operation {
+            call: CallId(3),
+            op: crate::catalog::Operation::GetPrompt {
+                name: "mcp_s_p".into(),
+                arguments: Default::default(),
+            },
+            timeout: None,
+        },
+    );
+    drain(&mut m);
+    let outs = super::era_tests::transport_opened(&mut m, 102, conn);
+    let init = request_of(&outs, "initialize");
+    let outs = answer(
+        &mut m,
+        103,
+        conn,
+        initialize_ok(init, json!({"prompts": {}})),
+    );
+    let list = request_of(&outs, "prompts/list");
+    let outs = answer(
+        &mut m,
+        104,
+        conn,
+        ok(list, json!({"prompts": [{"name": "p"}]})),
+    );
+    assert!(request_id(&outs, "prompts/get").is_some(), "{outs:?}");
+}

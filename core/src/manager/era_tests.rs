@@ -610,6 +610,8 @@ fn an_input_round_asks_the_embedder_then_retries_with_the_state_as_written() {
         sent(&outs).is_empty(),
         "nothing is retried before the input is in"
     );
+    // Only the elicitation goes to the embedder; the client answers `roots/list` itself.
+    assert_eq!(m.counters().peer_requests_forwarded, 1);
     m.handle(
         Instant::from_millis(5),
         Input::AnswerPeerRequest {
