@@ -390,5 +390,13 @@ fn a_prompt_asked_for_from_the_cache_is_sent_once_its_server_lists_it_live() {
         conn,
         ok(list, json!({"prompts": [{"name": "p"}]})),
     );
-    assert!(request_id(&outs, "prompts/get").is_some(), "{outs:?}");
+    let get = request_id(&outs, "prompts/get").expect("sent once listed");
+    let outs = answer(&mut m, 105, conn, ok(get, json!({"messages": []})));
+    assert!(
+        outs.iter().any(|o| matches!(o,
+            Output::Event(Event::OperationCompleted { call: CallId(3), outcome })
+                if matches!(outcome, crate::catalog::OperationOutcome::Ok(_)))),
+        "{outs:?}"
+    );
+    assert_eq!(m.counters().prompts_got, 1);
 }

@@ -256,3 +256,59 @@ fn an_elicitation_the_server_cancels_is_withdrawn_and_never_answered() {
     );
     assert_eq!(reply_on(&drain(&mut m), conn), None);
 }
+
+#[test]
+fn a_request_for_a_feature_turned_off_is_refused_quietly_and_a_malformed_one_with_a_diagnostic() {
+    let mut o = ManagerOptions::default();
+    o.client_features.elicitation_form = true;
+    let (mut m, conn) = connected(o, json!({"tools": {}}), json!([{"name": "t"}]));
+    let debug = |outs: &[Output]| {
+        outs.iter()
+            .filter(|o| {
+                matches!(o, Output::Event(Event::Diagnostic { level: Level::Debug, message, .. })
+                    if message.starts_with("refused a"))
+            })
+            .count()
+    };
+    // Sampling is off: answered like any method this client does not offer.
+    let sample = json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage",
+        "params": {"messages": [], "maxTokens": 10}});
+    let outs = answer(&mut m, 3, conn, sample);
+    let reply = reply_on(&outs, conn).expect("refused");
+    assert_eq!(reply["error"]["code"], -32601);
+    assert_eq!(debug(&outs), 0, "{outs:?}");
+    // An elicitation without its message: refused as invalid, and said why.
+    let bad = json!({"jsonrpc": "2.0", "id": 2, "method": "elicitation/create",
+        "params": {"requestedSchema": {"type": "object", "properties": {}}}});
+    let outs = answer(&mut m, 4, conn, bad);
+    let reply = reply_on(&outs, conn).expect("refused");
+    assert_eq!(reply["error"]["code"], -32602);
+    assert_eq!(debug(&outs), 1, "{outs:?}");
+    assert!(m.pending_peer_requests().is_empty());
+    let c = m.counters();
+    assert_eq!((c.peer_refused_off, c.peer_refused_invalid), (1, 1));
+}
+
+#[test]
+fn an_elicitation_left_unanswered_times_out_to_the_server_and_a_late_answer_is_ignored() {
+    let (mut m, conn, key) = elicited();
+    let due = m.poll_timeout().expect("the request has a deadline");
+    m.handle_timeout(due);
+    let outs = drain(&mut m);
+    let reply = reply_on(&outs, conn).expect("answered with a timeout");
+    assert_eq!(reply["id"], 5);
+    assert!(reply["error"].is_object(), "{reply}");
+    assert!(outs.iter().any(|o| matches!(o,
+        Output::Event(Event::PeerRequestWithdrawn { reason, .. })
+            if *reason == WithdrawReason::TimedOut)));
+    m.handle(
+        due,
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: PeerAnswer::Decline,
+        },
+    );
+    assert_eq!(reply_on(&drain(&mut m), conn), None);
+    let c = m.counters();
+    assert_eq!((c.peer_timed_out, c.peer_answers_ignored), (1, 1));
+}

@@ -124,3 +124,18 @@ fn a_server_whose_config_changed_is_restarted_and_one_no_longer_wanted_is_forgot
     assert!(m.server_state("s").is_none());
     assert_eq!(m.counters().syncs_restarted_stopped, 0);
 }
+
+#[test]
+fn a_server_whose_read_values_changed_is_restarted_though_its_config_reads_the_same() {
+    // A `${file:…}` whose content changed: the config as written is the same, and the hash
+    // (which leaves secrets out) too, but the server must run with the new value.
+    let (mut m, conn) = server(ManagerOptions::default());
+    let mut changed = spec("srv");
+    changed
+        .config
+        .values
+        .0
+        .insert("file:token".into(), "new".into());
+    let (opened, closed, completed) = effects(&sync(&mut m, 3, vec![changed]));
+    assert_eq!((opened.len(), closed, completed), (1, vec![conn], false));
+}
