@@ -56,6 +56,26 @@ fn server(o: ManagerOptions) -> (Manager, ConnId) {
     connected(o, json!({"tools": {}}), json!([{"name": "t"}]))
 }
 
+/// Server `s`, connected with reconnects off, then lost: stopped for good.
+fn stopped() -> (Manager, ConnId) {
+    let o = ManagerOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..ManagerOptions::default()
+    };
+    let (mut m, conn) = server(o);
+    m.handle(
+        Instant::from_millis(3),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Closed {
+                reason: "exited".into(),
+            },
+        },
+    );
+    drain(&mut m);
+    (m, conn)
+}
+
 #[test]
 fn a_running_server_wanted_unchanged_is_left_alone() {
     let (mut m, _) = server(ManagerOptions::default());
@@ -67,21 +87,7 @@ fn a_running_server_wanted_unchanged_is_left_alone() {
 
 #[test]
 fn a_stopped_server_wanted_unchanged_is_started_again() {
-    let o = ManagerOptions {
-        reconnect: ReconnectPolicy::never(),
-        ..ManagerOptions::default()
-    };
-    let (mut m, conn) = server(o);
-    m.handle(
-        Instant::from_millis(3),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Closed {
-                reason: "exited".into(),
-            },
-        },
-    );
-    drain(&mut m);
+    let (mut m, conn) = stopped();
     assert_ne!(m.server_state("s").unwrap().status, ServerStatus::Connected);
     let (opened, closed, completed) = effects(&sync(&mut m, 4, vec![spec("srv")]));
     assert_eq!((opened.len(), closed, completed), (1, vec![], false));
@@ -91,21 +97,7 @@ fn a_stopped_server_wanted_unchanged_is_started_again() {
 
 #[test]
 fn a_stopped_server_no_longer_wanted_is_forgotten_and_the_phases_move() {
-    let o = ManagerOptions {
-        reconnect: ReconnectPolicy::never(),
-        ..ManagerOptions::default()
-    };
-    let (mut m, conn) = server(o);
-    m.handle(
-        Instant::from_millis(3),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Closed {
-                reason: "exited".into(),
-            },
-        },
-    );
-    drain(&mut m);
+    let (mut m, _) = stopped();
     // An observer that keeps the server states skips them while this number stays.
     let before = m.phase_generation();
     let outs = sync(&mut m, 4, vec![]);
