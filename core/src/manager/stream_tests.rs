@@ -1,7 +1,8 @@
 //! The subscriptions stream of a stateless connection, driven through the manager's inputs:
 //! a stream that keeps ending before the server acknowledges it is asked again later each
-//! time (even when the timer runs late), and only an acknowledgement, not any notification on
-//! it, counts as one.
+//! time (even when the timer runs late), and only an acknowledgement of the open stream, not
+//! any notification on it nor one of a stream a subscription replaced, counts as one; a stream
+//! follows at most its bound of resources.
 
 use super::era_tests::{answer, drain, probing, sent};
 use super::modern_ops_tests::{connected_with, frame, stream_frame, LISTING_CAPS};
@@ -68,4 +69,85 @@ fn a_stream_due_again_is_asked_for_even_when_its_timer_runs_late() {
     // The embedder's loop woke 200 ms after the deadline it was given.
     assert!(asked_at(&mut m, 710).is_some());
     assert_eq!(m.counters().listens_resent, 1);
+}
+
+/// Asks to follow (`add`) or stop following `uri` on server `s` as operation `call`: what
+/// that produced.
+fn follow(m: &mut Manager, at: u64, call: u64, uri: &str, add: bool) -> Vec<Output> {
+    let (uri, server) = (uri.to_string(), Some("s".to_string()));
+    let op = if add {
+        crate::catalog::Operation::Subscribe { uri, server }
+    } else {
+        crate::catalog::Operation::Unsubscribe { uri, server }
+    };
+    m.handle(
+        Instant::from_millis(at),
+        Input::Operation {
+            call: CallId(call),
+            op,
+            timeout: None,
+        },
+    );
+    drain(m)
+}
+
+fn outcome(outs: &[Output]) -> Option<crate::catalog::OperationOutcome> {
+    outs.iter().find_map(|o| match o {
+        Output::Event(Event::OperationCompleted { outcome, .. }) => Some(outcome.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn an_acknowledgement_of_the_stream_a_subscription_replaced_counts_for_nothing() {
+    let caps: Value = serde_json::from_str(LISTING_CAPS).unwrap();
+    let (mut m, conn, listen) = connected_with(probing(), caps);
+    let (old, _) = listen.expect("a stream is asked for");
+    let outs = follow(&mut m, 10, 4, "sim://s/a", true);
+    let new = sent(&outs)
+        .into_iter()
+        .find(|r| r.2 == "subscriptions/listen")
+        .expect("asked again with the new filter")
+        .1;
+    assert_eq!(m.counters().stream_subscriptions_changed, 1);
+    let ack = "notifications/subscriptions/acknowledged";
+    frame(&mut m, 20, conn, stream_frame(old, ack));
+    assert_eq!(m.counters().listens_acknowledged, 0);
+    frame(&mut m, 30, conn, stream_frame(new, ack));
+    assert_eq!(m.counters().listens_acknowledged, 1);
+}
+
+#[test]
+fn a_stream_follows_at_most_its_bound_of_resources() {
+    let caps: Value = serde_json::from_str(LISTING_CAPS).unwrap();
+    let (mut m, _, _) = connected_with(probing(), caps);
+    for i in 0..super::subscriptions::MAX_SUBSCRIBED_URIS as u64 {
+        let outs = follow(&mut m, 10, 100 + i, &format!("sim://s/{i}"), true);
+        assert!(
+            matches!(
+                outcome(&outs),
+                Some(crate::catalog::OperationOutcome::Ok(_))
+            ),
+            "{i}: {outs:?}"
+        );
+    }
+    // One more is refused; one it already follows is not.
+    let outs = follow(&mut m, 11, 1, "sim://s/new", true);
+    assert!(
+        matches!(
+            outcome(&outs),
+            Some(crate::catalog::OperationOutcome::Err(CallError::Protocol(
+                _
+            )))
+        ),
+        "{outs:?}"
+    );
+    let outs = follow(&mut m, 12, 2, "sim://s/0", true);
+    assert!(
+        matches!(
+            outcome(&outs),
+            Some(crate::catalog::OperationOutcome::Ok(_))
+        ),
+        "{outs:?}"
+    );
 }
