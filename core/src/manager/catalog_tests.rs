@@ -4,8 +4,9 @@
 //! a warning; a changed prompt list is announced as prompts (not resources) having changed and
 //! listed once more if it changes while listed, and one re-listed while the server still lists
 //! its tools is shown once the server is ready, not before; a cache that answers after the
-//! startup gate shows its catalog at once; a tools-only server leaves the catalog generation
-//! alone, and a server down for good takes its resources out and moves it.
+//! startup gate shows its catalog at once, and a prompt asked for from it is sent once its
+//! server lists it live; a changed list is stored in the cache; a tools-only server leaves the
+//! catalog generation alone, and a server down for good takes its resources out and moves it.
 
 use super::era_tests::{answer, cache_answers, connect_unopened, drain, lose_and_reconnect, open};
 use super::legacy_tests::{initialize_ok, request_id, request_of};
