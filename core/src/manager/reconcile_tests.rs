@@ -1,7 +1,8 @@
 //! `Sync`, the whole set of servers the embedder wants, driven through the manager's inputs:
 //! a server wanted unchanged and running is left alone, one wanted unchanged but stopped is
-//! started again, one whose config changed is restarted under it, and one no longer wanted is
-//! stopped and forgotten.
+//! started again, one whose config (or a value read for it) changed is restarted under it, and
+//! one no longer wanted is stopped and forgotten; a call to a tool of a server restarting
+//! under a new config is an unknown tool until the server lists again.
 
 use super::era_tests::drain;
 use super::legacy_tests::connected;
@@ -130,4 +131,24 @@ fn a_server_whose_read_values_changed_is_restarted_though_its_config_reads_the_s
         .insert("file:token".into(), "new".into());
     let (opened, closed, completed) = effects(&sync(&mut m, 3, vec![changed]));
     assert_eq!((opened.len(), closed, completed), (1, vec![conn], false));
+}
+
+#[test]
+fn a_call_to_a_tool_of_a_server_restarting_under_a_new_config_is_an_unknown_tool() {
+    // Its tools left the view with the old config, and the new one has listed nothing yet:
+    // the tool is not known to be gone from the server, so it is unknown for now, not retired.
+    let (mut m, _) = server(ManagerOptions::default());
+    sync(&mut m, 3, vec![spec("srv2")]);
+    assert_eq!(
+        m.server_state("s").unwrap().status,
+        ServerStatus::Connecting
+    );
+    let outs = super::legacy_tests::call(&mut m, 4, 1, None);
+    assert_eq!(
+        super::legacy_tests::call_outcome(&outs),
+        Some(CallOutcome::Err(CallError::UnknownTool {
+            tool: "mcp_s_t".into()
+        }))
+    );
+    assert_eq!(m.counters().calls_to_retired_tools, 0);
 }
