@@ -8,7 +8,9 @@
 //! server lists it live; a changed list is stored in the cache; a tools-only server leaves the
 //! catalog generation alone, and a server down for good takes its resources out and moves it.
 
-use super::era_tests::{answer, cache_answers, connect_unopened, drain, lose_and_reconnect, open};
+use super::era_tests::{
+    answer, cache_answers, closed, connect_unopened, drain, lose_and_reconnect, open,
+};
 use super::legacy_tests::{initialize_ok, request_id, request_of};
 use super::*;
 use crate::time::Instant;
@@ -334,16 +336,7 @@ fn a_server_down_for_good_takes_its_resources_out_and_moves_the_generation() {
     answer(&mut m, 2, conn, ok(list, r));
     assert_eq!(m.resources().len(), 1);
     let before = m.catalog_generation();
-    m.handle(
-        Instant::from_millis(3),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Closed {
-                reason: "exited".into(),
-            },
-        },
-    );
-    drain(&mut m);
+    closed(&mut m, 3, conn);
     assert!(m.resources().is_empty());
     assert_ne!(m.catalog_generation(), before);
 }

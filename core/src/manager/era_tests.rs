@@ -130,13 +130,8 @@ pub(super) fn transport_opened(m: &mut Manager, at: u64, conn: ConnId) -> Vec<Ou
     drain(m)
 }
 
-/// Closes `conn` as a process that exited (at `at` ms), then runs the reconnect that
-/// follows: the new attempt, opened; when; and what its opening sent.
-pub(super) fn lose_and_reconnect(
-    m: &mut Manager,
-    conn: ConnId,
-    at: u64,
-) -> (ConnId, Instant, Vec<Output>) {
+/// Closes `conn` as a process that exited (at `at` ms): what followed.
+pub(super) fn closed(m: &mut Manager, at: u64, conn: ConnId) -> Vec<Output> {
     m.handle(
         Instant::from_millis(at),
         Input::Transport {
@@ -146,7 +141,17 @@ pub(super) fn lose_and_reconnect(
             },
         },
     );
-    drain(m);
+    drain(m)
+}
+
+/// Closes `conn` as a process that exited (at `at` ms), then runs the reconnect that
+/// follows: the new attempt, opened; when; and what its opening sent.
+pub(super) fn lose_and_reconnect(
+    m: &mut Manager,
+    conn: ConnId,
+    at: u64,
+) -> (ConnId, Instant, Vec<Output>) {
+    closed(m, at, conn);
     let at = m.poll_timeout().expect("a reconnect is due");
     m.handle_timeout(at);
     let conn = drain(m)
@@ -668,16 +673,7 @@ fn a_remembered_handshake_that_arrives_after_the_attempt_spoke_does_not_skip_the
     assert_eq!(m.server_state("s").unwrap().era, Some(Era::Legacy));
     // The attempt fails; only then does the cache answer, remembering a handshake. What this
     // attempt spoke may be what failed, so the next one probes again rather than trust it.
-    m.handle(
-        Instant::from_millis(4),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Closed {
-                reason: "exit 1".into(),
-            },
-        },
-    );
-    drain(&mut m);
+    closed(&mut m, 4, conn);
     let catalog = crate::catalog::Catalog {
         handshake: Some(Handshake {
             era: Era::Legacy,

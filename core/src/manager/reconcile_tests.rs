@@ -4,7 +4,7 @@
 //! one no longer wanted is stopped and forgotten; a call to a tool of a server restarting
 //! under a new config is an unknown tool until the server lists again.
 
-use super::era_tests::drain;
+use super::era_tests::{closed, drain};
 use super::legacy_tests::connected;
 use super::*;
 use crate::config::{ServerConfig, ServerSpec};
@@ -64,16 +64,7 @@ fn stopped() -> (Manager, ConnId) {
         ..ManagerOptions::default()
     };
     let (mut m, conn) = server(o);
-    m.handle(
-        Instant::from_millis(3),
-        Input::Transport {
-            conn,
-            event: TransportEvent::Closed {
-                reason: "exited".into(),
-            },
-        },
-    );
-    drain(&mut m);
+    closed(&mut m, 3, conn);
     (m, conn)
 }
 
