@@ -729,3 +729,23 @@ fn a_version_refusal_after_the_late_probe_proved_undeliverable_stands_at_once() 
     assert_eq!(err.kind, ServerErrorKind::UnsupportedVersion);
     assert_eq!(m.counters().initialize_refusals_held, 0);
 }
+
+#[test]
+fn an_initialize_error_other_than_a_version_refusal_while_the_probe_is_late_fails_at_once() {
+    // Only a refusal of the version waits for the late probe's answer (a stateless-only
+    // server may refuse `initialize`); any other error is the server's answer, now.
+    let mut m = Manager::new(probing(), Instant::ZERO);
+    let (conn, _) = open(&mut m, 0);
+    m.handle_timeout(Instant::ZERO + Duration::from_secs(2));
+    let init = sent(&drain(&mut m))[0].1;
+    let failure = json!({"jsonrpc": "2.0", "id": init, "error": {"code": -32603,
+        "message": "Internal error"}});
+    answer(&mut m, 2400, conn, failure);
+    let err = m
+        .server_state("s")
+        .unwrap()
+        .last_error
+        .expect("failed at once");
+    assert_eq!(err.kind, ServerErrorKind::InitializeFailed);
+    assert_eq!(m.counters().initialize_refusals_held, 0);
+}

@@ -835,3 +835,49 @@ fn a_read_may_take_as_many_input_rounds_as_the_bound_and_fails_past_it() {
     );
     assert!(m.operations_in_flight().is_empty());
 }
+
+#[test]
+fn a_tool_call_may_take_as_many_input_rounds_as_the_bound_and_fails_past_it() {
+    let mut o = probing();
+    o.roots = vec![crate::protocol::Root {
+        uri: "file:///configured".into(),
+        name: None,
+    }];
+    let (mut m, conn) = connected(o);
+    m.handle(
+        Instant::from_millis(10),
+        Input::CallTool {
+            call: CallId(6),
+            tool: "mcp_s_t".into(),
+            arguments: None,
+            timeout: None,
+            progress: false,
+            meta: None,
+        },
+    );
+    let call_id = |outs: &[Output]| sent(outs).into_iter().find(|r| r.2 == "tools/call");
+    let mut id = call_id(&drain(&mut m)).expect("the call is sent").1;
+    let roots = r#""where":{"method":"roots/list"}"#;
+    let done = |outs: &[Output]| {
+        outs.iter().find_map(|o| match o {
+            Output::Event(Event::CallCompleted { call, outcome }) => Some((*call, outcome.clone())),
+            _ => None,
+        })
+    };
+    // Every round is answered from the manager's roots and the call sent again...
+    for round in 1..=super::mrtr::MAX_INPUT_ROUNDS {
+        let outs = frame(&mut m, 11, conn, input_required(id, roots, "1"));
+        assert!(done(&outs).is_none(), "round {round}: {outs:?}");
+        id = call_id(&outs)
+            .unwrap_or_else(|| panic!("round {round} is answered"))
+            .1;
+    }
+    // ...up to the bound: one more fails it, as a protocol violation of the server's.
+    let outs = frame(&mut m, 12, conn, input_required(id, roots, "1"));
+    match done(&outs) {
+        Some((CallId(6), CallOutcome::Err(CallError::Protocol(_)))) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(call_id(&outs).is_none(), "not sent again");
+    assert!(m.calls_in_flight().is_empty());
+}
