@@ -407,6 +407,10 @@ fn a_stateless_connection_listens_and_asks_again_when_the_stream_ends() {
     assert_eq!(params["notifications"]["toolsListChanged"], true);
     assert_eq!(params["notifications"]["resourcesListChanged"], true);
     assert!(params["notifications"].get("promptsListChanged").is_none());
+    // Nothing is subscribed yet: the filter names no resources (not an empty list).
+    assert!(params["notifications"]
+        .get("resourceSubscriptions")
+        .is_none());
     assert!(has_full_meta(&params));
     frame(
         &mut m,

@@ -450,3 +450,34 @@ fn an_operation_the_transport_could_not_deliver_fails_as_a_transport_error() {
     }
     assert_eq!(m.server_state("a").unwrap().status, ServerStatus::Connected);
 }
+
+#[test]
+fn an_operation_under_the_id_of_one_in_flight_is_ignored_and_the_first_completes() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a"]);
+    connect(&mut m, 1, "a", attempts[0]);
+    let first = reads(&read(&mut m, 2, 7, "a"));
+    assert_eq!(first.len(), 1);
+    // The same id again, while the first is out: not sent, not tracked, a warning.
+    let outs = read(&mut m, 3, 7, "a");
+    assert!(reads(&outs).is_empty(), "{outs:?}");
+    assert!(
+        outs.iter().any(|o| matches!(
+            o,
+            Output::Event(Event::Diagnostic {
+                level: Level::Warn,
+                ..
+            })
+        )),
+        "{outs:?}"
+    );
+    assert_eq!(m.operations_in_flight(), vec![CallId(7)]);
+    // The first one's answer completes it, once.
+    let (conn, id) = first[0];
+    let outs = answer(&mut m, 4, conn, read_ok(id, "sim://a/a"));
+    assert!(matches!(
+        outcome(&outs, 7),
+        Some(OperationOutcome::Ok(OperationResult::Read(_)))
+    ));
+    assert!(m.operations_in_flight().is_empty());
+}

@@ -111,3 +111,19 @@ fn a_task_id_is_read_up_to_its_length_bound_and_refused_past_it() {
     assert!(super::tasks::parse_task(&task(1025)).is_none());
     assert!(super::tasks::parse_task(&task(0)).is_none());
 }
+
+#[test]
+fn a_status_of_a_task_no_call_here_runs_changes_nothing() {
+    // The server runs tasks for other clients too: a finished `job-2` is not our `job-1`.
+    let (mut m, conn, get) = polling();
+    let other = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+        "params": {"taskId": "job-2", "status": "completed"}});
+    answer(&mut m, 205, conn, other);
+    assert_eq!(m.counters().task_status_notifications, 0);
+    // Our task is still working: its poll's answer asks again later, nothing is fetched.
+    let working = json!({"jsonrpc": "2.0", "id": get, "result": {"taskId": "job-1",
+        "status": "working"}});
+    let outs = answer(&mut m, 206, conn, working);
+    assert_eq!(request_id(&outs, "tasks/result"), None, "{outs:?}");
+    assert_eq!(m.calls_in_flight(), vec![CallId(1)]);
+}
