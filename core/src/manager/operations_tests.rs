@@ -481,3 +481,58 @@ fn an_operation_under_the_id_of_one_in_flight_is_ignored_and_the_first_completes
     ));
     assert!(m.operations_in_flight().is_empty());
 }
+
+#[test]
+fn a_read_of_a_uri_two_servers_list_fails_as_ambiguous_naming_both() {
+    let mut m = Manager::new(ManagerOptions::default(), Instant::ZERO);
+    let attempts = open_all(&mut m, &["a", "b"]);
+    // Both servers list the same file; neither has templates.
+    for (at, (conn, init)) in (1..).zip(attempts) {
+        let outs = answer(
+            &mut m,
+            at,
+            conn,
+            initialize_ok(init, json!({"resources": {}})),
+        );
+        for (_, id, method, _, _) in sent(&outs).into_iter().filter(|r| r.0 == conn) {
+            let result = match method.as_str() {
+                "resources/list" => {
+                    json!({"resources": [{"uri": "file:///shared.txt", "name": "shared"}]})
+                }
+                "resources/templates/list" => json!({"resourceTemplates": []}),
+                _ => continue,
+            };
+            answer(
+                &mut m,
+                at,
+                conn,
+                json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            );
+        }
+    }
+    assert_eq!(m.connections(), vec!["a", "b"]);
+    m.handle(
+        Instant::from_millis(5),
+        Input::Operation {
+            call: CallId(8),
+            op: Operation::ReadResource {
+                uri: "file:///shared.txt".into(),
+                server: None,
+            },
+            timeout: None,
+        },
+    );
+    let outs = drain(&mut m);
+    assert!(reads(&outs).is_empty(), "sent to neither: {outs:?}");
+    assert_eq!(
+        outcome(&outs, 8),
+        Some(OperationOutcome::Err(CallError::AmbiguousResource {
+            uri: "file:///shared.txt".into(),
+            servers: vec!["a".into(), "b".into()],
+        }))
+    );
+    assert_eq!(m.counters().ambiguous_uris, 1);
+    // Naming the server settles it.
+    let outs = read(&mut m, 6, 9, "b");
+    assert_eq!(reads(&outs).len(), 1);
+}

@@ -312,3 +312,22 @@ fn an_elicitation_left_unanswered_times_out_to_the_server_and_a_late_answer_is_i
     let c = m.counters();
     assert_eq!((c.peer_timed_out, c.peer_answers_ignored), (1, 1));
 }
+
+#[test]
+fn an_elicitation_of_a_connection_that_closes_is_withdrawn_and_a_late_answer_goes_nowhere() {
+    let (mut m, conn, key) = elicited();
+    let outs = super::era_tests::closed(&mut m, 4, conn);
+    assert!(outs.iter().any(|o| matches!(o,
+        Output::Event(Event::PeerRequestWithdrawn { request, reason, .. })
+            if *request == key && *reason == WithdrawReason::ConnectionClosed)));
+    assert!(m.pending_peer_requests().is_empty());
+    assert_eq!(m.counters().peer_withdrawn_on_close, 1);
+    m.handle(
+        Instant::from_millis(5),
+        Input::AnswerPeerRequest {
+            request: key,
+            answer: PeerAnswer::Decline,
+        },
+    );
+    assert_eq!(reply_on(&drain(&mut m), conn), None);
+}

@@ -506,3 +506,38 @@ fn a_late_answer_to_a_call_given_up_on_is_ignored_quietly_and_a_strange_one_loud
     assert_eq!(m.counters().unknown_responses, 2);
     assert_eq!(m.server_state("s").unwrap().status, ServerStatus::Connected);
 }
+
+#[test]
+fn an_answer_that_cannot_be_read_fails_its_call_now_and_the_connection_goes_on() {
+    let (mut m, conn) = connected(
+        ManagerOptions::default(),
+        json!({"tools": {}}),
+        json!([{"name": "t"}]),
+    );
+    let id = request_of(
+        &call(&mut m, 3, 1, Some(Duration::from_secs(60))),
+        "tools/call",
+    );
+    // Invalid UTF-8 in a string: not a frame this client reads, but its id still shows.
+    let mut frame =
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#)
+            .into_bytes();
+    frame.extend_from_slice(b"\xff\xfe\"}]}}");
+    m.handle(
+        Instant::from_millis(4),
+        Input::Transport {
+            conn,
+            event: TransportEvent::Frame(bytes::Bytes::from(frame)),
+        },
+    );
+    let outs = drain(&mut m);
+    match call_outcome(&outs) {
+        Some(CallOutcome::Err(CallError::Transport(e))) => {
+            assert_eq!(e.kind, ServerErrorKind::RequestFailed, "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(m.connections(), vec!["s"]);
+    let c = m.counters();
+    assert_eq!((c.unreadable_answers, c.bad_frames), (1, 1));
+}
