@@ -241,12 +241,23 @@ fn an_elicitation_the_server_cancels_is_withdrawn_and_never_answered() {
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 5}});
     let outs = answer(&mut m, 4, conn, cancel);
+    withdrawn_for_good(&mut m, conn, key, &outs, WithdrawReason::CancelledByServer);
+    assert_eq!(m.counters().peer_cancelled_by_server, 1);
+}
+
+/// `outs` withdrew request `key` of `conn` for `why`, nothing is pending, and an answer given
+/// afterwards goes nowhere.
+fn withdrawn_for_good(
+    m: &mut Manager,
+    conn: ConnId,
+    key: crate::PeerRequestKey,
+    outs: &[Output],
+    why: WithdrawReason,
+) {
     assert!(outs.iter().any(|o| matches!(o,
         Output::Event(Event::PeerRequestWithdrawn { request, reason, .. })
-            if *request == key && *reason == WithdrawReason::CancelledByServer)));
+            if *request == key && *reason == why)));
     assert!(m.pending_peer_requests().is_empty());
-    assert_eq!(m.counters().peer_cancelled_by_server, 1);
-    // An answer given afterwards goes nowhere.
     m.handle(
         Instant::from_millis(5),
         Input::AnswerPeerRequest {
@@ -254,7 +265,7 @@ fn an_elicitation_the_server_cancels_is_withdrawn_and_never_answered() {
             answer: PeerAnswer::Decline,
         },
     );
-    assert_eq!(reply_on(&drain(&mut m), conn), None);
+    assert_eq!(reply_on(&drain(m), conn), None);
 }
 
 #[test]
@@ -317,17 +328,6 @@ fn an_elicitation_left_unanswered_times_out_to_the_server_and_a_late_answer_is_i
 fn an_elicitation_of_a_connection_that_closes_is_withdrawn_and_a_late_answer_goes_nowhere() {
     let (mut m, conn, key) = elicited();
     let outs = super::era_tests::closed(&mut m, 4, conn);
-    assert!(outs.iter().any(|o| matches!(o,
-        Output::Event(Event::PeerRequestWithdrawn { request, reason, .. })
-            if *request == key && *reason == WithdrawReason::ConnectionClosed)));
-    assert!(m.pending_peer_requests().is_empty());
+    withdrawn_for_good(&mut m, conn, key, &outs, WithdrawReason::ConnectionClosed);
     assert_eq!(m.counters().peer_withdrawn_on_close, 1);
-    m.handle(
-        Instant::from_millis(5),
-        Input::AnswerPeerRequest {
-            request: key,
-            answer: PeerAnswer::Decline,
-        },
-    );
-    assert_eq!(reply_on(&drain(&mut m), conn), None);
 }
