@@ -1,9 +1,9 @@
 //! The protocol revision decided per attempt, driven through the manager's inputs: a stateless
 //! server found by the probe, a legacy one (whatever error it answers), a silent one (the probe
-//! times out), a version retry, a warm start that skips the probe (but not on a handshake the
-//! cache remembered only after the attempt spoke and failed), a version refusal that stands at
-//! once when the probe proved undeliverable, and an input round whose state is echoed as
-//! written.
+//! times out), a version retry, a warm start that skips the probe (but not on a handshake the cache
+//! remembered only after the attempt spoke and failed), a version refusal that stands at once when
+//! the probe proved undeliverable (while any other error to `initialize` decides at once even with
+//! the probe still out), and an input round whose state is echoed as written.
 
 use super::*;
 use crate::config::{ServerConfig, ServerSpec};

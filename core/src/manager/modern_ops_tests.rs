@@ -1,9 +1,10 @@
 //! Operations on a stateless server. Input rounds on reads and prompts: a server that answers
-//! `resources/read` or `prompts/get` with an `InputRequiredResult` gets the inputs and its
-//! state back as written, a missing handler fails the request with a typed error, and the
-//! request's own deadline bounds every round. A log level rides in every request's `_meta`
-//! instead of `logging/setLevel`. Changes are heard on a `subscriptions/listen` stream,
-//! asked again when it ends, and resource subscriptions are changes of its filter.
+//! `resources/read` or `prompts/get` with an `InputRequiredResult` gets the inputs and its state
+//! back as written, a missing handler fails the request with a typed error, and the request's own
+//! deadline bounds every round; a read or a tool call takes at most `MAX_INPUT_ROUNDS` of them. A
+//! log level rides in every request's `_meta` instead of `logging/setLevel`. Changes are heard on a
+//! `subscriptions/listen` stream, asked again when it ends, and resource subscriptions are changes
+//! of its filter.
 
 use super::era_tests::{answer, drain, has_full_meta, lose_and_reconnect, open, probing, sent};
 use super::*;

@@ -1,12 +1,12 @@
-//! Operations (reads, prompts, completions) with more than one server, driven through the
-//! manager's inputs: an operation that waits for its server is sent on that server's
-//! connection and no other, a lost connection fails only its own server's operations, and a
-//! result of a type the client does not know fails the operation as a protocol error; a
-//! cancelled operation tells its server, a page of tasks comes back as one, and a subscription
-//! is acknowledged by its server's empty answer; a URI no server lists is an unknown resource,
-//! and a completion for a template goes to the one server that lists it; an operation the
-//! server did not declare fails as unsupported unsent, and one the transport could not deliver
-//! fails as a transport error.
+//! Operations (reads, prompts, completions) with more than one server, driven through the manager's
+//! inputs: an operation that waits for its server is sent on that server's connection and no other,
+//! a lost connection fails only its own server's operations, and a result of a type the client does
+//! not know fails the operation as a protocol error; a cancelled operation tells its server, a page
+//! of tasks comes back as one, and a subscription is acknowledged by its server's empty answer; a
+//! URI no server lists is an unknown resource, and a completion for a template goes to the one
+//! server that lists it; an operation the server did not declare fails as unsupported unsent, and
+//! one the transport could not deliver fails as a transport error; an operation under the id of one
+//! in flight is ignored, and a URI two servers list is ambiguous until a server is named.
 
 use super::era_tests::{answer, drain, notified, sent};
 use super::legacy_tests::initialize_ok;

@@ -1,9 +1,9 @@
 //! Requests a server of the initialize-based revisions sends the client, driven through the
-//! manager's inputs: one waits in `pending_peer_requests` until the embedder answers it, a
-//! declined elicitation reads as a decline to the server and one the embedder cannot handle as
-//! an error, one the server cancels is withdrawn and never answered, and past the bound of
-//! waiting ones a request is refused; a ping and `roots/list` are answered at once; new roots
-//! are announced to every initialized server (and neither declared nor announced by a client
+//! manager's inputs: one waits in `pending_peer_requests` until the embedder answers it, a declined
+//! elicitation reads as a decline to the server and one the embedder cannot handle as an error, one
+//! the server cancels (or whose connection closes) is withdrawn and never answered, and past the
+//! bound of waiting ones a request is refused; a ping and `roots/list` are answered at once; new
+//! roots are announced to every initialized server (and neither declared nor announced by a client
 //! that has none).
 
 use super::era_tests::open;

@@ -1,15 +1,14 @@
 //! Failures and what follows them, driven through the manager's inputs: a startup failure is
 //! retried only when the policy says so, a failure after the gate is logged as late once, a
-//! transport that closed by itself is not asked to close again, a refresh of a failed server
-//! is answered at once with why, a call made against a cached tool is sent once its server
-//! connects, nothing waits for a server that is down for good, and a request the transport
-//! could not deliver fails alone, in the transport's words (a probe falls back to
-//! `initialize`); a stopped server connected again with a new config runs (and is cached)
-//! under the new one; a health check fails only after as many missed pings as allowed; only a
-//! connection made again after a loss counts as a reconnect, and the breaker counts closes up
-//! to exactly one burst window apart; progress is asked for whenever the caller wants it; a
-//! late answer to a call given up on is ignored quietly, and one to a request never sent
-//! loudly.
+//! transport that closed by itself is not asked to close again, a refresh of a failed server is
+//! answered at once with why, a call made against a cached tool is sent once its server connects,
+//! nothing waits for a server that is down for good, and a request the transport could not deliver
+//! fails alone, in the transport's words (a probe falls back to `initialize`); a stopped server
+//! connected again with a new config runs (and is cached) under the new one; a health check fails
+//! only after as many missed pings as allowed; only a connection made again after a loss counts as
+//! a reconnect, and the breaker counts closes up to exactly one burst window apart; progress is
+//! asked for whenever the caller wants it; a late answer to a call given up on is ignored quietly,
+//! and one to a request never sent loudly; an answer that cannot be read fails its call at once.
 
 use super::era_tests::{
     answer, deferred_on_cache, drain, lose_and_reconnect, open, probing, sent, transport_opened,

@@ -1,8 +1,8 @@
 //! Tool calls run as tasks on a server of the initialize-based revisions, driven through the
-//! manager's inputs: one request about a task is out at a time (a status notification waits
-//! for the poll in flight), a task call given up cancels both the request in flight and the
-//! task, a call not sent as a task takes even a task-shaped answer as its result, and a task id
-//! is read up to its length bound.
+//! manager's inputs: one request about a task is out at a time (a status notification waits for the
+//! poll in flight, and a status of a task no call here runs changes nothing), a task call given up
+//! cancels both the request in flight and the task, a call not sent as a task takes even a
+//! task-shaped answer as its result, and a task id is read up to its length bound.
 
 use super::era_tests::{answer, drain, notified, sent};
 use super::legacy_tests::{call, call_outcome, connected, request_id, request_of};
