@@ -7,6 +7,7 @@
 //! of its filter.
 
 use super::era_tests::{answer, drain, has_full_meta, lose_and_reconnect, open, probing, sent};
+use super::legacy_tests::call_outcome;
 use super::*;
 use crate::catalog::{Operation, OperationOutcome, OperationResult};
 use crate::protocol::{PeerAnswer, PeerRequestKind};
@@ -15,6 +16,16 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// [`probing`] with one root of the manager's own, `file:///configured`.
+fn probing_with_roots() -> ManagerOptions {
+    let mut o = probing();
+    o.roots = vec![crate::protocol::Root {
+        uri: "file:///configured".into(),
+        name: None,
+    }];
+    o
+}
 
 /// A stateless server with tools, resources and prompts, connected and listed.
 fn connected(o: ManagerOptions) -> (Manager, ConnId) {
@@ -272,12 +283,7 @@ fn with_roots_inputs_for_the_embedder_a_roots_input_is_asked_under_the_servers_k
 
 #[test]
 fn by_default_a_roots_input_is_answered_from_the_managers_roots_without_the_embedder() {
-    let mut o = probing();
-    o.roots = vec![crate::protocol::Root {
-        uri: "file:///configured".into(),
-        name: None,
-    }];
-    let (mut m, conn) = connected(o);
+    let (mut m, conn) = connected(probing_with_roots());
     let (first, _) = read(&mut m, 10, None);
     let outs = frame(
         &mut m,
@@ -811,12 +817,7 @@ fn a_completion_that_asks_for_input_fails_as_input_unavailable() {
 
 #[test]
 fn a_read_may_take_as_many_input_rounds_as_the_bound_and_fails_past_it() {
-    let mut o = probing();
-    o.roots = vec![crate::protocol::Root {
-        uri: "file:///configured".into(),
-        name: None,
-    }];
-    let (mut m, conn) = connected(o);
+    let (mut m, conn) = connected(probing_with_roots());
     let (mut id, _) = read(&mut m, 10, None);
     let roots = r#""where":{"method":"roots/list"}"#;
     // Every round is answered from the manager's roots and the read asked again...
@@ -843,12 +844,7 @@ fn a_read_may_take_as_many_input_rounds_as_the_bound_and_fails_past_it() {
 
 #[test]
 fn a_tool_call_may_take_as_many_input_rounds_as_the_bound_and_fails_past_it() {
-    let mut o = probing();
-    o.roots = vec![crate::protocol::Root {
-        uri: "file:///configured".into(),
-        name: None,
-    }];
-    let (mut m, conn) = connected(o);
+    let (mut m, conn) = connected(probing_with_roots());
     m.handle(
         Instant::from_millis(10),
         Input::CallTool {
@@ -863,24 +859,18 @@ fn a_tool_call_may_take_as_many_input_rounds_as_the_bound_and_fails_past_it() {
     let call_id = |outs: &[Output]| sent(outs).into_iter().find(|r| r.2 == "tools/call");
     let mut id = call_id(&drain(&mut m)).expect("the call is sent").1;
     let roots = r#""where":{"method":"roots/list"}"#;
-    let done = |outs: &[Output]| {
-        outs.iter().find_map(|o| match o {
-            Output::Event(Event::CallCompleted { call, outcome }) => Some((*call, outcome.clone())),
-            _ => None,
-        })
-    };
     // Every round is answered from the manager's roots and the call sent again...
     for round in 1..=super::mrtr::MAX_INPUT_ROUNDS {
         let outs = frame(&mut m, 11, conn, input_required(id, roots, "1"));
-        assert!(done(&outs).is_none(), "round {round}: {outs:?}");
+        assert!(call_outcome(&outs).is_none(), "round {round}: {outs:?}");
         id = call_id(&outs)
             .unwrap_or_else(|| panic!("round {round} is answered"))
             .1;
     }
     // ...up to the bound: one more fails it, as a protocol violation of the server's.
     let outs = frame(&mut m, 12, conn, input_required(id, roots, "1"));
-    match done(&outs) {
-        Some((CallId(6), CallOutcome::Err(CallError::Protocol(_)))) => {}
+    match call_outcome(&outs) {
+        Some(CallOutcome::Err(CallError::Protocol(_))) => {}
         other => panic!("{other:?}"),
     }
     assert!(call_id(&outs).is_none(), "not sent again");
