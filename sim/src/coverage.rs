@@ -155,6 +155,8 @@ coverage! {
     http_session_expired_failed: "an HTTP session expired (404), no new session could be started, and the transport failed",
     http_calls_refused: "an HTTP server refused a call's credentials (a step-up not granted): the transport reported it, the core failed that call alone",
     http_logins_lapsed: "an HTTP server refused a call until a person logs in: the transport reported it, the core ended the attempt",
+    http_handshakes_refused: "an HTTP server rejected the credentials of an attempt's handshake: the transport reported it, the core ended the attempt",
+    http_handshakes_need_login: "an HTTP server refused an attempt's handshake until a person logs in: the transport reported it, the core ended the attempt",
     http_session_failed_then_reopened: "a server whose HTTP session could not be renewed was opened again (reconnect or embedder)",
     round_reports_matched: "a StartupComplete named the request that opened its round",
     syncs_without_round: "a Sync that started nothing completed with SyncCompleted",

@@ -193,6 +193,17 @@ impl View {
     }
 }
 
+/// A transport's report that a server refused a request's credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The attempt.
+    pub conn: ConnId,
+    /// A person must log in (otherwise the credentials were rejected).
+    pub login: bool,
+    /// The refused request was the attempt's handshake (`initialize` or `server/discover`).
+    pub handshake: bool,
+}
+
 /// What kind of step this was, and which server it concerned.
 #[derive(Debug, Clone, Default)]
 pub struct StepInfo {
@@ -204,9 +215,8 @@ pub struct StepInfo {
     /// A stale `Opened` of an attempt the manager issued: it must be answered with exactly
     /// one `CloseTransport` of that attempt (the shell holds a live transport nobody tracks).
     pub stale_opened: Option<ConnId>,
-    /// A request of a live attempt refused for its credentials: the attempt, and whether the
-    /// refusal needs a login.
-    pub refused: Option<(ConnId, bool)>,
+    /// A request of a live attempt refused for its credentials.
+    pub refused: Option<Refusal>,
     /// The attempts of every `CloseTransport` in this step, in order.
     pub closes: Vec<ConnId>,
     /// For a stale event: the manager's `stale_events` and `stale_opened_closed` counters

@@ -268,7 +268,7 @@ impl Invariant {
                 "39 no downstream request waits past its timeout"
             }
             Invariant::RefusalsDecidedByTheCore => {
-                "40 a refused request ends its attempt exactly when a login is needed"
+                "40 a refused request ends its attempt exactly when a login is needed or it was the handshake"
             }
             Invariant::InputRoundsHonoured => {
                 "41 a stateless client's input is answered once, by its round's retry"

@@ -161,6 +161,40 @@ fn sim_seed_03_connect_timeout_and_init_failure_are_isolated() {
 }
 
 #[test]
+fn sim_refused_handshakes_end_their_attempts_and_the_others_connect() {
+    // Every third server is an HTTP one (`web`, `mail`): the first has its handshake's
+    // credentials rejected, the second needs a person to log in; the stdio ones connect.
+    let web = with(server("web", &["search"]), |a| {
+        a.init = Init::Refused {
+            ms: 15,
+            login: false,
+        }
+    });
+    let mail = with(server("mail", &["send"]), |a| {
+        a.init = Init::Refused {
+            ms: 30,
+            login: true,
+        }
+    });
+    let servers = vec![
+        server("ok", &["echo"]),
+        server("fs", &["read"]),
+        web,
+        server("git", &["log"]),
+        server("db", &["query"]),
+        mail,
+    ];
+    let r = run(
+        "sim_refused_handshakes",
+        &scenario(servers, vec![(300, call(CallTarget::Live, 0))]),
+    );
+    assert_eq!(r.coverage.http_handshakes_refused, 1);
+    assert_eq!(r.coverage.http_handshakes_need_login, 1);
+    assert_eq!(core(&r, "refusals_ended_attempt"), 2);
+    assert_eq!(core(&r, "refusals_failed_request"), 0);
+}
+
+#[test]
 fn sim_seed_04_pending_server_with_cache_serves_deferred_tools() {
     let slow = cached(
         with(server("slow", &["search", "fetch"]), |a| {

@@ -375,15 +375,22 @@ pub fn client_speaks_valid_json_rpc(ctx: &Ctx) -> Result<(), String> {
 
 /// 40: a request refused for its credentials (on a live attempt) ends that attempt — the
 /// core closes the transport, which stayed open — when the refusal says a person must log
-/// in; a refused step-up fails that request alone and leaves the connection open.
+/// in or the refused request was the handshake (nothing can follow it); a refused step-up
+/// on an established connection fails that request alone and leaves the connection open.
 pub fn refusals_decided_by_the_core(ctx: &Ctx) -> Result<(), String> {
-    let Some((conn, login)) = ctx.step.refused else {
+    let Some(r) = ctx.step.refused else {
         return Ok(());
     };
+    let conn = r.conn;
     let closed = ctx.step.closes.contains(&conn);
     let open = ctx.m.open_conns().contains(&conn);
-    match (login, closed, open) {
+    let ends = r.login || r.handshake;
+    match (ends, closed, open) {
         (true, true, false) | (false, false, true) => Ok(()),
+        (true, ..) if r.handshake => Err(format!(
+            "a refused handshake left attempt #{} going (closed: {closed}, open: {open})",
+            conn.0
+        )),
         (true, ..) => Err(format!(
             "a refusal that needs a login left attempt #{} going (closed: {closed}, open: {open})",
             conn.0

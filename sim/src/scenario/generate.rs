@@ -562,6 +562,27 @@ fn assign_eras(options: &mut SimOptions, servers: &mut [ServerPlan], seed: u64) 
     }
 }
 
+/// In runs with attempt faults, about one attempt in eight of an HTTP server has its handshake
+/// refused for its credentials (a third of those until a person logs in). Drawn from `seed`
+/// apart from everything else, so every other draw of a seed stays what it was.
+fn assign_refusals(mix: &FaultMix, servers: &mut [ServerPlan], seed: u64) {
+    if mix.attempt_faults == 0 {
+        return;
+    }
+    let mut rng = switchboard_core::rng::SplitMix64::new(seed ^ 0x0a07_4e5f_5eed_0003);
+    // Every third server is an HTTP one (see `config_for`).
+    for s in servers.iter_mut().skip(2).step_by(3) {
+        for a in s.attempts.iter_mut() {
+            if rng.below(8) == 0 {
+                a.init = Init::Refused {
+                    ms: rng.below(300),
+                    login: rng.below(3) == 0,
+                };
+            }
+        }
+    }
+}
+
 /// Half the runs with a gateway mix stateless downstream clients (at least one) with legacy
 /// ones, drawn from `seed` apart from everything else, so the legacy clients of every seed
 /// stay what they were.
@@ -629,6 +650,7 @@ pub fn scenario_strategy(p: GenParams) -> impl Strategy<Value = Scenario> {
                 (options.reconnect, options.max_tool_pages, options.peer) = late;
                 options.gateway = gateway;
                 assign_eras(&mut options, &mut servers, eras);
+                assign_refusals(&mix, &mut servers, eras);
                 if let Some(g) = options.gateway.as_mut() {
                     assign_downstream_eras(g, eras);
                 }

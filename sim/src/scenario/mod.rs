@@ -382,6 +382,14 @@ pub enum Init {
     Drop {
         ms: u64,
     },
+    /// The server's HTTP front refuses the handshake request's credentials after `ms`: the
+    /// transport reports it (`Unauthorized`) and the server never reads the request. `login`:
+    /// a person must log in; otherwise the credentials were rejected. Only an HTTP server has
+    /// credentials to refuse: a stdio one with this plan answers as `Ok`.
+    Refused {
+        ms: u64,
+        login: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

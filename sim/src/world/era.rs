@@ -210,7 +210,7 @@ impl World<'_> {
         // The first discover of an attempt follows the attempt's plan, as `initialize` does.
         let gate = self.sc.options.gate_ms;
         let (ms, r) = match plan.init {
-            Init::Ok { ms } => (ms, self.discover_result(i, &id, true)),
+            Init::Ok { ms } | Init::Refused { ms, .. } => (ms, self.discover_result(i, &id, true)),
             Init::NoTools { ms } => {
                 self.cov.init_without_tools += 1;
                 (ms, self.discover_result(i, &id, false))

@@ -5,7 +5,7 @@
 
 use super::server::{Tag, GARBAGE_FRAME};
 use super::{Ev, World};
-use crate::observe::{ConnObs, View};
+use crate::observe::{ConnObs, Refusal, View};
 use crate::scenario::{AttemptPlan, Init, List, Scenario, Spawn};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
@@ -343,9 +343,11 @@ impl<'a> World<'a> {
                 if f.len() > self.sc.options.max_frame_len || f.as_ref() == GARBAGE_FRAME);
         let bad_before = c.bad_frames;
         let refused = match &event {
-            TransportEvent::Unauthorized { id: Some(_), error } if !stale => {
-                Some((conn, *error == AuthError::NeedsLogin))
-            }
+            TransportEvent::Unauthorized { id: Some(_), error } if !stale => Some(Refusal {
+                conn,
+                login: *error == AuthError::NeedsLogin,
+                handshake: tag == Tag::HandshakeRefused,
+            }),
             _ => None,
         };
         self.input(Input::Transport { conn, event }, |s| {
@@ -486,6 +488,47 @@ pub(super) fn exit_event(conn: ConnId, why: &str) -> Ev {
 }
 
 impl World<'_> {
+    /// An attempt planned to have its credentials refused: the HTTP front of server `i`
+    /// answers the handshake request `id` (`initialize`, or the first `server/discover`) with
+    /// 401 or 403 before the server reads it, and the transport reports that refusal for the
+    /// request. `true` when refused (the server does nothing more with the frame). A stdio
+    /// server has no credentials to refuse.
+    pub(super) fn refuse_handshake(&mut self, conn: ConnId, i: usize, id: Option<u64>) -> bool {
+        let (Some(id), Some(p)) = (id, self.procs.get(&conn)) else {
+            return false;
+        };
+        let Init::Refused { ms, login } = p.plan.init else {
+            return false;
+        };
+        if i % 3 != 2 || p.era.discovered || p.era.in_use {
+            return false;
+        }
+        let error = if login {
+            self.cov.http_handshakes_need_login += 1;
+            AuthError::NeedsLogin
+        } else {
+            self.cov.http_handshakes_refused += 1;
+            AuthError::Rejected {
+                status: 401,
+                attempts: 1,
+            }
+        };
+        let at = self.after_ms(ms);
+        self.push(
+            at,
+            Ev::Deliver {
+                conn,
+                event: TransportEvent::Unauthorized {
+                    id: Some(id),
+                    error,
+                },
+                exit: false,
+                tag: Tag::HandshakeRefused,
+            },
+        );
+        true
+    }
+
     /// The HTTP session-expiry fault as the core sees it. A Streamable HTTP server that
     /// forgot the session answers this `tools/call` with 404; the transport then replays
     /// `initialize` once and retries (io/src/http/mod.rs). If that works, the core sees only

@@ -76,6 +76,8 @@ pub(super) enum Tag {
     CatalogChanged,
     /// A stateless server's `DiscoverResult` to the probe.
     Discovered,
+    /// The transport's report that the server refused the handshake's credentials.
+    HandshakeRefused,
 }
 
 /// A frame cut short: not JSON, so the codec rejects it.
@@ -85,7 +87,7 @@ impl World<'_> {
     /// The simulator's bookkeeping for a frame about to reach the manager.
     pub(super) fn note_tag(&mut self, conn: ConnId, server: usize, tag: Tag) {
         match tag {
-            Tag::None | Tag::RacedOpen => {}
+            Tag::None | Tag::RacedOpen | Tag::HandshakeRefused => {}
             Tag::Discovered => {
                 if let Some(p) = self.procs.get_mut(&conn) {
                     p.era.discovered_delivered = true;
@@ -362,6 +364,10 @@ impl World<'_> {
             // The manager's health check reached the server (answered or not).
             self.obs.pinged[i] = Some(self.now);
         }
+        let handshake = matches!(method, Some("initialize" | "server/discover"));
+        if handshake && self.refuse_handshake(conn, i, id.as_ref().and_then(Value::as_u64)) {
+            return;
+        }
         match (method, id) {
             (Some("initialize"), Some(id)) if self.sc.servers[i].era.is_modern() => {
                 self.cov.initialize_refused_by_modern += 1;
@@ -384,7 +390,7 @@ impl World<'_> {
             (Some("initialize"), Some(id)) => {
                 let gate = self.sc.options.gate_ms;
                 let (ms, result) = match plan.init {
-                    Init::Ok { ms } => (ms, Ok(true)),
+                    Init::Ok { ms } | Init::Refused { ms, .. } => (ms, Ok(true)),
                     Init::NoTools { ms } => {
                         self.cov.init_without_tools += 1;
                         (ms, Ok(false))
