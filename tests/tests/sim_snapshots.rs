@@ -188,6 +188,14 @@ fn sim_refused_handshakes_end_their_attempts_and_the_others_connect() {
         "sim_refused_handshakes",
         &scenario(servers, vec![(300, call(CallTarget::Live, 0))]),
     );
+    let report = trace(&r)
+        .lines()
+        .find(|l| l.contains("StartupComplete round=1"))
+        .unwrap_or_default();
+    assert!(
+        report.contains(r#"connected=["db", "fs", "git", "ok"]"#),
+        "{report}"
+    );
     assert_eq!(r.coverage.http_handshakes_refused, 1);
     assert_eq!(r.coverage.http_handshakes_need_login, 1);
     assert_eq!(core(&r, "refusals_ended_attempt"), 2);

@@ -93,7 +93,6 @@ pub(super) fn manager_options(sc: &Scenario) -> ManagerOptions {
 }
 
 /// The config a scenario server runs with (`variant` 0 is the base config the cache knows).
-/// The config a scenario server runs with (`variant` 0 is the base config the cache knows).
 pub fn config_for(sc: &Scenario, i: usize, variant: u8) -> ServerConfig {
     let s = &sc.servers[i];
     let mut c = if i % 3 == 2 {

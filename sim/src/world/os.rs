@@ -490,8 +490,8 @@ pub(super) fn exit_event(conn: ConnId, why: &str) -> Ev {
 impl World<'_> {
     /// An attempt planned to have its credentials refused: the HTTP front of server `i`
     /// answers the handshake request `id` (`initialize`, or the first `server/discover`) with
-    /// 401 or 403 before the server reads it, and the transport reports that refusal for the
-    /// request. `true` when refused (the server does nothing more with the frame). A stdio
+    /// 401 before the server reads it, and the transport, which could not fix it, reports the
+    /// refusal for that request. `true` when refused (the server does nothing more with the frame). A stdio
     /// server has no credentials to refuse.
     pub(super) fn refuse_handshake(&mut self, conn: ConnId, i: usize, id: Option<u64>) -> bool {
         let (Some(id), Some(p)) = (id, self.procs.get(&conn)) else {
