@@ -157,6 +157,7 @@ coverage! {
     http_logins_lapsed: "an HTTP server refused a call until a person logs in: the transport reported it, the core ended the attempt",
     http_handshakes_refused: "an HTTP server rejected the credentials of an attempt's handshake: the transport reported it, the core ended the attempt",
     http_handshakes_need_login: "an HTTP server refused an attempt's handshake until a person logs in: the transport reported it, the core ended the attempt",
+    http_notifications_refused: "an HTTP server refused the credentials of a notification the client sent: the transport reported it without an id, the core ended the attempt",
     http_session_failed_then_reopened: "a server whose HTTP session could not be renewed was opened again (reconnect or embedder)",
     round_reports_matched: "a StartupComplete named the request that opened its round",
     syncs_without_round: "a Sync that started nothing completed with SyncCompleted",

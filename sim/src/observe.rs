@@ -202,6 +202,8 @@ pub struct Refusal {
     pub login: bool,
     /// The refused request was the attempt's handshake (`initialize` or `server/discover`).
     pub handshake: bool,
+    /// The refused frame was a request (the report names its id), not a notification.
+    pub request: bool,
 }
 
 /// What kind of step this was, and which server it concerned.
@@ -215,7 +217,7 @@ pub struct StepInfo {
     /// A stale `Opened` of an attempt the manager issued: it must be answered with exactly
     /// one `CloseTransport` of that attempt (the shell holds a live transport nobody tracks).
     pub stale_opened: Option<ConnId>,
-    /// A request of a live attempt refused for its credentials.
+    /// A frame of a live attempt refused for its credentials.
     pub refused: Option<Refusal>,
     /// The attempts of every `CloseTransport` in this step, in order.
     pub closes: Vec<ConnId>,

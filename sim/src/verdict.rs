@@ -123,9 +123,9 @@ pub enum Invariant {
     DownstreamCancelReachesUpstream,
     /// 39: no downstream request waits past its call's deadline.
     DownstreamRequestsBounded,
-    /// 40: a request whose credentials the server refused ends its attempt (the core closes
-    /// the transport) exactly when a person must log in; a refused step-up fails that
-    /// request alone and the connection goes on.
+    /// 40: a frame whose credentials the server refused ends its attempt (the core closes
+    /// the transport) exactly when a person must log in, when it was the handshake or when it
+    /// was no request; a refused step-up fails that request alone and the connection goes on.
     RefusalsDecidedByTheCore,
     /// 41: an input asked of a stateless downstream client is answered once, by a retry
     /// of its call's current round; a `requestState` the gateway never issued gets -32602.
@@ -268,7 +268,7 @@ impl Invariant {
                 "39 no downstream request waits past its timeout"
             }
             Invariant::RefusalsDecidedByTheCore => {
-                "40 a refused request ends its attempt exactly when a login is needed or it was the handshake"
+                "40 a refused frame ends its attempt exactly when a login is needed, it was the handshake or no request"
             }
             Invariant::InputRoundsHonoured => {
                 "41 a stateless client's input is answered once, by its round's retry"

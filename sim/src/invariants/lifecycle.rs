@@ -373,10 +373,11 @@ pub fn client_speaks_valid_json_rpc(ctx: &Ctx) -> Result<(), String> {
     output_violation(ctx, Invariant::ClientSpeaksValidJsonRpc)
 }
 
-/// 40: a request refused for its credentials (on a live attempt) ends that attempt — the
+/// 40: a frame refused for its credentials (on a live attempt) ends that attempt — the
 /// core closes the transport, which stayed open — when the refusal says a person must log
-/// in or the refused request was the handshake (nothing can follow it); a refused step-up
-/// on an established connection fails that request alone and leaves the connection open.
+/// in, when the refused request was the handshake (nothing can follow it) or when the frame
+/// was no request (nothing names what to fail); a refused step-up on an established
+/// connection fails that request alone and leaves the connection open.
 pub fn refusals_decided_by_the_core(ctx: &Ctx) -> Result<(), String> {
     let Some(r) = ctx.step.refused else {
         return Ok(());
@@ -384,11 +385,15 @@ pub fn refusals_decided_by_the_core(ctx: &Ctx) -> Result<(), String> {
     let conn = r.conn;
     let closed = ctx.step.closes.contains(&conn);
     let open = ctx.m.open_conns().contains(&conn);
-    let ends = r.login || r.handshake;
+    let ends = r.login || r.handshake || !r.request;
     match (ends, closed, open) {
         (true, true, false) | (false, false, true) => Ok(()),
         (true, ..) if r.handshake => Err(format!(
             "a refused handshake left attempt #{} going (closed: {closed}, open: {open})",
+            conn.0
+        )),
+        (true, ..) if !r.request => Err(format!(
+            "a refused notification left attempt #{} going (closed: {closed}, open: {open})",
             conn.0
         )),
         (true, ..) => Err(format!(

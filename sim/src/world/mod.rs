@@ -136,6 +136,9 @@ pub struct World<'a> {
     /// Draws for the HTTP session-expiry fault only, so that adding it left every other
     /// draw (and every existing trace) as it was.
     http_rng: SplitMix64,
+    /// Draws for refusals of the client's notifications only, so that adding them left every
+    /// other draw as it was.
+    auth_rng: SplitMix64,
     /// Servers whose last HTTP session could not be renewed, until they are opened again.
     session_lost: Vec<bool>,
     /// The embedder's requests in flight, and what must complete them.
@@ -239,6 +242,7 @@ impl<'a> World<'a> {
             expect_ok: Default::default(),
             crashes: vec![0; n],
             http_rng: SplitMix64::new(sc.world_seed ^ 0x4854_5450),
+            auth_rng: SplitMix64::new(sc.world_seed ^ 0x4155_5448),
             session_lost: vec![false; n],
             fresh_until: vec![None; n],
             pages: BTreeMap::new(),

@@ -343,10 +343,11 @@ impl<'a> World<'a> {
                 if f.len() > self.sc.options.max_frame_len || f.as_ref() == GARBAGE_FRAME);
         let bad_before = c.bad_frames;
         let refused = match &event {
-            TransportEvent::Unauthorized { id: Some(_), error } if !stale => Some(Refusal {
+            TransportEvent::Unauthorized { id, error } if !stale => Some(Refusal {
                 conn,
                 login: *error == AuthError::NeedsLogin,
                 handshake: tag == Tag::HandshakeRefused,
+                request: id.is_some(),
             }),
             _ => None,
         };
@@ -524,6 +525,40 @@ impl World<'_> {
                 },
                 exit: false,
                 tag: Tag::HandshakeRefused,
+            },
+        );
+        true
+    }
+
+    /// Now and then, before the heal, the HTTP front of server `i` refuses the credentials of
+    /// a notification the client sent (`notifications/initialized`, `notifications/cancelled`,
+    /// …) and the transport reports the refusal without an id: nothing names a request to
+    /// fail, so the core must end the attempt. `true` when refused (the server never reads
+    /// the notification).
+    pub(super) fn refuse_notification(&mut self, conn: ConnId, i: usize) -> bool {
+        let http = i % 3 == 2 && !self.sc.servers[i].invalid;
+        let p = u64::from(self.sc.mix.call_fault_pct / 4);
+        if !http || self.healed || p == 0 || self.auth_rng.below(100) >= p {
+            return false;
+        }
+        let error = if self.auth_rng.below(3) == 0 {
+            AuthError::NeedsLogin
+        } else {
+            AuthError::Rejected {
+                status: 403,
+                attempts: 1,
+            }
+        };
+        self.cov.http_notifications_refused += 1;
+        let ms = 1 + self.auth_rng.below(10);
+        let at = self.after_ms(ms);
+        self.push(
+            at,
+            Ev::Deliver {
+                conn,
+                event: TransportEvent::Unauthorized { id: None, error },
+                exit: false,
+                tag: Tag::None,
             },
         );
         true

@@ -364,6 +364,9 @@ impl World<'_> {
             // The manager's health check reached the server (answered or not).
             self.obs.pinged[i] = Some(self.now);
         }
+        if method.is_some() && id.is_none() && self.refuse_notification(conn, i) {
+            return;
+        }
         let handshake = matches!(method, Some("initialize" | "server/discover"));
         if handshake && self.refuse_handshake(conn, i, id.as_ref().and_then(Value::as_u64)) {
             return;
