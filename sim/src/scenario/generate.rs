@@ -528,7 +528,7 @@ fn assign_eras(options: &mut SimOptions, servers: &mut [ServerPlan], seed: u64) 
     }
     for (i, s) in servers.iter_mut().enumerate() {
         // Every third server is an HTTP one (see `config_for`): a silent probe is a stdio thing.
-        let stdio = i % 3 != 2;
+        let stdio = !crate::world::is_http(i);
         s.era = match rng.below(10) {
             0..=2 => SimEra::Legacy,
             3 => SimEra::LegacyUnrelatedError,
@@ -556,7 +556,7 @@ fn assign_eras(options: &mut SimOptions, servers: &mut [ServerPlan], seed: u64) 
         };
         // A stateless stdio server slow to start now and then: its discover answer comes
         // after the client's probe timed out (2 s) and sent `initialize`.
-        if i % 3 != 2 && rng.below(4) == 0 {
+        if !crate::world::is_http(i) && rng.below(4) == 0 {
             s.slow_discover_ms = 1_500 + rng.below(2_000);
         }
     }
@@ -571,7 +571,11 @@ fn assign_refusals(mix: &FaultMix, servers: &mut [ServerPlan], seed: u64) {
     }
     let mut rng = switchboard_core::rng::SplitMix64::new(seed ^ 0x0a07_4e5f_5eed_0003);
     // Every third server is an HTTP one (see `config_for`).
-    for s in servers.iter_mut().skip(2).step_by(3) {
+    let http = servers
+        .iter_mut()
+        .enumerate()
+        .filter(|(i, _)| crate::world::is_http(*i));
+    for (_, s) in http {
         for a in s.attempts.iter_mut() {
             if rng.below(8) == 0 {
                 a.init = Init::Refused {

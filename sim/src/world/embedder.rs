@@ -92,10 +92,15 @@ pub(super) fn manager_options(sc: &Scenario) -> ManagerOptions {
     }
 }
 
+/// Every third server of a scenario is an HTTP one; the others run on stdio.
+pub fn is_http(i: usize) -> bool {
+    i % 3 == 2
+}
+
 /// The config a scenario server runs with (`variant` 0 is the base config the cache knows).
 pub fn config_for(sc: &Scenario, i: usize, variant: u8) -> ServerConfig {
     let s = &sc.servers[i];
-    let mut c = if i % 3 == 2 {
+    let mut c = if is_http(i) {
         ServerConfig::http(format!("http://{}.sim/mcp", s.name))
     } else {
         ServerConfig::stdio(format!("{}-server", s.name), &[])

@@ -28,7 +28,7 @@ mod server;
 mod tasks;
 
 pub use crate::verdict::{Invariant, Violation};
-pub use embedder::config_for;
+pub use embedder::{config_for, is_http};
 
 use crate::coverage::{self, Coverage};
 use crate::invariants::{self, liveness, outputs, Ctx, Summaries};

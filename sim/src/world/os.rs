@@ -3,6 +3,7 @@
 //! events their transports report back (opens, exits, spawn failures, the shell's races), and
 //! the tool cache store the manager loads and saves.
 
+use super::embedder::is_http;
 use super::server::{Tag, GARBAGE_FRAME};
 use super::{Ev, World};
 use crate::observe::{ConnObs, Refusal, View};
@@ -492,8 +493,8 @@ impl World<'_> {
     /// An attempt planned to have its credentials refused: the HTTP front of server `i`
     /// answers the handshake request `id` (`initialize`, or the first `server/discover`) with
     /// 401 before the server reads it, and the transport, which could not fix it, reports the
-    /// refusal for that request. `true` when refused (the server does nothing more with the frame). A stdio
-    /// server has no credentials to refuse.
+    /// refusal for that request. `true` when refused (the server does nothing more with the
+    /// frame). A stdio server has no credentials to refuse.
     pub(super) fn refuse_handshake(&mut self, conn: ConnId, i: usize, id: Option<u64>) -> bool {
         let (Some(id), Some(p)) = (id, self.procs.get(&conn)) else {
             return false;
@@ -501,7 +502,7 @@ impl World<'_> {
         let Init::Refused { ms, login } = p.plan.init else {
             return false;
         };
-        if i % 3 != 2 || p.era.discovered || p.era.in_use {
+        if !is_http(i) || p.era.discovered || p.era.in_use {
             return false;
         }
         let error = if login {
@@ -514,20 +515,31 @@ impl World<'_> {
                 attempts: 1,
             }
         };
+        self.report_refusal(conn, ms, Some(id), error, Tag::HandshakeRefused);
+        true
+    }
+
+    /// The transport reports, `ms` from now, that the server refused the credentials of frame
+    /// `id` (`None`: a notification).
+    fn report_refusal(
+        &mut self,
+        conn: ConnId,
+        ms: u64,
+        id: Option<u64>,
+        error: AuthError,
+        tag: Tag,
+    ) {
         let at = self.after_ms(ms);
+        let event = TransportEvent::Unauthorized { id, error };
         self.push(
             at,
             Ev::Deliver {
                 conn,
-                event: TransportEvent::Unauthorized {
-                    id: Some(id),
-                    error,
-                },
+                event,
                 exit: false,
-                tag: Tag::HandshakeRefused,
+                tag,
             },
         );
-        true
     }
 
     /// Now and then, before the heal, the HTTP front of server `i` refuses the credentials of
@@ -536,7 +548,7 @@ impl World<'_> {
     /// fail, so the core must end the attempt. `true` when refused (the server never reads
     /// the notification).
     pub(super) fn refuse_notification(&mut self, conn: ConnId, i: usize) -> bool {
-        let http = i % 3 == 2 && !self.sc.servers[i].invalid;
+        let http = is_http(i) && !self.sc.servers[i].invalid;
         let p = u64::from(self.sc.mix.call_fault_pct / 4);
         if !http || self.healed || p == 0 || self.auth_rng.below(100) >= p {
             return false;
@@ -551,16 +563,7 @@ impl World<'_> {
         };
         self.cov.http_notifications_refused += 1;
         let ms = 1 + self.auth_rng.below(10);
-        let at = self.after_ms(ms);
-        self.push(
-            at,
-            Ev::Deliver {
-                conn,
-                event: TransportEvent::Unauthorized { id: None, error },
-                exit: false,
-                tag: Tag::None,
-            },
-        );
+        self.report_refusal(conn, ms, None, error, Tag::None);
         true
     }
 
@@ -577,7 +580,7 @@ impl World<'_> {
         i: usize,
         id: Option<u64>,
     ) -> SessionExpiry {
-        let http = i % 3 == 2 && !self.sc.servers[i].invalid;
+        let http = is_http(i) && !self.sc.servers[i].invalid;
         let p = u64::from(self.sc.mix.call_fault_pct / 2);
         if !http || self.healed || p == 0 || self.http_rng.below(100) >= p {
             return SessionExpiry::None;

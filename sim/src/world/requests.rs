@@ -311,7 +311,7 @@ impl World<'_> {
         let Some(p) = self.procs.get(&conn) else {
             return;
         };
-        if p.server % 3 == 2 {
+        if super::embedder::is_http(p.server) {
             return; // HTTP: no process
         }
         let line = stderr_line(conn, what);
