@@ -515,22 +515,17 @@ impl World<'_> {
                 attempts: 1,
             }
         };
-        self.report_refusal(conn, ms, Some(id), error, Tag::HandshakeRefused);
+        let event = TransportEvent::Unauthorized {
+            id: Some(id),
+            error,
+        };
+        self.deliver_in(conn, ms, event, Tag::HandshakeRefused);
         true
     }
 
-    /// The transport reports, `ms` from now, that the server refused the credentials of frame
-    /// `id` (`None`: a notification).
-    fn report_refusal(
-        &mut self,
-        conn: ConnId,
-        ms: u64,
-        id: Option<u64>,
-        error: AuthError,
-        tag: Tag,
-    ) {
+    /// The transport of attempt `conn` reports `event`, `ms` from now (the process goes on).
+    fn deliver_in(&mut self, conn: ConnId, ms: u64, event: TransportEvent, tag: Tag) {
         let at = self.after_ms(ms);
-        let event = TransportEvent::Unauthorized { id, error };
         self.push(
             at,
             Ev::Deliver {
@@ -563,7 +558,8 @@ impl World<'_> {
         };
         self.cov.http_notifications_refused += 1;
         let ms = 1 + self.auth_rng.below(10);
-        self.report_refusal(conn, ms, None, error, Tag::None);
+        let event = TransportEvent::Unauthorized { id: None, error };
+        self.deliver_in(conn, ms, event, Tag::None);
         true
     }
 
@@ -592,7 +588,6 @@ impl World<'_> {
             // the same way, and the core decides what ends.
             let id = id.unwrap_or_default();
             let ms = 1 + self.http_rng.below(10);
-            let at = self.after_ms(ms);
             let event = match self.http_rng.below(4) {
                 2 => {
                     self.cov.http_calls_refused += 1;
@@ -616,31 +611,15 @@ impl World<'_> {
                     error: "HTTP POST failed: connection reset".to_string(),
                 },
             };
-            self.push(
-                at,
-                Ev::Deliver {
-                    conn,
-                    event,
-                    exit: false,
-                    tag: Tag::None,
-                },
-            );
+            self.deliver_in(conn, ms, event, Tag::None);
             return SessionExpiry::RequestFailed;
         }
         if draw != 0 {
             self.cov.http_session_expired_recovered += 1;
             let lat = self.sc.servers[i].call_latency_ms;
             // The transport says it renewed the session before the late answer arrives.
-            let at = self.after_ms(2 * lat.max(1));
-            self.push(
-                at,
-                Ev::Deliver {
-                    conn,
-                    event: TransportEvent::SessionRenewed,
-                    exit: false,
-                    tag: Tag::None,
-                },
-            );
+            let ms = 2 * lat.max(1);
+            self.deliver_in(conn, ms, TransportEvent::SessionRenewed, Tag::None);
             // The 404, then initialize and notifications/initialized, then the call again.
             SessionExpiry::Recovered {
                 delay_ms: 3 * lat.max(1) + self.http_rng.below(20),
