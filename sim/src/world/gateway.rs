@@ -335,6 +335,7 @@ impl World<'_> {
     /// Hand one downstream input to the gateway, drain it, check.
     pub(super) fn gateway_input(&mut self, input: GatewayInput, cause: Cause) {
         let Some(gw) = self.gw.as_mut() else { return };
+        self.gateway_steps += 1;
         gw.g.handle(input);
         self.gateway_drain(cause);
         self.gateway_check();

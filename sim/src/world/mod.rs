@@ -57,7 +57,8 @@ use switchboard_core::Instant;
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub violation: Option<Violation>,
-    /// Steps taken (inputs handled plus timeouts handled).
+    /// Steps taken (inputs and timeouts handled by the manager, inputs handled by the
+    /// gateway), each followed by the checks.
     pub events: u64,
     pub coverage: Coverage,
     pub trace: Option<String>,
@@ -121,7 +122,11 @@ pub struct World<'a> {
     healed: bool,
     /// `Manager::options()` returned the options the manager was built with.
     options_echoed: bool,
+    /// Manager steps taken: each input the manager handled (or deadline it handled), checked.
     events: u64,
+    /// Gateway steps taken: each input a downstream client or the OS handed the gateway,
+    /// checked. Kept apart from `events`, which the simulated roots' URIs are numbered by.
+    gateway_steps: u64,
     next_call: u64,
     violation: Option<Violation>,
     step: StepInfo,
@@ -233,6 +238,7 @@ impl<'a> World<'a> {
             healed: false,
             options_echoed,
             events: 0,
+            gateway_steps: 0,
             next_call: 1,
             violation: None,
             step: StepInfo::default(),
@@ -333,7 +339,7 @@ impl<'a> World<'a> {
         coverage::add_core(&mut cov.core, self.m.counters());
         RunResult {
             violation: self.violation,
-            events: self.events,
+            events: self.events + self.gateway_steps,
             coverage: cov,
             trace: self.trace,
         }
@@ -376,7 +382,7 @@ impl<'a> World<'a> {
                 return;
             }
             self.now = self.now.max(at);
-            if let Err(d) = liveness::within_step_budget(self.events) {
+            if let Err(d) = liveness::within_step_budget(self.events + self.gateway_steps) {
                 self.fail(Invariant::NoRunaway, d);
                 return;
             }
