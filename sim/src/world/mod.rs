@@ -124,8 +124,9 @@ pub struct World<'a> {
     options_echoed: bool,
     /// Manager steps taken: each input the manager handled (or deadline it handled), checked.
     events: u64,
-    /// Gateway steps taken: each input a downstream client or the OS handed the gateway,
-    /// checked. Kept apart from `events`, which the simulated roots' URIs are numbered by.
+    /// Gateway steps taken: each input a downstream client's side handed the gateway (a
+    /// frame, a session opened or closed), checked. Kept apart from `events`, which the
+    /// simulated roots' URIs are numbered by.
     gateway_steps: u64,
     next_call: u64,
     violation: Option<Violation>,
