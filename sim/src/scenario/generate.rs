@@ -527,7 +527,7 @@ fn assign_eras(options: &mut SimOptions, servers: &mut [ServerPlan], seed: u64) 
         return;
     }
     for (i, s) in servers.iter_mut().enumerate() {
-        // Every third server is an HTTP one (see `config_for`): a silent probe is a stdio thing.
+        // A silent probe is a stdio thing.
         let stdio = !crate::world::is_http(i);
         s.era = match rng.below(10) {
             0..=2 => SimEra::Legacy,
@@ -570,7 +570,6 @@ fn assign_refusals(mix: &FaultMix, servers: &mut [ServerPlan], seed: u64) {
         return;
     }
     let mut rng = switchboard_core::rng::SplitMix64::new(seed ^ 0x0a07_4e5f_5eed_0003);
-    // Every third server is an HTTP one (see `config_for`).
     let http = servers
         .iter_mut()
         .enumerate()
